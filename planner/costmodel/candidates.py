@@ -1,0 +1,76 @@
+"""Layouts as columns of numpy arrays, so the cost model evaluates thousands at once.
+
+Every cost function takes a `Candidates` and returns one value per candidate;
+a single layout is a batch of one. The recompute mode is stored as a code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.layout import Layout
+from planner.specs import Recompute
+
+__all__ = ["RECOMPUTE_CODE", "Candidates", "FloatArray", "IntArray"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+RECOMPUTE_CODE: dict[Recompute, int] = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
+NONE, SELECTIVE, FULL = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidates:
+    """Column store of layouts. `stage_layers` is the layer count of the most loaded pipeline stage."""
+
+    tp: IntArray
+    pp: IntArray
+    dp: IntArray
+    cp: IntArray
+    ep: IntArray
+    vp: IntArray
+    micro_batch_size: IntArray
+    num_microbatches: IntArray
+    recompute: IntArray
+    sequence_parallel: BoolArray
+    zero_stage: IntArray
+    stage_layers: IntArray
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    @classmethod
+    def from_layouts(cls, layouts: Sequence[Layout], num_layers: int, global_batch_size: int) -> Candidates:
+        def col(values: list[int]) -> IntArray:
+            return np.asarray(values, dtype=np.int64)
+
+        return cls(
+            tp=col([x.tp for x in layouts]),
+            pp=col([x.pp for x in layouts]),
+            dp=col([x.dp for x in layouts]),
+            cp=col([x.cp for x in layouts]),
+            ep=col([x.ep for x in layouts]),
+            vp=col([x.vp for x in layouts]),
+            micro_batch_size=col([x.micro_batch_size for x in layouts]),
+            num_microbatches=col([max(1, x.num_microbatches(global_batch_size)) for x in layouts]),
+            recompute=col([RECOMPUTE_CODE[x.recompute] for x in layouts]),
+            sequence_parallel=np.asarray([x.sequence_parallel for x in layouts], dtype=np.bool_),
+            zero_stage=col([x.zero_stage for x in layouts]),
+            stage_layers=col([_stage_layers(x, num_layers) for x in layouts]),
+        )
+
+    def take(self, index: IntArray | BoolArray) -> Candidates:
+        """The candidates selected by an index or mask."""
+        return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
+
+
+def _stage_layers(layout: Layout, num_layers: int) -> int:
+    if layout.layers_per_stage:
+        return max(layout.layers_per_stage)
+    return -(-num_layers // layout.pp)

@@ -1,0 +1,119 @@
+"""Collective and point-to-point times, per tier, and per parallel dimension.
+
+Ring algorithms (Patarasuk & Yuan 2009; NCCL): all-reduce moves 2(n-1)/n of the
+buffer per rank, reduce-scatter and all-gather (n-1)/n, each step paying the
+link latency. A group inside one NVLink domain runs at the NVLink rate; one that
+crosses the network runs at the NIC rate of its members in a domain (rails in
+parallel), never above NVLink. Megatron's per-layer TP collectives follow
+Narayanan et al. 2021 Sec. 3.2 (two all-reduces forward, two backward) and
+Korthikanti et al. 2022 Sec. 4.2.2 (sequence parallel: reduce-scatter +
+all-gather of the same volume).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.costmodel.candidates import FULL, Candidates, FloatArray
+from planner.costmodel.pipeline import p2p_messages_per_microbatch
+from planner.costmodel.topology import GroupPlacement, Placement
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, RuntimeFeatures
+
+__all__ = [
+    "all_gather_s",
+    "all_reduce_s",
+    "bus_bandwidth",
+    "cp_comm_per_layer_s",
+    "ep_comm_per_layer_s",
+    "pp_comm_per_microbatch_s",
+    "tp_comm_per_layer_s",
+]
+
+ACTIVATION_BYTES = 2
+"""bf16/fp16 activations on the wire."""
+
+
+def bus_bandwidth(group: GroupPlacement, hw: Hardware) -> tuple[FloatArray, FloatArray]:
+    """(bytes/s, latency s) a ring over this group achieves per rank."""
+    network = np.minimum(group.members_per_domain * hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
+    crosses = group.crosses_network
+    return (
+        np.where(crosses, network, hw.nvlink_bytes_per_s),
+        np.where(crosses, hw.network_latency_s, hw.nvlink_latency_s),
+    )
+
+
+def all_reduce_s(nbytes: FloatArray, group: GroupPlacement, hw: Hardware) -> FloatArray:
+    """Ring all-reduce of `nbytes` per rank: 2(n-1)/n bytes/bw + 2(n-1) latency."""
+    bw, lat = bus_bandwidth(group, hw)
+    n = group.size
+    return np.where(n > 1, 2 * (n - 1) / n * nbytes / bw + 2 * (n - 1) * lat, 0.0)
+
+
+def all_gather_s(nbytes: FloatArray, group: GroupPlacement, hw: Hardware) -> FloatArray:
+    """Ring all-gather (or reduce-scatter) of an `nbytes` buffer: (n-1)/n bytes/bw + (n-1) latency."""
+    bw, lat = bus_bandwidth(group, hw)
+    n = group.size
+    return np.where(n > 1, (n - 1) / n * nbytes / bw + (n - 1) * lat, 0.0)
+
+
+def _tokens(model: ModelSpec, c: Candidates) -> FloatArray:
+    return np.asarray(c.micro_batch_size * model.seq_length / c.cp, dtype=np.float64)
+
+
+def tp_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware) -> FloatArray:
+    """TP collectives of one layer and micro-batch: 2 forward + 2 backward (+2 under full recompute)."""
+    nbytes = ACTIVATION_BYTES * _tokens(model, c) * model.hidden_size
+    count = 4 + np.where(c.recompute == FULL, 2, 0)
+    return count * all_reduce_s(nbytes, placement.tp, hw)
+
+
+def cp_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware) -> FloatArray:
+    """Ring-attention K/V exchange of one layer and micro-batch: (cp-1) K+V blocks forward, twice that backward.
+
+    Source: Megatron-Core context parallelism (ring attention, Liu et al. 2023, arXiv 2310.01889).
+    """
+    kv_block = 2 * ACTIVATION_BYTES * _tokens(model, c) * model.kv_hidden_size / c.tp
+    bw, lat = bus_bandwidth(placement.cp, hw)
+    per_pass = (c.cp - 1) * (kv_block / bw + lat)
+    passes = 3 + np.where(c.recompute == FULL, 1, 0)
+    return np.where(c.cp > 1, passes * per_pass, 0.0)
+
+
+def ep_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware) -> FloatArray:
+    """All-to-all of one MoE layer and micro-batch: dispatch + combine, forward and backward.
+
+    Source: Megatron-Core MoE token dispatcher (DeepSeek-V3 report, arXiv 2412.19437 Sec. 3.2.2).
+    Each rank sends (ep-1)/ep of its routed tokens; the share leaving the NVLink domain goes
+    through its NIC, the rest over NVLink, concurrently. Averaged over all layers.
+    """
+    if model.moe is None:
+        return np.zeros(len(c))
+    nbytes = ACTIVATION_BYTES * _tokens(model, c) * model.moe.top_k * model.hidden_size / c.tp
+    group = placement.ep
+    ep = group.size.astype(np.float64)
+    in_domain = (group.members_per_domain - 1) / ep * nbytes / hw.nvlink_bytes_per_s
+    off_domain = (ep - group.members_per_domain) / ep * nbytes / hw.nic_bytes_per_s_per_gpu
+    lat = np.where(group.crosses_network, hw.network_latency_s, hw.nvlink_latency_s)
+    one = np.maximum(in_domain, off_domain) + lat
+    count = 4 + np.where(c.recompute == FULL, 2, 0)
+    share = model.num_moe_layers / model.num_layers
+    return np.where(ep > 1, share * count * one, 0.0)
+
+
+def pp_comm_per_microbatch_s(
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures
+) -> FloatArray:
+    """Blocking sends on one stage per micro-batch (Narayanan 2021 Sec. 4.1 scatter/gather).
+
+    Over the network each TP rank sends through its own NIC: the whole activation
+    unless scatter/gather or sequence parallel splits it by tp.
+    """
+    full = ACTIVATION_BYTES * _tokens(model, c) * model.hidden_size
+    split = rt.scatter_gather_p2p | c.sequence_parallel
+    per_gpu = np.where(split, full / c.tp, full)
+    over_network = placement.pp_hops_over_network > 0
+    bw = np.where(over_network, hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
+    lat = np.where(over_network, hw.network_latency_s, hw.nvlink_latency_s)
+    return p2p_messages_per_microbatch(c) * (per_gpu / bw + lat)

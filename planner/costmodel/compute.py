@@ -1,0 +1,140 @@
+"""Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work.
+
+A GEMM of W flop takes (W + W_half) / (eta * peak): its efficiency saturates,
+eta * W / (W + W_half), reaching half of eta at W_half. W_half is a fixed
+per-kernel cost (launch, wave-quantisation tail) expressed in flop; eta and
+W_half are the GPU kind's two fitted constants (DESIGN.md, Calibration).
+Element-wise kernels (norms, dropout, activation, softmax without flash
+attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth.
+
+Sources: Narayanan et al. 2021 (arXiv 2104.04473) Sec. 5.1 (GEMM flop) and
+Fig. 7 (throughput grows with micro-batch size); bytes per element follow the
+tensors of Korthikanti et al. 2022 (arXiv 2205.05198) Table 2, read and
+written once by each fused kernel; FlashAttention-2 (Dao 2023, arXiv
+2307.08691) Sec. 3: backward does 2.5x the forward matmul work, causal
+masking skips half of the blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, RuntimeFeatures
+
+__all__ = ["LayerTimes", "gemm_time_s", "layer_times", "logits_time_s", "optimizer_step_time_s"]
+
+RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
+"""Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
+each) and two bias-dropout-add (read 2 + 2, write 2, mask 1 each). Korthikanti 2022 Table 2."""
+SCORE_BYTES_PER_ELEMENT = 13
+"""Forward bytes per attention-score element without flash attention: QK^T writes 2, fused
+softmax reads and writes 4, dropout reads, writes and masks 5, AV reads 2. Korthikanti Table 2."""
+LOGIT_BYTES_PER_ELEMENT = 12
+"""Forward bytes per logit in the fp32 cross-entropy: cast write 4, softmax read 4 and write 4."""
+BACKWARD_BYTES_FACTOR = 2
+"""Backward of an element-wise op reads the saved input and the output gradient and writes one."""
+ADAM_BYTES_PER_PARAM = 30
+"""Adam step per fp32 parameter: read grad, master, m, v (16); write master, m, v (12); bf16 copy (2)."""
+FLASH_BACKWARD_FACTOR = 2.5
+"""FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
+CAUSAL_FRACTION = 0.5
+"""Share of score blocks a causal fused kernel computes (Dao 2023 Sec. 3.1.1)."""
+
+
+def gemm_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
+    """Seconds for one GEMM of `flop`: (W + W_half) / (eta * peak). Zero-size GEMMs cost nothing."""
+    w = np.asarray(flop, dtype=np.float64)
+    return np.where(w > 0, (w + hw.gemm_half_saturation_flop) / (hw.gemm_peak_efficiency * hw.peak_flop_per_s), 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerTimes:
+    """Seconds for one average layer and one micro-batch on one GPU (TP communication excluded)."""
+
+    forward_s: FloatArray
+    backward_s: FloatArray
+    recompute_s: FloatArray
+
+
+def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward seconds of the layer's weight GEMMs (QKV, projection, MLP or experts)."""
+    h, kv = model.hidden_size, model.kv_hidden_size
+    tp = c.tp.astype(np.float64)
+    tokens = c.micro_batch_size * model.seq_length / c.cp
+    fc1_width = 2 if model.gated_mlp else 1
+    attention = gemm_time_s(2 * tokens * h * (h + 2 * kv) / tp, hw) + gemm_time_s(2 * tokens * h * h / tp, hw)
+
+    def mlp(tokens_: FloatArray, ffn: int) -> FloatArray:
+        return gemm_time_s(2 * tokens_ * h * ffn * fc1_width / tp, hw) + gemm_time_s(2 * tokens_ * h * ffn / tp, hw)
+
+    dense = mlp(tokens, model.ffn_hidden_size)
+    if model.moe is None:
+        return attention + dense
+    moe = model.moe
+    local_experts = moe.num_experts / c.ep
+    tokens_per_expert = tokens * moe.top_k * c.ep / moe.num_experts
+    routed = local_experts * mlp(tokens_per_expert, moe.expert_ffn_hidden_size)
+    shared = moe.num_shared_experts * mlp(tokens, moe.expert_ffn_hidden_size)
+    router = gemm_time_s(2 * tokens * h * moe.num_experts, hw)
+    share = model.num_moe_layers / model.num_layers
+    return attention + (1 - share) * dense + share * (routed + shared + router)
+
+
+def _attention_core_s(
+    model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
+) -> tuple[FloatArray, FloatArray]:
+    """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
+    flop = 4 * c.micro_batch_size * model.seq_length**2 * model.hidden_size / (c.tp * c.cp)
+    if rt.flash_attention:
+        fwd = gemm_time_s(CAUSAL_FRACTION * flop, hw)
+        return fwd, gemm_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
+    scores = c.micro_batch_size * model.num_attention_heads * model.seq_length**2 / (c.tp * c.cp)
+    memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
+    fwd = 2 * gemm_time_s(flop / 2, hw) + memory
+    return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
+
+
+def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward seconds of the memory-bound kernels outside attention."""
+    h, kv = model.hidden_size, model.kv_hidden_size
+    tokens = c.micro_batch_size * model.seq_length / c.cp
+    residual_split = np.where(c.sequence_parallel, c.tp, 1)
+    residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
+    act_bytes = 6 if model.gated_mlp else 4
+    ffn = model.ffn_hidden_size
+    if model.moe is not None:
+        share = model.num_moe_layers / model.num_layers
+        routed = model.moe.top_k + model.moe.num_shared_experts
+        ffn_moe = routed * model.moe.expert_ffn_hidden_size + 4 * model.moe.top_k * h
+        ffn = int((1 - share) * ffn + share * ffn_moe)
+    activation = act_bytes * tokens * ffn / c.tp
+    rope = 0 if model.learned_position_embeddings else 4 * tokens * (h + kv) / c.tp
+    return (residual + activation + rope) / hw.hbm_bandwidth_bytes_per_s
+
+
+def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> LayerTimes:
+    """Forward, backward and recompute seconds of one average layer and micro-batch on one GPU."""
+    gemm_fwd = _gemm_set_time_s(model, c, hw)
+    core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
+    elementwise_fwd = _elementwise_forward_s(model, c, hw)
+    forward = gemm_fwd + core_fwd + elementwise_fwd
+    backward = 2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd
+    recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, core_fwd, 0.0))
+    return LayerTimes(forward, backward, recompute)
+
+
+def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
+    tokens = c.micro_batch_size * model.seq_length / c.cp
+    gemm = gemm_time_s(2 * tokens * model.hidden_size * model.vocab_size / c.tp, hw)
+    loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
+    return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
+
+
+def optimizer_step_time_s(params_local: FloatArray, hw: Hardware) -> FloatArray:
+    """Seconds of one Adam step over the parameters this GPU updates (memory-bound)."""
+    return ADAM_BYTES_PER_PARAM * params_local / hw.hbm_bandwidth_bytes_per_s

@@ -1,0 +1,87 @@
+"""Data-parallel gradient and parameter traffic per step, by ZeRO stage.
+
+Sources: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 7: stages 0-2
+move 2x the model per step (all-reduce = reduce-scatter + all-gather), stage 3
+3x (forward and backward gathers plus the gradient reduce-scatter, and one
+more gather when full recompute re-runs the forward). Stage 2 reduces the
+gradients every micro-batch (DeepSpeed); Megatron's distributed optimizer
+(stage 1) once per step. Overlap: Megatron-Core `overlap_grad_reduce` hides the
+reduction behind the last micro-batch's backward, `overlap_param_gather` the
+gather behind the first forward; ZeRO-3 prefetch overlaps each micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel.candidates import FULL, Candidates, FloatArray
+from planner.costmodel.comm import all_gather_s, all_reduce_s
+from planner.costmodel.memory import WEIGHT_BYTES, state_bytes_per_param
+from planner.costmodel.params import params_per_gpu
+from planner.costmodel.topology import GroupPlacement, Placement
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, Precision, RuntimeFeatures
+
+__all__ = ["DataParallelTimes", "data_parallel_times", "exposed_dp_s", "gradient_group"]
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallelTimes:
+    """Seconds per step: per-step collectives and, for ZeRO-2/3, per-micro-batch ones."""
+
+    grad_reduce_s: FloatArray
+    param_gather_s: FloatArray
+    per_microbatch_s: FloatArray
+
+
+def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
+    """The group that reduces dense gradients: the dp x cp ranks of one (tp, pp) position."""
+    cp_full = placement.cp.members_per_domain == c.cp
+    per_domain = placement.cp.members_per_domain * np.where(cp_full, placement.dp.members_per_domain, 1)
+    size = c.dp * c.cp
+    return GroupPlacement(size=size, members_per_domain=np.minimum(per_domain, size))
+
+
+def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
+    group = gradient_group(c, placement)
+    size = np.maximum(group.size // c.ep, 1)
+    return GroupPlacement(size=size, members_per_domain=np.minimum(group.members_per_domain, size))
+
+
+def data_parallel_times(
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, precision: Precision
+) -> DataParallelTimes:
+    """Raw (not yet overlapped) DP communication seconds per step."""
+    dense, expert = params_per_gpu(model, c)
+    grad_bytes, _ = state_bytes_per_param(precision)
+    dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
+
+    def reduce(bytes_per_param: int, op: str) -> FloatArray:
+        fn = all_reduce_s if op == "all_reduce" else all_gather_s
+        return fn(bytes_per_param * dense, dense_group, hw) + fn(bytes_per_param * expert, expert_group, hw)
+
+    zero = c.zero_stage
+    scatter = reduce(grad_bytes, "reduce_scatter")
+    gather = reduce(WEIGHT_BYTES, "all_gather")
+    grad_reduce = np.where(zero == 0, reduce(grad_bytes, "all_reduce"), np.where(zero == 1, scatter, 0.0))
+    param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
+    gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
+    per_microbatch = np.where(zero == 2, scatter, np.where(zero == 3, gathers_per_microbatch * gather + scatter, 0.0))
+    return DataParallelTimes(grad_reduce, param_gather, per_microbatch)
+
+
+def exposed_dp_s(
+    t: DataParallelTimes,
+    c: Candidates,
+    stage_forward_s: FloatArray,
+    stage_backward_s: FloatArray,
+    rt: RuntimeFeatures,
+) -> FloatArray:
+    """DP seconds left on the critical path after overlap with one micro-batch's stage compute."""
+    grad = np.maximum(t.grad_reduce_s - stage_backward_s, 0.0) if rt.overlap_grad_reduce else t.grad_reduce_s
+    gather = np.maximum(t.param_gather_s - stage_forward_s, 0.0) if rt.overlap_param_gather else t.param_gather_s
+    window = stage_forward_s + stage_backward_s
+    per_mb = np.maximum(t.per_microbatch_s - window, 0.0) if rt.overlap_param_gather else t.per_microbatch_s
+    return grad + gather + c.num_microbatches * per_mb

@@ -1,0 +1,139 @@
+"""Memory per GPU on the most loaded pipeline stage, by kind, in bytes.
+
+Sources:
+- Model states: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 3 and
+  Megatron-LM `docs/.../dist_optimizer.md`: bf16 weights 2 + fp32 grads 4 +
+  Adam 12 = 18 bytes/param; fp16: 2 + 2 + 16 = 20. ZeRO-1 shards the optimizer
+  (Megatron distributed optimizer: 6 + 12/d), ZeRO-2 also gradients, ZeRO-3
+  also weights, over the dp x cp group (experts: over the expert-dp group).
+- Activations: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 / Eqs. 1-6
+  per layer, generalised to GQA, gated MLPs and MoE; in-flight micro-batches
+  from `pipeline.in_flight_microbatches`; embedding and logit terms from
+  Megatron-LM `theoretical_memory_usage.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel.candidates import FULL, NONE, Candidates, FloatArray
+from planner.costmodel.params import params_per_gpu
+from planner.costmodel.pipeline import in_flight_microbatches
+from planner.specs import ModelSpec, Precision, RuntimeFeatures
+from planner.units import GIB
+
+__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "memory_per_gpu", "state_bytes_per_param"]
+
+WEIGHT_BYTES = 2
+"""Weights are held in bf16/fp16 (fp8 training keeps bf16 weights; Transformer Engine casts per GEMM)."""
+RUNTIME_ALLOWANCE_BYTES = 2 * GIB
+"""CUDA context and cuBLAS/NCCL workspaces, measured at 1-2 GiB per process on A100/H100; stated allowance."""
+FRAGMENTATION_FRACTION = 0.05
+"""PyTorch caching-allocator fragmentation, as a fraction of activation memory; stated allowance."""
+
+
+def state_bytes_per_param(precision: Precision) -> tuple[int, int]:
+    """(gradient, optimizer) bytes per parameter: bf16/fp8 (4, 12); fp16 (2, 16). Megatron dist_optimizer.md."""
+    if precision is Precision.FP16:
+        return 2, 16
+    return 4, 12
+
+
+def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
+    """Bytes one layer keeps for backward, per micro-batch, on one GPU (Korthikanti 2022 Table 2).
+
+    GPT with ffn = 4h and no CP gives s b h (10 + 24/t + 5 a s/(h t)) without SP,
+    s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht) term (so
+    does flash attention); full recompute keeps only the 2 s b h layer input.
+    """
+    h, kv = model.hidden_size, model.kv_hidden_size
+    tokens = c.micro_batch_size * model.seq_length / c.cp
+    tp = c.tp.astype(np.float64)
+    replicated = 10 * h / np.where(c.sequence_parallel, tp, 1.0)
+    split = (4 * h + 4 * kv + _mlp_bytes_per_token(model)) / tp
+    scores = 5 * model.num_attention_heads * model.seq_length / tp
+    keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
+    full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
+    layer_input = 2 * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
+    return np.where(c.recompute == FULL, layer_input, full_layer)
+
+
+def _mlp_bytes_per_token(model: ModelSpec) -> float:
+    """MLP tensors kept per token: 4 ffn (GeLU input and output) or 6 ffn (gate, up, SwiGLU output).
+
+    MoE: each of the top_k routed copies also keeps its permuted 2h input.
+    """
+    per_ffn = 6 if model.gated_mlp else 4
+    dense = float(per_ffn * model.ffn_hidden_size)
+    if model.moe is None:
+        return dense
+    moe = model.moe
+    routed = moe.top_k * (per_ffn * moe.expert_ffn_hidden_size + 2 * model.hidden_size)
+    shared = moe.num_shared_experts * per_ffn * moe.expert_ffn_hidden_size
+    share = model.num_moe_layers / model.num_layers
+    return (1 - share) * dense + share * (routed + shared)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """Bytes per GPU by kind; `peak` is their sum."""
+
+    parameters: FloatArray
+    gradients: FloatArray
+    optimizer_states: FloatArray
+    activations: FloatArray
+    other: FloatArray
+
+    @property
+    def peak(self) -> FloatArray:
+        return self.parameters + self.gradients + self.optimizer_states + self.activations + self.other
+
+
+def _stage_activations(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
+    """Activations of the most loaded stage: the first (most in flight) or the last (logits)."""
+    per_layer = activation_bytes_per_layer(model, c, rt)
+    tokens = c.micro_batch_size * model.seq_length / c.cp
+    tp = c.tp.astype(np.float64)
+    in_flight = in_flight_microbatches(c)
+    layers = per_layer * c.stage_layers
+    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, _no_recompute(c), rt), 0.0)
+    embedding = (8 + model.hidden_size) * tokens / tp
+    logits = 4 * tokens * (model.hidden_size + model.vocab_size) / tp
+    first = in_flight * (layers + embedding) + working
+    last = np.where(c.vp > 1, in_flight, 1.0) * layers + logits + working
+    return np.where(c.pp == 1, first + logits, np.maximum(first, last))
+
+
+def _no_recompute(c: Candidates) -> Candidates:
+    fields = {name: getattr(c, name) for name in c.__slots__}
+    fields["recompute"] = np.zeros_like(c.recompute)
+    return Candidates(**fields)
+
+
+def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
+    """Peak bytes per GPU with breakdown, for the most loaded stage."""
+    dense, expert = params_per_gpu(model, c)
+    grad_bytes, opt_bytes = state_bytes_per_param(precision)
+    dense_shard = (c.dp * c.cp).astype(np.float64)
+    expert_shard = np.maximum(dense_shard / c.ep, 1.0)
+
+    def sharded(stage: int) -> FloatArray:
+        return np.where(c.zero_stage >= stage, dense / dense_shard + expert / expert_shard, dense + expert)
+
+    activations = _stage_activations(model, c, rt)
+    return MemoryBreakdown(
+        parameters=WEIGHT_BYTES * sharded(3),
+        gradients=grad_bytes * sharded(2),
+        optimizer_states=opt_bytes * sharded(1),
+        activations=activations,
+        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + _zero3_buffers(model, c),
+    )
+
+
+def _zero3_buffers(model: ModelSpec, c: Candidates) -> FloatArray:
+    """ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers in bf16."""
+    dense, expert = params_per_gpu(model, c)
+    per_layer = (dense + expert) / np.maximum(c.stage_layers, 1)
+    return np.where(c.zero_stage == 3, 2 * WEIGHT_BYTES * per_layer, 0.0)

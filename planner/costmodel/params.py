@@ -1,0 +1,129 @@
+"""Parameter counts: whole model, per layer, and per GPU shard.
+
+Source: Narayanan et al. 2021 (arXiv 2104.04473) Eq. 2 for GPT; generalised to
+grouped-query attention, gated MLPs, untied embeddings and MoE layers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.costmodel.candidates import Candidates, FloatArray
+from planner.specs import ModelSpec
+
+__all__ = [
+    "active_params",
+    "attention_params",
+    "dense_mlp_params",
+    "embedding_params",
+    "expert_params_per_moe_layer",
+    "narayanan_eq2_params",
+    "norm_params",
+    "output_params",
+    "params_per_gpu",
+    "total_params",
+]
+
+
+def narayanan_eq2_params(num_layers: int, hidden: int, vocab: int, seq: int) -> int:
+    """Parameters of a GPT model, Narayanan 2021 Eq. 2: 12lh^2 (1 + 13/(12h) + (V+s)/(12lh)).
+
+    Written in integers: 12lh^2 + 13lh + (V + s)h.
+    """
+    return 12 * num_layers * hidden**2 + 13 * num_layers * hidden + (vocab + seq) * hidden
+
+
+def norm_params(model: ModelSpec) -> int:
+    """One normalisation layer: LayerNorm (weight + bias) with linear_bias, else RMSNorm (weight)."""
+    return 2 * model.hidden_size if model.linear_bias else model.hidden_size
+
+
+def attention_params(model: ModelSpec) -> int:
+    """Q, K, V and output projections (+ biases). K and V are kv_hidden wide under GQA."""
+    h, kv = model.hidden_size, model.kv_hidden_size
+    weights = h * h + 2 * h * kv + h * h
+    biases = (h + 2 * kv + h) if model.linear_bias else 0
+    return weights + biases
+
+
+def dense_mlp_params(model: ModelSpec, ffn: int) -> int:
+    """An MLP of width `ffn`: 2 matrices, or 3 when gated (SwiGLU: gate, up, down)."""
+    h = model.hidden_size
+    matrices = 3 if model.gated_mlp else 2
+    biases = ((2 if model.gated_mlp else 1) * ffn + h) if model.linear_bias else 0
+    return matrices * h * ffn + biases
+
+
+def expert_params_per_moe_layer(model: ModelSpec) -> int:
+    """Routed experts of one MoE layer (all of them)."""
+    assert model.moe is not None
+    return model.moe.num_experts * dense_mlp_params(model, model.moe.expert_ffn_hidden_size)
+
+
+def _moe_layer_replicated_params(model: ModelSpec) -> int:
+    """Router and shared experts of one MoE layer: every expert-parallel rank holds them."""
+    assert model.moe is not None
+    router = model.hidden_size * model.moe.num_experts
+    shared = model.moe.num_shared_experts * dense_mlp_params(model, model.moe.expert_ffn_hidden_size)
+    return router + shared
+
+
+def embedding_params(model: ModelSpec) -> int:
+    """Word embedding V x h, plus the s x h position table when it is learned."""
+    positions = model.seq_length * model.hidden_size if model.learned_position_embeddings else 0
+    return model.vocab_size * model.hidden_size + positions
+
+
+def output_params(model: ModelSpec) -> int:
+    """Output (logit) layer; zero when tied to the embedding."""
+    return 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
+
+
+def _layer_common_params(model: ModelSpec) -> int:
+    return attention_params(model) + 2 * norm_params(model)
+
+
+def total_params(model: ModelSpec) -> int:
+    """Every parameter, all experts included. Final norm included (Eq. 2 omits its 2h)."""
+    dense = model.num_dense_layers * (_layer_common_params(model) + dense_mlp_params(model, model.ffn_hidden_size))
+    moe = 0
+    if model.moe is not None:
+        per_layer = _layer_common_params(model) + _moe_layer_replicated_params(model)
+        moe = model.num_moe_layers * (per_layer + expert_params_per_moe_layer(model))
+    return dense + moe + embedding_params(model) + output_params(model) + norm_params(model)
+
+
+def active_params(model: ModelSpec) -> int:
+    """Parameters one token passes through (top_k routed experts, not all)."""
+    if model.moe is None:
+        return total_params(model)
+    inactive = model.moe.num_experts - model.moe.top_k
+    return total_params(model) - model.num_moe_layers * inactive * dense_mlp_params(
+        model, model.moe.expert_ffn_hidden_size
+    )
+
+
+def params_per_gpu(model: ModelSpec, c: Candidates) -> tuple[FloatArray, FloatArray]:
+    """(dense, expert) parameters held by one GPU of the most loaded stage, before ZeRO sharding.
+
+    Matrices split over tp (Megatron column/row parallel); norms replicated;
+    experts split over ep and tp. The first stage holds the embedding, the last
+    the output layer (also a copy of a tied embedding when pp > 1).
+    Assumes MoE layers spread evenly over stages.
+    """
+    tp = c.tp.astype(np.float64)
+    layers = c.stage_layers.astype(np.float64)
+    moe_share = model.num_moe_layers / model.num_layers
+    dense_mlp = dense_mlp_params(model, model.ffn_hidden_size) * (1 - moe_share)
+    replicated = 2 * norm_params(model)
+    dense = layers * ((attention_params(model) + dense_mlp) / tp + replicated)
+    expert = np.zeros_like(tp)
+    if model.moe is not None:
+        dense += layers * moe_share * _moe_layer_replicated_params(model) / tp
+        expert = layers * moe_share * expert_params_per_moe_layer(model) / (tp * c.ep)
+    first = embedding_params(model) / tp
+    last = (model.vocab_size * model.hidden_size if model.tied_embeddings else output_params(model)) / tp
+    last = last + norm_params(model)
+    single_stage = c.pp == 1
+    ends = np.where(single_stage, first + (output_params(model) / tp) + norm_params(model), np.maximum(first, last))
+    return dense + ends, expert

@@ -1,0 +1,107 @@
+"""One optimizer step: the only place that sums the cost model's parts.
+
+Time of a pipelined step (Narayanan et al. 2021 Sec. 2.2): m micro-batches at
+the slowest stage's pace, plus the bubble (p - 1)/v micro-batch times of an
+average stage, plus the data-parallel traffic not hidden behind compute, plus
+the optimizer step. TP, CP and EP collectives sit on each layer's critical
+path; CP's ring exchange overlaps the attention core, TP's the GEMMs when
+`tp_comm_overlap` is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel import compute, flops
+from planner.costmodel.candidates import Candidates, FloatArray
+from planner.costmodel.comm import (
+    cp_comm_per_layer_s,
+    ep_comm_per_layer_s,
+    pp_comm_per_microbatch_s,
+    tp_comm_per_layer_s,
+)
+from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
+from planner.costmodel.memory import MemoryBreakdown, memory_per_gpu
+from planner.costmodel.params import params_per_gpu
+from planner.costmodel.topology import Placement, place
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, TrainingSpec
+
+__all__ = ["StepEstimates", "TIME_KEYS", "estimate_steps"]
+
+TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
+
+
+@dataclass(frozen=True, slots=True)
+class StepEstimates:
+    """Per-candidate step time with breakdown (seconds), flop per step, memory and placement."""
+
+    time_s: dict[str, FloatArray]
+    model_flop: FloatArray
+    hardware_flop: FloatArray
+    memory: MemoryBreakdown
+    placement: Placement
+
+    @property
+    def step_time_s(self) -> FloatArray:
+        return np.sum([self.time_s[key] for key in TIME_KEYS], axis=0)
+
+
+def _per_microbatch_parts(
+    model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
+) -> dict[str, FloatArray]:
+    """Seconds of one micro-batch on the slowest stage, by kind."""
+    rt = train.runtime
+    layer = compute.layer_times(model, c, hw, rt)
+    layers = c.stage_layers.astype(np.float64)
+    tp_comm = tp_comm_per_layer_s(model, c, placement, hw)
+    if rt.tp_comm_overlap:
+        tp_comm = np.maximum(tp_comm - (layer.forward_s + layer.backward_s), 0.0)
+    cp_comm = np.maximum(cp_comm_per_layer_s(model, c, placement, hw) - layer.forward_s - layer.backward_s, 0.0)
+    logits = compute.logits_time_s(model, c, hw)
+    return {
+        "compute": layers * (layer.forward_s + layer.backward_s) + logits,
+        "recompute": layers * layer.recompute_s,
+        "tp_comm": layers * tp_comm,
+        "cp_comm": layers * cp_comm,
+        "ep_comm": layers * ep_comm_per_layer_s(model, c, placement, hw),
+        "pp_comm": pp_comm_per_microbatch_s(model, c, placement, hw, rt),
+        "forward": layers * layer.forward_s,
+        "backward": layers * (layer.backward_s + layer.recompute_s),
+        "average_stage": (model.num_layers / c.pp) / layers,
+    }
+
+
+def estimate_steps(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> StepEstimates:
+    """Step time, flop and memory for every candidate, vectorised over `c`."""
+    placement = place(c, hw)
+    parts = _per_microbatch_parts(model, c, hw, train, placement)
+    m = c.num_microbatches.astype(np.float64)
+    per_mb_keys = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm")
+    per_mb_total = np.sum([parts[k] for k in per_mb_keys], axis=0)
+    time_s = {k: m * parts[k] for k in per_mb_keys}
+    time_s["bubble"] = (c.pp - 1) / c.vp * per_mb_total * parts["average_stage"]
+    dp_raw = data_parallel_times(model, c, placement, hw, train.precision)
+    time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
+    time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(model, c), hw)
+    sequences = float(train.global_batch_size)
+    model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
+    by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in (0, 1, 2)])
+    recompute_flop = by_mode[c.recompute]
+    return StepEstimates(
+        time_s=time_s,
+        model_flop=model_flop,
+        hardware_flop=model_flop + sequences * recompute_flop,
+        memory=memory_per_gpu(model, c, train.precision, train.runtime),
+        placement=placement,
+    )
+
+
+def _updated_params(model: ModelSpec, c: Candidates) -> FloatArray:
+    """Parameters whose Adam step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
+    dense, expert = params_per_gpu(model, c)
+    dense_shard = np.where(c.zero_stage >= 1, c.dp * c.cp, 1)
+    expert_shard = np.where(c.zero_stage >= 1, np.maximum(c.dp * c.cp // c.ep, 1), 1)
+    return dense / dense_shard + expert / expert_shard

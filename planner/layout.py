@@ -1,0 +1,34 @@
+"""The candidate layout: how one training job is split over the GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.specs import Recompute
+
+__all__ = ["Layout"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """One parallel layout. `tp * pp * dp * cp` is the GPU count; `ep` is carved out of `dp * cp`."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    micro_batch_size: int = 1
+    recompute: Recompute = Recompute.NONE
+    sequence_parallel: bool = False
+    zero_stage: int = 0
+    layers_per_stage: tuple[int, ...] | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def num_microbatches(self, global_batch_size: int) -> int:
+        """m in the paper: micro-batches per pipeline per step (floor; validity checked elsewhere)."""
+        return global_batch_size // (self.micro_batch_size * self.dp)

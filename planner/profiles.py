@@ -1,0 +1,193 @@
+"""Hardware profiles: datasheet numbers with sources, plus fitted constants.
+
+A profile file uses human units in its keys (`memory_gib`, `nvlink_gb_per_s`,
+`peak_tflops`); `Hardware` holds the same numbers in SI units, converted once
+here. Profiles are data: `load_profiles(dir)` reads them when asked, never at
+import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner.errors import InvalidSpecError, UnknownHardwareError
+from planner.specs import Precision
+from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
+
+__all__ = [
+    "DEFAULT_PROFILES_DIR",
+    "Calibration",
+    "ClusterSpec",
+    "Hardware",
+    "HardwareProfile",
+    "load_profiles",
+]
+
+DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class PeakTflops(BaseModel):
+    model_config = _FROZEN
+
+    fp16: float | None = Field(default=None, gt=0, le=1e5, description="Dense fp16 tensor-core TFLOP/s.")
+    bf16: float | None = Field(default=None, gt=0, le=1e5, description="Dense bf16 tensor-core TFLOP/s.")
+    fp8: float | None = Field(default=None, gt=0, le=1e5, description="Dense fp8 TFLOP/s; null if unsupported.")
+
+
+class GpuSection(BaseModel):
+    model_config = _FROZEN
+
+    name: str = Field(max_length=100)
+    memory_gib: float = Field(gt=0, le=4096, description="Usable HBM per GPU, GiB.")
+    hbm_bandwidth_gb_per_s: float = Field(gt=0, le=1e5, description="Peak HBM bandwidth, GB/s.")
+    peak_tflops: PeakTflops
+
+
+class NodeSection(BaseModel):
+    model_config = _FROZEN
+
+    gpus_per_node: int = Field(ge=1, le=1024, description="GPUs per server (or compute tray).")
+    nvlink_domain_gpus: int = Field(ge=1, le=65536, description="GPUs sharing one NVLink/XGMI fabric.")
+    nvlink_gb_per_s: float = Field(gt=0, le=1e5, description="Per GPU, per direction, GB/s.")
+
+    @model_validator(mode="after")
+    def _domain_holds_nodes(self) -> Self:
+        if self.nvlink_domain_gpus % self.gpus_per_node:
+            raise ValueError(
+                f"nvlink_domain_gpus({self.nvlink_domain_gpus}) % gpus_per_node({self.gpus_per_node}) != 0"
+            )
+        return self
+
+
+class NetworkSection(BaseModel):
+    model_config = _FROZEN
+
+    nics_per_node: int = Field(ge=1, le=64, description="Compute NICs per node.")
+    nic_gbit_per_s: float = Field(gt=0, le=1e5, description="Per NIC, per direction, Gbit/s.")
+
+
+class LatencySection(BaseModel):
+    model_config = _FROZEN
+
+    nvlink_us: float = Field(default=5.0, ge=0, le=1e4, description="Per-step latency of an NVLink collective, us.")
+    network_us: float = Field(default=10.0, ge=0, le=1e4, description="Per-step latency across the network, us.")
+
+
+class EfficiencySection(BaseModel):
+    """Achieved fractions of datasheet rates. Stated assumptions, the same for every GPU; not fitted."""
+
+    model_config = _FROZEN
+
+    hbm: float = Field(default=0.85, gt=0, le=1, description="Fraction of HBM bandwidth memory-bound kernels reach.")
+    nvlink: float = Field(default=0.80, gt=0, le=1, description="NCCL bus bandwidth over NVLink / datasheet rate.")
+    network: float = Field(default=0.90, gt=0, le=1, description="NCCL bus bandwidth over the NICs / line rate.")
+
+
+class Calibration(BaseModel):
+    """The two fitted constants of a GPU kind (DESIGN.md: at most two), and the rows they came from."""
+
+    model_config = _FROZEN
+
+    gemm_peak_efficiency: float = Field(gt=0, le=1, description="Fraction of peak a large GEMM reaches.")
+    gemm_half_saturation_gflop: float = Field(
+        ge=0, le=1e6, description="GEMM size (GFLOP) at which it reaches half of gemm_peak_efficiency."
+    )
+    fitted_on: list[str] = Field(default_factory=list, description="Published-run ids used by the fit.")
+    fitted_by: str = Field(default="", description="Command that produced these numbers.")
+    transferred_from: str | None = Field(
+        default=None, description="GPU kind whose fit is reused when this kind has no published rows."
+    )
+
+
+class HardwareProfile(BaseModel):
+    """One system. `sources` maps each dotted key (e.g. `gpu.peak_tflops`) to where its number comes from."""
+
+    model_config = _FROZEN
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,63}$")
+    name: str = Field(default="", max_length=200)
+    gpu: GpuSection
+    node: NodeSection
+    network: NetworkSection
+    latency: LatencySection = Field(default_factory=LatencySection)
+    efficiency: EfficiencySection = Field(default_factory=EfficiencySection)
+    calibration: Calibration | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    def hardware(self, precision: Precision) -> Hardware:
+        """The profile in SI units for one precision; raises if the GPU lacks that precision."""
+        peak = getattr(self.gpu.peak_tflops, precision.value)
+        if peak is None:
+            raise InvalidSpecError("training.precision", f"{self.gpu.name} has no {precision.value} tensor cores")
+        cal = self.calibration
+        return Hardware(
+            peak_flop_per_s=peak * TERA,
+            hbm_bytes=self.gpu.memory_gib * GIB,
+            hbm_bandwidth_bytes_per_s=self.gpu.hbm_bandwidth_gb_per_s * GB * self.efficiency.hbm,
+            gpus_per_node=self.node.gpus_per_node,
+            nvlink_domain_gpus=self.node.nvlink_domain_gpus,
+            nvlink_bytes_per_s=self.node.nvlink_gb_per_s * GB * self.efficiency.nvlink,
+            nic_bytes_per_s_per_gpu=(
+                self.network.nics_per_node * self.network.nic_gbit_per_s * GB / BITS_PER_BYTE
+                / self.node.gpus_per_node * self.efficiency.network
+            ),
+            nvlink_latency_s=self.latency.nvlink_us * MICRO,
+            network_latency_s=self.latency.network_us * MICRO,
+            gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else 0.75,
+            gemm_half_saturation_flop=(cal.gemm_half_saturation_gflop if cal else 0.0) * 1e9,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hardware:
+    """A profile resolved to SI units and achieved (not datasheet) rates; what the cost model reads."""
+
+    peak_flop_per_s: float
+    hbm_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    gpus_per_node: int
+    nvlink_domain_gpus: int
+    nvlink_bytes_per_s: float
+    nic_bytes_per_s_per_gpu: float
+    nvlink_latency_s: float
+    network_latency_s: float
+    gemm_peak_efficiency: float
+    gemm_half_saturation_flop: float
+
+
+class ClusterSpec(BaseModel):
+    """A hardware profile and how many of its GPUs the job may use."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: HardwareProfile
+    num_gpus: int = Field(ge=1, le=1_048_576, description="GPUs in the job.")
+
+
+def load_profiles(directory: Path = DEFAULT_PROFILES_DIR) -> Mapping[str, HardwareProfile]:
+    """Read and validate every `*.json` profile in `directory`, keyed by id."""
+    profiles: dict[str, HardwareProfile] = {}
+    for path in sorted(directory.glob("*.json")):
+        try:
+            profile = HardwareProfile.model_validate(json.loads(path.read_text()))
+        except (ValidationError, json.JSONDecodeError) as exc:
+            raise InvalidSpecError(f"hardware_profiles/{path.name}", str(exc)) from exc
+        if profile.id in profiles:
+            raise InvalidSpecError(f"hardware_profiles/{path.name}", f"duplicate id {profile.id!r}")
+        profiles[profile.id] = profile
+    return profiles
+
+
+def get_profile(profiles: Mapping[str, HardwareProfile], profile_id: str) -> HardwareProfile:
+    try:
+        return profiles[profile_id]
+    except KeyError:
+        raise UnknownHardwareError(profile_id, sorted(profiles)) from None

@@ -1,0 +1,170 @@
+"""Input specs: the model's shape, the training setup and the runtime features.
+
+Each is a frozen pydantic model that rejects unknown keys, so every input is
+checked once, here, with an error that names the field and the rule.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "MAX_HIDDEN_SIZE",
+    "MAX_LAYERS",
+    "MAX_SEQ_LENGTH",
+    "ModelSpec",
+    "MoESpec",
+    "Precision",
+    "Recompute",
+    "RuntimeFeatures",
+    "TrainingSpec",
+]
+
+MAX_LAYERS = 1_024
+MAX_HIDDEN_SIZE = 131_072
+MAX_SEQ_LENGTH = 4_194_304
+MAX_VOCAB = 4_194_304
+MAX_GLOBAL_BATCH = 1_048_576
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Precision(StrEnum):
+    """Training number format of the matrix multiplications."""
+
+    BF16 = "bf16"
+    """bfloat16 weights and activations, fp32 gradients and Adam states (Megatron default)."""
+    FP16 = "fp16"
+    """float16 with loss scaling, as in Narayanan et al. 2021."""
+    FP8 = "fp8"
+    """FP8 GEMMs (Transformer Engine); weights, gradients and states as for bf16."""
+
+
+class Recompute(StrEnum):
+    """Activation recomputation (Korthikanti et al. 2022, arXiv 2205.05198)."""
+
+    NONE = "none"
+    """Keep every activation."""
+    SELECTIVE = "selective"
+    """Recompute the attention core (softmax, dropout, QK^T, AV) only (Korthikanti Sec. 5)."""
+    FULL = "full"
+    """Keep each layer's input; recompute the whole layer in backward (Narayanan Sec. 3.5)."""
+
+
+class MoESpec(BaseModel):
+    """Mixture-of-experts block that replaces the dense MLP in MoE layers."""
+
+    model_config = _FROZEN
+
+    num_experts: int = Field(ge=1, le=4096, description="Routed experts per MoE layer.")
+    top_k: int = Field(ge=1, le=64, description="Routed experts each token is sent to.")
+    expert_ffn_hidden_size: int = Field(ge=1, le=MAX_HIDDEN_SIZE * 8, description="FFN width of one expert.")
+    num_shared_experts: int = Field(default=0, ge=0, le=64, description="Experts every token also passes.")
+    moe_layer_freq: int = Field(default=1, ge=1, le=MAX_LAYERS, description="Every k-th layer is MoE (1 = all).")
+    first_k_dense_layers: int = Field(
+        default=0, ge=0, le=MAX_LAYERS, description="Leading layers that keep a dense MLP (DeepSeek-V3: 3)."
+    )
+
+    @model_validator(mode="after")
+    def _top_k_fits(self) -> Self:
+        if self.top_k > self.num_experts:
+            raise ValueError(f"top_k({self.top_k}) must be <= num_experts({self.num_experts})")
+        return self
+
+
+class ModelSpec(BaseModel):
+    """A decoder-only transformer's shape. Omitted optional sizes take GPT defaults."""
+
+    model_config = _FROZEN
+
+    name: str | None = Field(default=None, max_length=100, description="Label only; never changes the math.")
+    num_layers: int = Field(ge=1, le=MAX_LAYERS, description="Transformer layers (l in Narayanan 2021).")
+    hidden_size: int = Field(ge=1, le=MAX_HIDDEN_SIZE, description="Model width (h).")
+    num_attention_heads: int = Field(ge=1, le=4096, description="Query heads (a).")
+    num_query_groups: int = Field(ge=1, le=4096, description="Key/value heads for GQA; default = heads (MHA).")
+    ffn_hidden_size: int = Field(ge=1, le=MAX_HIDDEN_SIZE * 8, description="Dense MLP width; default 4*hidden.")
+    gated_mlp: bool = Field(default=False, description="SwiGLU-style MLP with three matrices.")
+    vocab_size: int = Field(ge=1, le=MAX_VOCAB, description="Vocabulary (V), padded as trained.")
+    seq_length: int = Field(ge=1, le=MAX_SEQ_LENGTH, description="Tokens per sequence (s).")
+    tied_embeddings: bool = Field(default=False, description="Output layer shares the input embedding.")
+    linear_bias: bool = Field(
+        default=False, description="GPT-2/3 style: biases on linear layers and LayerNorm (else RMSNorm, no bias)."
+    )
+    learned_position_embeddings: bool = Field(
+        default=False, description="A learned (seq_length x hidden) position table (GPT-3); else RoPE."
+    )
+    moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if data.get("num_query_groups") is None and "num_attention_heads" in data:
+                data["num_query_groups"] = data["num_attention_heads"]
+            if data.get("ffn_hidden_size") is None and isinstance(data.get("hidden_size"), int):
+                data["ffn_hidden_size"] = 4 * data["hidden_size"]
+        return data
+
+    @model_validator(mode="after")
+    def _shape_rules(self) -> Self:
+        h, a, g = self.hidden_size, self.num_attention_heads, self.num_query_groups
+        if h % a:
+            raise ValueError(f"hidden_size({h}) % num_attention_heads({a}) = {h % a}, must be 0")
+        if a % g:
+            raise ValueError(f"num_attention_heads({a}) % num_query_groups({g}) = {a % g}, must be 0")
+        if self.moe is not None and self.moe.first_k_dense_layers > self.num_layers:
+            raise ValueError(
+                f"moe.first_k_dense_layers({self.moe.first_k_dense_layers}) > num_layers({self.num_layers})"
+            )
+        return self
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def kv_hidden_size(self) -> int:
+        """Width of K (and of V): query groups x head dim."""
+        return self.num_query_groups * self.head_dim
+
+    @property
+    def num_moe_layers(self) -> int:
+        if self.moe is None:
+            return 0
+        eligible = range(self.moe.first_k_dense_layers, self.num_layers)
+        return sum(1 for i in eligible if (i - self.moe.first_k_dense_layers) % self.moe.moe_layer_freq == 0)
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+
+class RuntimeFeatures(BaseModel):
+    """Framework features that change time or memory. Defaults: current Megatron-Core practice."""
+
+    model_config = _FROZEN
+
+    flash_attention: bool = Field(default=True, description="Fused attention; no s x s scores in memory.")
+    overlap_grad_reduce: bool = Field(default=True, description="DP gradient reduction overlaps backward.")
+    overlap_param_gather: bool = Field(default=True, description="ZeRO/FSDP parameter gathers overlap compute.")
+    tp_comm_overlap: bool = Field(default=False, description="TP collectives overlap GEMMs (TE userbuffers).")
+    scatter_gather_p2p: bool = Field(
+        default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."
+    )
+
+
+class TrainingSpec(BaseModel):
+    """What one optimizer step processes, and in which number format."""
+
+    model_config = _FROZEN
+
+    global_batch_size: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="Sequences per optimizer step (B).")
+    precision: Precision = Field(default=Precision.BF16, description="bf16, fp16 or fp8.")
+    runtime: RuntimeFeatures = Field(default_factory=RuntimeFeatures, description="Framework features.")
+    train_tokens: float | None = Field(
+        default=None, gt=0, le=1e16, allow_inf_nan=False, description="Tokens to train on; adds days_to_train."
+    )
