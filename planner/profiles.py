@@ -97,14 +97,21 @@ class Calibration(BaseModel):
     model_config = _FROZEN
 
     gemm_peak_efficiency: float = Field(gt=0, le=1, description="Fraction of peak a large GEMM reaches.")
-    gemm_half_saturation_gflop: float = Field(
-        ge=0, le=1e6, description="GEMM size (GFLOP) at which it reaches half of gemm_peak_efficiency."
+    gemm_overhead_us: float = Field(
+        ge=0, le=1e4, description="Fixed time per GEMM (launch, last-wave tail), microseconds."
     )
     fitted_on: list[str] = Field(default_factory=list, description="Published-run ids used by the fit.")
     fitted_by: str = Field(default="", description="Command that produced these numbers.")
     transferred_from: str | None = Field(
         default=None, description="GPU kind whose fit is reused when this kind has no published rows."
     )
+
+
+DEFAULT_CALIBRATION = Calibration(
+    gemm_peak_efficiency=0.75,
+    gemm_overhead_us=20.0,
+    fitted_by="none: a stated guess for inline profiles that carry no calibration",
+)
 
 
 class HardwareProfile(BaseModel):
@@ -141,8 +148,8 @@ class HardwareProfile(BaseModel):
             ),
             nvlink_latency_s=self.latency.nvlink_us * MICRO,
             network_latency_s=self.latency.network_us * MICRO,
-            gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else 0.75,
-            gemm_half_saturation_flop=(cal.gemm_half_saturation_gflop if cal else 0.0) * 1e9,
+            gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else DEFAULT_CALIBRATION.gemm_peak_efficiency,
+            gemm_overhead_s=(cal.gemm_overhead_us if cal else DEFAULT_CALIBRATION.gemm_overhead_us) * MICRO,
         )
 
 
@@ -160,7 +167,12 @@ class Hardware:
     nvlink_latency_s: float
     network_latency_s: float
     gemm_peak_efficiency: float
-    gemm_half_saturation_flop: float
+    gemm_overhead_s: float
+
+    @property
+    def gemm_half_saturation_flop(self) -> float:
+        """GEMM size at which efficiency is half of its large-GEMM value: eta * peak * overhead."""
+        return self.gemm_peak_efficiency * self.peak_flop_per_s * self.gemm_overhead_s
 
 
 class ClusterSpec(BaseModel):

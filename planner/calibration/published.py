@@ -77,8 +77,10 @@ def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> L
 def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     lay = row["layout"]
     zero = lay.get("zero_stage") or 0
-    overlap = lay.get("ddp_impl") == "torch" or zero == 3
-    runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": overlap, "overlap_param_gather": zero == 3})
+    # PyTorch DDP overlaps the gradient all-reduce with backward, Megatron's "local" DDP does not;
+    # DeepSpeed ZeRO-3 prefetches parameters but reduces gradients after each layer's backward.
+    overlap_grads = lay.get("ddp_impl") == "torch"
+    runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": overlap_grads, "overlap_param_gather": zero == 3})
     training = TrainingSpec(global_batch_size=lay["global_batch_seqs"], precision=Precision.FP16, runtime=runtime)
     return [
         PublishedRun(

@@ -3,8 +3,10 @@
 Ring algorithms (Patarasuk & Yuan 2009; NCCL): all-reduce moves 2(n-1)/n of the
 buffer per rank, reduce-scatter and all-gather (n-1)/n, each step paying the
 link latency. A group inside one NVLink domain runs at the NVLink rate; one that
-crosses the network runs at the NIC rate of its members in a domain (rails in
-parallel), never above NVLink. Megatron's per-layer TP collectives follow
+crosses the network runs at each rank's own share of its node's NICs. Rails are
+not assumed to add up for a flat ring whose members share a node: Narayanan
+et al. 2021 Table 2's ZeRO-3 rows (eight members per node) scale as one NIC
+per GPU, not eight. Megatron's per-layer TP collectives follow
 Narayanan et al. 2021 Sec. 3.2 (two all-reduces forward, two backward) and
 Korthikanti et al. 2022 Sec. 4.2.2 (sequence parallel: reduce-scatter +
 all-gather of the same volume).
@@ -21,23 +23,39 @@ from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
 
 __all__ = [
+    "OVERLAP_SLOWDOWN",
     "all_gather_s",
     "all_reduce_s",
     "bus_bandwidth",
+    "exposed_s",
     "cp_comm_per_layer_s",
     "ep_comm_per_layer_s",
     "pp_comm_per_microbatch_s",
+    "sp_backward_gather_per_layer_s",
     "tp_comm_per_layer_s",
 ]
 
 ACTIVATION_BYTES = 2
 """bf16/fp16 activations on the wire."""
+OVERLAP_SLOWDOWN = 0.15
+"""Compute lost while a collective runs beside it: NCCL drives up to 16 channels, one thread block
+on its own SM each (NCCL_MAX_NCHANNELS), of the 108 SMs of an A100 (132 on H100). Stated, not fitted."""
+
+
+def exposed_s(comm_s: FloatArray, window_s: FloatArray | float) -> FloatArray:
+    """Critical-path seconds of communication overlapped with `window_s` of compute.
+
+    What does not fit in the window is exposed; what fits still slows the
+    compute beside it by OVERLAP_SLOWDOWN.
+    """
+    hidden = np.minimum(comm_s, window_s)
+    return np.asarray(comm_s - hidden + OVERLAP_SLOWDOWN * hidden, dtype=np.float64)
 
 
 def bus_bandwidth(group: GroupPlacement, hw: Hardware) -> tuple[FloatArray, FloatArray]:
     """(bytes/s, latency s) a ring over this group achieves per rank."""
-    network = np.minimum(group.members_per_domain * hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
     crosses = group.crosses_network
+    network = min(hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
     return (
         np.where(crosses, network, hw.nvlink_bytes_per_s),
         np.where(crosses, hw.network_latency_s, hw.nvlink_latency_s),
@@ -67,6 +85,19 @@ def tp_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, h
     nbytes = ACTIVATION_BYTES * _tokens(model, c) * model.hidden_size
     count = 4 + np.where(c.recompute == FULL, 2, 0)
     return count * all_reduce_s(nbytes, placement.tp, hw)
+
+
+def sp_backward_gather_per_layer_s(
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware
+) -> FloatArray:
+    """Sequence parallel's extra backward all-gathers of the saved sequence shards (two per layer).
+
+    Source: Korthikanti 2022 Sec. 4.2.2: the column-parallel inputs are kept
+    sharded and gathered again for the weight gradients, overlapped with the
+    input-gradient GEMM.
+    """
+    nbytes = ACTIVATION_BYTES * _tokens(model, c) * model.hidden_size
+    return np.where(c.sequence_parallel, 2 * all_gather_s(nbytes, placement.tp, hw), 0.0)
 
 
 def cp_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware) -> FloatArray:

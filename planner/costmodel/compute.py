@@ -1,9 +1,9 @@
 """Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work.
 
-A GEMM of W flop takes (W + W_half) / (eta * peak): its efficiency saturates,
-eta * W / (W + W_half), reaching half of eta at W_half. W_half is a fixed
-per-kernel cost (launch, wave-quantisation tail) expressed in flop; eta and
-W_half are the GPU kind's two fitted constants (DESIGN.md, Calibration).
+A GEMM of W flop takes W / (eta * peak) + t0: its efficiency saturates,
+eta * W / (W + W_half) with W_half = eta * peak * t0, the size at which it
+reaches half of eta. t0 is a fixed per-kernel cost (launch, last-wave tail);
+eta and t0 are the GPU kind's two fitted constants (DESIGN.md, Calibration).
 Element-wise kernels (norms, dropout, activation, softmax without flash
 attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth.
 
@@ -37,8 +37,10 @@ LOGIT_BYTES_PER_ELEMENT = 12
 """Forward bytes per logit in the fp32 cross-entropy: cast write 4, softmax read 4 and write 4."""
 BACKWARD_BYTES_FACTOR = 2
 """Backward of an element-wise op reads the saved input and the output gradient and writes one."""
-ADAM_BYTES_PER_PARAM = 30
-"""Adam step per fp32 parameter: read grad, master, m, v (16); write master, m, v (12); bf16 copy (2)."""
+OPTIMIZER_BYTES_PER_PARAM = 42
+"""HBM bytes per parameter of one Megatron optimizer step: zero the fp32 grad (write 4), clip by
+global norm (read 4), Adam (read grad, master, m, v: 16; write master, m, v: 12), copy the master
+to the bf16 weights (read 4, write 2)."""
 FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
 CAUSAL_FRACTION = 0.5
@@ -46,9 +48,9 @@ CAUSAL_FRACTION = 0.5
 
 
 def gemm_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
-    """Seconds for one GEMM of `flop`: (W + W_half) / (eta * peak). Zero-size GEMMs cost nothing."""
+    """Seconds for one GEMM of `flop`: W / (eta * peak) + t0. Zero-size GEMMs cost nothing."""
     w = np.asarray(flop, dtype=np.float64)
-    return np.where(w > 0, (w + hw.gemm_half_saturation_flop) / (hw.gemm_peak_efficiency * hw.peak_flop_per_s), 0.0)
+    return np.where(w > 0, w / (hw.gemm_peak_efficiency * hw.peak_flop_per_s) + hw.gemm_overhead_s, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,5 +138,5 @@ def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
 
 
 def optimizer_step_time_s(params_local: FloatArray, hw: Hardware) -> FloatArray:
-    """Seconds of one Adam step over the parameters this GPU updates (memory-bound)."""
-    return ADAM_BYTES_PER_PARAM * params_local / hw.hbm_bandwidth_bytes_per_s
+    """Seconds of one optimizer step over the parameters this GPU updates (memory-bound)."""
+    return OPTIMIZER_BYTES_PER_PARAM * params_local / hw.hbm_bandwidth_bytes_per_s

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
-from planner.costmodel.comm import all_gather_s, all_reduce_s
+from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.memory import WEIGHT_BYTES, state_bytes_per_param
 from planner.costmodel.params import params_per_gpu
 from planner.costmodel.topology import GroupPlacement, Placement
@@ -29,11 +29,16 @@ __all__ = ["DataParallelTimes", "data_parallel_times", "exposed_dp_s", "gradient
 
 @dataclass(frozen=True, slots=True)
 class DataParallelTimes:
-    """Seconds per step: per-step collectives and, for ZeRO-2/3, per-micro-batch ones."""
+    """Seconds per step of each kind of DP collective, before overlap.
+
+    `grad_reduce_s` and `param_gather_s` run once per step (ZeRO 0-2);
+    `microbatch_reduce_s` (ZeRO-2, ZeRO-3) and `microbatch_gather_s` (ZeRO-3) once per micro-batch.
+    """
 
     grad_reduce_s: FloatArray
     param_gather_s: FloatArray
-    per_microbatch_s: FloatArray
+    microbatch_reduce_s: FloatArray
+    microbatch_gather_s: FloatArray
 
 
 def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
@@ -68,8 +73,9 @@ def data_parallel_times(
     grad_reduce = np.where(zero == 0, reduce(grad_bytes, "all_reduce"), np.where(zero == 1, scatter, 0.0))
     param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
     gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
-    per_microbatch = np.where(zero == 2, scatter, np.where(zero == 3, gathers_per_microbatch * gather + scatter, 0.0))
-    return DataParallelTimes(grad_reduce, param_gather, per_microbatch)
+    microbatch_reduce = np.where(zero >= 2, scatter, 0.0)
+    microbatch_gather = np.where(zero == 3, gathers_per_microbatch * gather, 0.0)
+    return DataParallelTimes(grad_reduce, param_gather, microbatch_reduce, microbatch_gather)
 
 
 def exposed_dp_s(
@@ -79,9 +85,17 @@ def exposed_dp_s(
     stage_backward_s: FloatArray,
     rt: RuntimeFeatures,
 ) -> FloatArray:
-    """DP seconds left on the critical path after overlap with one micro-batch's stage compute."""
-    grad = np.maximum(t.grad_reduce_s - stage_backward_s, 0.0) if rt.overlap_grad_reduce else t.grad_reduce_s
-    gather = np.maximum(t.param_gather_s - stage_forward_s, 0.0) if rt.overlap_param_gather else t.param_gather_s
-    window = stage_forward_s + stage_backward_s
-    per_mb = np.maximum(t.per_microbatch_s - window, 0.0) if rt.overlap_param_gather else t.per_microbatch_s
+    """DP seconds left on the critical path after overlap.
+
+    Per-step traffic hides behind one micro-batch's backward (reduction) or
+    forward (gather); per-micro-batch traffic behind that micro-batch's compute.
+    Only the traffic whose overlap flag is on is hidden.
+    """
+    grad = exposed_s(t.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else t.grad_reduce_s
+    gather = exposed_s(t.param_gather_s, stage_forward_s) if rt.overlap_param_gather else t.param_gather_s
+    hideable = (t.microbatch_gather_s if rt.overlap_param_gather else 0.0) + (
+        t.microbatch_reduce_s if rt.overlap_grad_reduce else 0.0
+    )
+    serial = t.microbatch_gather_s + t.microbatch_reduce_s - hideable
+    per_mb = serial + exposed_s(hideable, stage_forward_s + stage_backward_s)
     return grad + gather + c.num_microbatches * per_mb

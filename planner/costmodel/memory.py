@@ -133,7 +133,7 @@ def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: Ru
 
 
 def _zero3_buffers(model: ModelSpec, c: Candidates) -> FloatArray:
-    """ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers in bf16."""
+    """ZeRO-3 holds the gathered bf16 weights of the layer it computes (Rajbhandari 2020 Sec. 5.3)."""
     dense, expert = params_per_gpu(model, c)
     per_layer = (dense + expert) / np.maximum(c.stage_layers, 1)
-    return np.where(c.zero_stage == 3, 2 * WEIGHT_BYTES * per_layer, 0.0)
+    return np.where(c.zero_stage == 3, WEIGHT_BYTES * per_layer, 0.0)

@@ -18,6 +18,8 @@ from planner.costmodel import compute, flops
 from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.comm import (
     cp_comm_per_layer_s,
+    exposed_s,
+    sp_backward_gather_per_layer_s,
     ep_comm_per_layer_s,
     pp_comm_per_microbatch_s,
     tp_comm_per_layer_s,
@@ -56,10 +58,12 @@ def _per_microbatch_parts(
     rt = train.runtime
     layer = compute.layer_times(model, c, hw, rt)
     layers = c.stage_layers.astype(np.float64)
+    layer_compute = layer.forward_s + layer.backward_s
     tp_comm = tp_comm_per_layer_s(model, c, placement, hw)
     if rt.tp_comm_overlap:
-        tp_comm = np.maximum(tp_comm - (layer.forward_s + layer.backward_s), 0.0)
-    cp_comm = np.maximum(cp_comm_per_layer_s(model, c, placement, hw) - layer.forward_s - layer.backward_s, 0.0)
+        tp_comm = exposed_s(tp_comm, layer_compute)
+    tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw), layer.backward_s / 2)
+    cp_comm = exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute)
     logits = compute.logits_time_s(model, c, hw)
     return {
         "compute": layers * (layer.forward_s + layer.backward_s) + logits,
