@@ -45,29 +45,32 @@ def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = N
     return float(steps.hardware_flop[0]) / step / run.num_gpus / TERA, step
 
 
-def _log_errors(runs: Sequence[PublishedRun], profile: HardwareProfile, eta: float, overhead_us: float) -> np.ndarray:
-    errors = []
-    for run in runs:
-        hw = replace(profile.hardware(run.training.precision), gemm_peak_efficiency=eta, gemm_overhead_s=overhead_us * MICRO)
-        tflops, step = predict(run, profile, hw)
-        if run.tflops_per_gpu is not None:
-            errors.append(np.log(tflops / run.tflops_per_gpu))
-        elif run.step_time_s is not None:
-            errors.append(np.log(run.step_time_s / step))
-    return np.asarray(errors)
+def _grid_log_errors(run: PublishedRun, profile: HardwareProfile, eta: np.ndarray, t0_s: np.ndarray) -> np.ndarray:
+    """Log error of one run at every grid point at once (the constants broadcast like candidates)."""
+    base = profile.hardware(run.training.precision)
+    hw = replace(base, gemm_peak_efficiency=eta, gemm_overhead_s=t0_s)  # type: ignore[arg-type]
+    one = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
+    grid = one.take(np.zeros(eta.shape[0], dtype=np.int64))
+    steps = estimate_steps(run.model, run.training, grid, hw)
+    step = steps.step_time_s
+    if run.tflops_per_gpu is not None:
+        return np.log(steps.hardware_flop / step / run.num_gpus / TERA / run.tflops_per_gpu)
+    assert run.step_time_s is not None
+    return np.log(run.step_time_s / step)
 
 
-def fit_constants(runs: Sequence[PublishedRun], profile: HardwareProfile, rounds: int = 4) -> Fit:
-    """Grid-search (eta, t0) minimising the RMS log error over `runs`; each round zooms 4x."""
+def fit_constants(runs: Sequence[PublishedRun], profile: HardwareProfile, rounds: int = 5, points: int = 21) -> Fit:
+    """Grid-search (eta, t0) minimising the RMS log error over `runs`; each round zooms in 4x."""
     lo_e, hi_e = _EFFICIENCY_RANGE
     lo_t, hi_t = _OVERHEAD_RANGE_US
     best = (np.inf, lo_e, lo_t)
     for _ in range(rounds):
-        for eta in np.linspace(lo_e, hi_e, 15):
-            for t0 in np.linspace(lo_t, hi_t, 15):
-                rms = float(np.sqrt(np.mean(_log_errors(runs, profile, eta, t0) ** 2)))
-                if rms < best[0]:
-                    best = (rms, float(eta), float(t0))
+        eta, t0 = (g.ravel() for g in np.meshgrid(np.linspace(lo_e, hi_e, points), np.linspace(lo_t, hi_t, points)))
+        errors = np.stack([_grid_log_errors(run, profile, eta, t0 * MICRO) for run in runs])
+        rms = np.sqrt(np.mean(errors**2, axis=0))
+        i = int(np.argmin(rms))
+        if rms[i] < best[0]:
+            best = (float(rms[i]), float(eta[i]), float(t0[i]))
         span_e, span_t = (hi_e - lo_e) / 4, (hi_t - lo_t) / 4
         lo_e, hi_e = max(best[1] - span_e / 2, 0.01), min(best[1] + span_e / 2, 1.0)
         lo_t, hi_t = max(best[2] - span_t / 2, 0.0), best[2] + span_t / 2
@@ -76,4 +79,4 @@ def fit_constants(runs: Sequence[PublishedRun], profile: HardwareProfile, rounds
 
 def leave_one_out(runs: Sequence[PublishedRun], profile: HardwareProfile) -> dict[str, Fit]:
     """For each run, the constants fitted on all the others."""
-    return {run.id: fit_constants([r for r in runs if r.id != run.id], profile, rounds=3) for run in runs}
+    return {run.id: fit_constants([r for r in runs if r.id != run.id], profile) for run in runs}

@@ -1,0 +1,161 @@
+"""`planner` command line: validate the cost model, estimate a layout, list presets and profiles.
+
+A thin shell: it parses arguments, calls `planner`, and prints. No math here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.calibration.report import VALIDATION_PROFILE, Report, build_report, refit
+from planner.calibration.write import gpu_kind, write_calibration
+from planner.errors import PlannerError
+from planner.estimate import Estimate, estimate
+from planner.layout import Layout
+from planner.presets import get_preset, load_presets
+from planner.profiles import ClusterSpec, get_profile, load_profiles
+from planner.specs import Precision, Recompute, TrainingSpec
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parallel-layout planner for transformer training.")
+console = Console(width=200)
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj, indent=2, default=str)
+
+
+@app.command()
+def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """Predicted vs published for every published run, per-table error, leave-one-out error, figure checks."""
+    profile = load_profiles()[VALIDATION_PROFILE]
+    report = build_report(profile)
+    if as_json:
+        typer.echo(_json(report))
+        return
+    _print_report(report)
+
+
+def _print_report(report: Report) -> None:
+    cal = report.calibration
+    console.print(
+        f"A100 constants: gemm_peak_efficiency={cal.gemm_peak_efficiency}, gemm_overhead_us={cal.gemm_overhead_us}"
+        f" (fitted on {len(cal.fitted_on)} rows: {', '.join(cal.fitted_on) or '-'})"
+    )
+    table = Table(title="Predicted vs published (throughput error = predicted/published - 1)")
+    for col in ("run", "variant", "layout", "TFLOP/s pub", "pred", "step s pub", "pred", "error", "LOO", "mem GiB"):
+        table.add_column(col, justify="left" if col in ("run", "variant", "layout") else "right")
+    for r in report.runs:
+        table.add_row(
+            r.id, r.variant, r.layout, f"{r.published_tflops:.1f}", f"{r.predicted_tflops:.1f}",
+            f"{r.published_step_s:.2f}", f"{r.predicted_step_s:.2f}", f"{r.error:+.1%}",
+            "-" if r.loo_error is None else f"{r.loo_error:+.1%}",
+            f"{r.peak_memory_gib:.1f}/{r.capacity_gib:.0f}",
+        )
+    console.print(table)
+    summary = Table(title="Per table")
+    for col in ("group", "variant", "rows", "mean |error|", "max |error|"):
+        summary.add_column(col)
+    for g in report.groups:
+        summary.add_row(g.group, g.variant, str(g.rows), f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}")
+    console.print(summary)
+    console.print(
+        f"Leave-one-out over the fit rows: mean |error| {report.loo_mean_abs_error:.1%},"
+        f" max {report.loo_max_abs_error:.1%}"
+    )
+    for gain in report.gains:
+        console.print(
+            f"Korthikanti 2022 {gain.id}: SP + selective over full recompute: published +{gain.published_pct:.1f}%,"
+            f" predicted +{gain.predicted_pct:.1f}% ({gain.predicted_pct - gain.published_pct:+.1f} points)"
+        )
+    for fig in report.figures:
+        console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
+
+
+@app.command()
+def calibrate(write: Annotated[bool, typer.Option(help="Store the fit in hardware_profiles/*.json.")] = False) -> None:
+    """Fit the A100 constants on Narayanan 2021 Table 1 and print (or write) them."""
+    profiles = dict(load_profiles())
+    base = profiles[VALIDATION_PROFILE]
+    fitted = refit(base)
+    typer.echo(_json(fitted.model_dump()))
+    if write:
+        written = write_calibration(fitted, gpu_kind(base), profiles)
+        typer.echo(f"wrote calibration to {', '.join(written)}")
+
+
+@app.command(name="estimate")
+def estimate_cmd(
+    model: Annotated[str, typer.Option(help="Model preset id (see `planner presets`).")] = "gpt3-175b",
+    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 1024,
+    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
+    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
+    tp: Annotated[int, typer.Option(min=1)] = 8,
+    pp: Annotated[int, typer.Option(min=1)] = 8,
+    dp: Annotated[int, typer.Option(min=1)] = 16,
+    cp: Annotated[int, typer.Option(min=1)] = 1,
+    ep: Annotated[int, typer.Option(min=1)] = 1,
+    vp: Annotated[int, typer.Option(min=1)] = 1,
+    micro_batch_size: Annotated[int, typer.Option(min=1)] = 1,
+    recompute: Annotated[Recompute, typer.Option()] = Recompute.SELECTIVE,
+    sequence_parallel: Annotated[bool, typer.Option()] = True,
+    zero_stage: Annotated[int, typer.Option(min=0, max=3)] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Estimate step time, throughput and memory of one layout."""
+    try:
+        spec = get_preset(model).model
+        cluster = ClusterSpec(profile=get_profile(load_profiles(), profile), num_gpus=gpus)
+        layout = Layout(
+            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch_size=micro_batch_size, recompute=recompute,
+            sequence_parallel=sequence_parallel, zero_stage=zero_stage,
+        )
+        result = estimate(spec, cluster, TrainingSpec(global_batch_size=batch, precision=precision), layout)
+    except PlannerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(_json(result))
+        return
+    _print_estimate(result)
+
+
+def _print_estimate(e: Estimate) -> None:
+    console.print(
+        f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
+        f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={e.num_microbatches}"
+    )
+    console.print("time: " + ", ".join(f"{k} {v:.3f}s" for k, v in e.time_breakdown_s.items() if v > 0))
+    mem = e.memory
+    console.print(
+        f"memory {mem.peak_gib:.1f} / {mem.capacity_gib:.0f} GiB: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in mem.breakdown_gib.items())
+    )
+    n = e.network
+    console.print(
+        f"network: pp hops {n.pp_hops_over_network}/{n.pp_hops}, dp groups {n.dp_groups_over_network}/{n.dp_groups},"
+        f" tp groups {n.tp_groups_over_network}"
+    )
+    console.print("fits" if e.fits else "DOES NOT FIT: " + "; ".join(f"[{v.rule}] {v.message}" for v in e.violations))
+
+
+@app.command()
+def presets() -> None:
+    """List the built-in model presets."""
+    for key, preset in load_presets().items():
+        m = preset.model
+        typer.echo(f"{key:18s} layers={m.num_layers:<4d} hidden={m.hidden_size:<6d} heads={m.num_attention_heads:<4d}"
+                   f" moe={'yes' if m.moe else 'no'}")
+
+
+@app.command()
+def profiles() -> None:
+    """List the built-in hardware profiles."""
+    for key, p in load_profiles().items():
+        typer.echo(f"{key:14s} {p.gpu.name:22s} {p.gpu.memory_gib:>6.0f} GiB  nvlink domain {p.node.nvlink_domain_gpus}")
