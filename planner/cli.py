@@ -27,7 +27,9 @@ console = Console(width=200)
 
 
 def _json(obj: Any) -> str:
-    return json.dumps(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj, indent=2, default=str)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    return json.dumps(obj, indent=2, default=str)
 
 
 @app.command()
@@ -52,8 +54,14 @@ def _print_report(report: Report) -> None:
         table.add_column(col, justify="left" if col in ("run", "variant", "layout") else "right")
     for r in report.runs:
         table.add_row(
-            r.id, r.variant, r.layout, f"{r.published_tflops:.1f}", f"{r.predicted_tflops:.1f}",
-            f"{r.published_step_s:.2f}", f"{r.predicted_step_s:.2f}", f"{r.error:+.1%}",
+            r.id,
+            r.variant,
+            r.layout,
+            f"{r.published_tflops:.1f}",
+            f"{r.predicted_tflops:.1f}",
+            f"{r.published_step_s:.2f}",
+            f"{r.predicted_step_s:.2f}",
+            f"{r.error:+.1%}",
             "-" if r.loo_error is None else f"{r.loo_error:+.1%}",
             f"{r.peak_memory_gib:.1f}/{r.capacity_gib:.0f}",
         )
@@ -113,8 +121,16 @@ def estimate_cmd(
         spec = get_preset(model).model
         cluster = ClusterSpec(profile=get_profile(load_profiles(), profile), num_gpus=gpus)
         layout = Layout(
-            tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, micro_batch_size=micro_batch_size, recompute=recompute,
-            sequence_parallel=sequence_parallel, zero_stage=zero_stage,
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            cp=cp,
+            ep=ep,
+            vp=vp,
+            micro_batch_size=micro_batch_size,
+            recompute=recompute,
+            sequence_parallel=sequence_parallel,
+            zero_stage=zero_stage,
         )
         result = estimate(spec, cluster, TrainingSpec(global_batch_size=batch, precision=precision), layout)
     except PlannerError as exc:
@@ -150,12 +166,16 @@ def presets() -> None:
     """List the built-in model presets."""
     for key, preset in load_presets().items():
         m = preset.model
-        typer.echo(f"{key:18s} layers={m.num_layers:<4d} hidden={m.hidden_size:<6d} heads={m.num_attention_heads:<4d}"
-                   f" moe={'yes' if m.moe else 'no'}")
+        typer.echo(
+            f"{key:18s} layers={m.num_layers:<4d} hidden={m.hidden_size:<6d} heads={m.num_attention_heads:<4d}"
+            f" moe={'yes' if m.moe else 'no'}"
+        )
 
 
 @app.command()
 def profiles() -> None:
     """List the built-in hardware profiles."""
     for key, p in load_profiles().items():
-        typer.echo(f"{key:14s} {p.gpu.name:22s} {p.gpu.memory_gib:>6.0f} GiB  nvlink domain {p.node.nvlink_domain_gpus}")
+        typer.echo(
+            f"{key:14s} {p.gpu.name:22s} {p.gpu.memory_gib:>6.0f} GiB  nvlink domain {p.node.nvlink_domain_gpus}"
+        )

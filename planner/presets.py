@@ -29,8 +29,9 @@ def load_presets(path: Path = PRESETS_FILE) -> Mapping[str, Preset]:
     """Every preset, validated, keyed by id."""
     raw = json.loads(path.read_text())
     return {
-        key: Preset(id=key, model=ModelSpec.model_validate(entry["model"]), source=entry["source"],
-                    notes=entry.get("notes", ""))
+        key: Preset(
+            id=key, model=ModelSpec.model_validate(entry["model"]), source=entry["source"], notes=entry.get("notes", "")
+        )
         for key, entry in raw.items()
     }
 

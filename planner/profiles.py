@@ -143,8 +143,12 @@ class HardwareProfile(BaseModel):
             nvlink_domain_gpus=self.node.nvlink_domain_gpus,
             nvlink_bytes_per_s=self.node.nvlink_gb_per_s * GB * self.efficiency.nvlink,
             nic_bytes_per_s_per_gpu=(
-                self.network.nics_per_node * self.network.nic_gbit_per_s * GB / BITS_PER_BYTE
-                / self.node.gpus_per_node * self.efficiency.network
+                self.network.nics_per_node
+                * self.network.nic_gbit_per_s
+                * GB
+                / BITS_PER_BYTE
+                / self.node.gpus_per_node
+                * self.efficiency.network
             ),
             nvlink_latency_s=self.latency.nvlink_us * MICRO,
             network_latency_s=self.latency.network_us * MICRO,

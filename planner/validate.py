@@ -80,7 +80,8 @@ def _stages(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> 
         yield f"vp({x.vp}) > 1 needs pp > 1"
     if x.layers_per_stage is None:
         if n % (x.pp * x.vp):
-            yield f"num_layers({n}) % (pp({x.pp}) * vp({x.vp})) = {n % (x.pp * x.vp)}, must be 0 (or give layers_per_stage)"
+            rest = n % (x.pp * x.vp)
+            yield f"num_layers({n}) % (pp({x.pp}) * vp({x.vp})) = {rest}, must be 0 (or give layers_per_stage)"
         return
     stages = x.layers_per_stage
     if len(stages) != x.pp:
@@ -113,7 +114,5 @@ def layout_violations(layout: Layout, model: ModelSpec, train: TrainingSpec, num
     if any(getattr(layout, k) < 1 for k in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")):
         return [Violation("positive_sizes", m) for m in _positive(layout, model, train, num_gpus)]
     return [
-        Violation(rule, message)
-        for rule, check in RULES.items()
-        for message in check(layout, model, train, num_gpus)
+        Violation(rule, message) for rule, check in RULES.items() for message in check(layout, model, train, num_gpus)
     ]

@@ -30,16 +30,32 @@ class FigureCheck:
 
 def _gpt(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
     return ModelSpec(
-        name=name, num_layers=layers, hidden_size=hidden, num_attention_heads=heads, vocab_size=51200,
-        seq_length=2048, tied_embeddings=True, linear_bias=True, learned_position_embeddings=True,
+        name=name,
+        num_query_groups=heads,
+        ffn_hidden_size=4 * hidden,
+        num_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        vocab_size=51200,
+        seq_length=2048,
+        tied_embeddings=True,
+        linear_bias=True,
+        learned_position_embeddings=True,
     )
 
 
 def _tflops(model: ModelSpec, batch: int, layout: Layout, profile: HardwareProfile) -> float:
     run = PublishedRun(
-        id="figure", group="figure", variant="", model=model, layout=layout, num_gpus=layout.world_size,
+        id="figure",
+        group="figure",
+        variant="",
+        model=model,
+        layout=layout,
+        num_gpus=layout.world_size,
         training=TrainingSpec(global_batch_size=batch, precision=Precision.FP16, runtime=_RUNTIME),
-        tflops_per_gpu=None, step_time_s=None, source="",
+        tflops_per_gpu=None,
+        step_time_s=None,
+        source="",
     )
     return predict(run, profile)[0]
 
@@ -85,8 +101,10 @@ def _fig12(profile: HardwareProfile) -> FigureCheck:
 def _fig16(profile: HardwareProfile) -> FigureCheck:
     model = _gpt("GPT 91B", 32, 15360, 128)
     mbs = [1, 2, 4, 8]
-    tf = {b: _tflops(model, 128, Layout(tp=8, pp=8, dp=1, micro_batch_size=b, recompute=Recompute.FULL), profile)
-          for b in mbs}
+    tf = {
+        b: _tflops(model, 128, Layout(tp=8, pp=8, dp=1, micro_batch_size=b, recompute=Recompute.FULL), profile)
+        for b in mbs
+    }
     best = max(tf, key=lambda b: tf[b])
     detail = ", ".join(f"b={b}: {v:.0f}" for b, v in tf.items())
     return FigureCheck("Fig. 16", "91B, (t, p) = (8, 8), batch 128: best micro-batch is 1 or 2", best in (1, 2), detail)

@@ -21,7 +21,12 @@ __all__ = ["DATA_FILE", "PublishedRun", "published_runs"]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "published_runs.json"
 
-RUNTIME_2021 = dict(flash_attention=False, overlap_param_gather=False, tp_comm_overlap=False, scatter_gather_p2p=True)
+RUNTIME_2021: dict[str, bool] = {
+    "flash_attention": False,
+    "overlap_param_gather": False,
+    "tp_comm_overlap": False,
+    "scatter_gather_p2p": True,
+}
 """Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather."""
 
 
@@ -80,13 +85,15 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     # PyTorch DDP overlaps the gradient all-reduce with backward, Megatron's "local" DDP does not;
     # DeepSpeed ZeRO-3 prefetches parameters but reduces gradients after each layer's backward.
     overlap_grads = lay.get("ddp_impl") == "torch"
-    runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": overlap_grads, "overlap_param_gather": zero == 3})
+    runtime = RuntimeFeatures(
+        **RUNTIME_2021 | {"overlap_grad_reduce": overlap_grads, "overlap_param_gather": zero == 3}
+    )
     training = TrainingSpec(global_batch_size=lay["global_batch_seqs"], precision=Precision.FP16, runtime=runtime)
     return [
         PublishedRun(
             id=row["id"],
             group=row["group"],
-            variant="published",
+            variant="zero-3" if zero == 3 else "ptd-p",
             model=_model(row),
             training=training,
             layout=_layout(lay, Recompute.FULL, False, zero),

@@ -86,16 +86,27 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: Mapping[str, float]) 
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     memory = memory_per_gpu(run.model, c, run.training.precision, run.training.runtime)
     return RunRow(
-        id=run.id, group=run.group, variant=run.variant, layout=_layout_text(run),
-        published_tflops=pub_tflops, predicted_tflops=tflops, published_step_s=pub_step, predicted_step_s=step,
-        error=pub_step / step - 1, in_fit=run.group in FIT_GROUPS, loo_error=loo.get(run.id),
-        peak_memory_gib=float(memory.peak[0]) / GIB, capacity_gib=profile.gpu.memory_gib,
+        id=run.id,
+        group=run.group,
+        variant=run.variant,
+        layout=_layout_text(run),
+        published_tflops=pub_tflops,
+        predicted_tflops=tflops,
+        published_step_s=pub_step,
+        predicted_step_s=step,
+        error=pub_step / step - 1,
+        in_fit=run.group in FIT_GROUPS,
+        loo_error=loo.get(run.id),
+        peak_memory_gib=float(memory.peak[0]) / GIB,
+        capacity_gib=profile.gpu.memory_gib,
     )
 
 
 def _groups(rows: list[RunRow]) -> list[GroupSummary]:
-    keys = sorted({(r.group, r.variant) for r in rows}, key=lambda k: [r.id for r in rows].index(
-        next(r.id for r in rows if (r.group, r.variant) == k)))
+    keys = sorted(
+        {(r.group, r.variant) for r in rows},
+        key=lambda k: [r.id for r in rows].index(next(r.id for r in rows if (r.group, r.variant) == k)),
+    )
     out = []
     for group, variant in keys:
         errors = [abs(r.error) for r in rows if (r.group, r.variant) == (group, variant)]
@@ -166,5 +177,3 @@ def refit(profile: HardwareProfile) -> Calibration:
         fitted_on=[r.id for r in rows],
         fitted_by="planner calibrate --write",
     )
-
-

@@ -87,9 +87,7 @@ def tp_comm_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, h
     return count * all_reduce_s(nbytes, placement.tp, hw)
 
 
-def sp_backward_gather_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware
-) -> FloatArray:
+def sp_backward_gather_per_layer_s(model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware) -> FloatArray:
     """Sequence parallel's extra backward all-gathers of the saved sequence shards (two per layer).
 
     Source: Korthikanti 2022 Sec. 4.2.2: the column-parallel inputs are kept

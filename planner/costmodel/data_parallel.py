@@ -93,8 +93,9 @@ def exposed_dp_s(
     """
     grad = exposed_s(t.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else t.grad_reduce_s
     gather = exposed_s(t.param_gather_s, stage_forward_s) if rt.overlap_param_gather else t.param_gather_s
-    hideable = (t.microbatch_gather_s if rt.overlap_param_gather else 0.0) + (
-        t.microbatch_reduce_s if rt.overlap_grad_reduce else 0.0
+    zero = np.zeros_like(t.microbatch_gather_s)
+    hideable = (t.microbatch_gather_s if rt.overlap_param_gather else zero) + (
+        t.microbatch_reduce_s if rt.overlap_grad_reduce else zero
     )
     serial = t.microbatch_gather_s + t.microbatch_reduce_s - hideable
     per_mb = serial + exposed_s(hideable, stage_forward_s + stage_backward_s)

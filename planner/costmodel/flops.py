@@ -60,9 +60,7 @@ def layer_forward_flop(model: ModelSpec, sequences: float) -> float:
     """Forward flop of one average layer for `sequences` sequences."""
     tokens = sequences * model.seq_length
     return (
-        attention_linear_flop(model, tokens)
-        + attention_core_flop(model, sequences)
-        + _mlp_forward_flop(model, tokens)
+        attention_linear_flop(model, tokens) + attention_core_flop(model, sequences) + _mlp_forward_flop(model, tokens)
     )
 
 

@@ -18,10 +18,10 @@ from planner.costmodel import compute, flops
 from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.comm import (
     cp_comm_per_layer_s,
-    exposed_s,
-    sp_backward_gather_per_layer_s,
     ep_comm_per_layer_s,
+    exposed_s,
     pp_comm_per_microbatch_s,
+    sp_backward_gather_per_layer_s,
     tp_comm_per_layer_s,
 )
 from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
@@ -48,7 +48,7 @@ class StepEstimates:
 
     @property
     def step_time_s(self) -> FloatArray:
-        return np.sum([self.time_s[key] for key in TIME_KEYS], axis=0)
+        return np.asarray(np.sum([self.time_s[key] for key in TIME_KEYS], axis=0), dtype=np.float64)
 
 
 def _per_microbatch_parts(
