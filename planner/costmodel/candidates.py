@@ -15,7 +15,7 @@ import numpy.typing as npt
 from planner.layout import Layout
 from planner.specs import Recompute
 
-__all__ = ["RECOMPUTE_CODE", "Candidates", "FloatArray", "IntArray"]
+__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -27,7 +27,12 @@ NONE, SELECTIVE, FULL = 0, 1, 2
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Candidates:
-    """Column store of layouts. `stage_layers` is the layer count of the most loaded pipeline stage."""
+    """Column store of layouts.
+
+    `stage_layers` is the largest layer count of any pipeline stage;
+    `first_stage_layers` and `last_stage_layers` those of the stages that also
+    hold the embedding and the output layer (the same stage when pp = 1).
+    """
 
     tp: IntArray
     pp: IntArray
@@ -41,6 +46,8 @@ class Candidates:
     sequence_parallel: BoolArray
     zero_stage: IntArray
     stage_layers: IntArray
+    first_stage_layers: IntArray
+    last_stage_layers: IntArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -62,7 +69,9 @@ class Candidates:
             recompute=col([RECOMPUTE_CODE[x.recompute] for x in layouts]),
             sequence_parallel=np.asarray([x.sequence_parallel for x in layouts], dtype=np.bool_),
             zero_stage=col([x.zero_stage for x in layouts]),
-            stage_layers=col([_stage_layers(x, num_layers) for x in layouts]),
+            stage_layers=col([max(_stages(x, num_layers)) for x in layouts]),
+            first_stage_layers=col([_stages(x, num_layers)[0] for x in layouts]),
+            last_stage_layers=col([_stages(x, num_layers)[-1] for x in layouts]),
         )
 
     def take(self, index: IntArray | BoolArray) -> Candidates:
@@ -70,7 +79,8 @@ class Candidates:
         return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
 
 
-def _stage_layers(layout: Layout, num_layers: int) -> int:
+def _stages(layout: Layout, num_layers: int) -> tuple[int, ...]:
+    """Layers per stage: as given, else the balanced split (ceil on every stage when uneven)."""
     if layout.layers_per_stage:
-        return max(layout.layers_per_stage)
-    return -(-num_layers // layout.pp)
+        return layout.layers_per_stage
+    return (-(-num_layers // layout.pp),) * layout.pp

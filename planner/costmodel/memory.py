@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, NONE, Candidates, FloatArray
-from planner.costmodel.params import params_per_gpu
+from planner.costmodel.candidates import FULL, NONE, BoolArray, Candidates, FloatArray, IntArray
+from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
@@ -91,19 +91,25 @@ class MemoryBreakdown:
         return self.parameters + self.gradients + self.optimizer_states + self.activations + self.other
 
 
-def _stage_activations(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
-    """Activations of the most loaded stage: the first (most in flight) or the last (logits)."""
+def _stage_activations(
+    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, layers: IntArray, embedding: BoolArray, output: BoolArray
+) -> FloatArray:
+    """Activations one GPU of a stage keeps: its layers times the micro-batches in flight there.
+
+    The first (and any middle) stage holds `in_flight_microbatches`; the last
+    stage one micro-batch under 1F1B. Full recompute adds the working set of
+    the one layer being recomputed; the embedding stage its output, the output
+    stage the fp32 logits.
+    """
     per_layer = activation_bytes_per_layer(model, c, rt)
     tokens = c.micro_batch_size * model.seq_length / c.cp
     tp = c.tp.astype(np.float64)
     in_flight = in_flight_microbatches(c)
-    layers = per_layer * c.stage_layers
+    in_flight = np.where(output & (c.pp > 1) & (c.vp == 1), 1.0, in_flight)
     working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, _no_recompute(c), rt), 0.0)
-    embedding = (8 + model.hidden_size) * tokens / tp
-    logits = 4 * tokens * (model.hidden_size + model.vocab_size) / tp
-    first = in_flight * (layers + embedding) + working
-    last = np.where(c.vp > 1, in_flight, 1.0) * layers + logits + working
-    return np.where(c.pp == 1, first + logits, np.maximum(first, last))
+    embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
+    logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    return in_flight * (per_layer * layers + embedding_bytes) + logits + np.where(layers > 0, working, 0.0)
 
 
 def _no_recompute(c: Candidates) -> Candidates:
@@ -112,9 +118,14 @@ def _no_recompute(c: Candidates) -> Candidates:
     return Candidates(**fields)
 
 
-def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
-    """Peak bytes per GPU with breakdown, for the most loaded stage."""
-    dense, expert = params_per_gpu(model, c)
+def _stage_memory(
+    model: ModelSpec,
+    c: Candidates,
+    precision: Precision,
+    rt: RuntimeFeatures,
+    kind: tuple[IntArray, BoolArray, BoolArray],
+) -> MemoryBreakdown:
+    dense, expert = stage_params(model, c, *kind)
     grad_bytes, opt_bytes = state_bytes_per_param(precision)
     dense_shard = (c.dp * c.cp).astype(np.float64)
     expert_shard = np.maximum(dense_shard / c.ep, 1.0)
@@ -122,18 +133,26 @@ def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: Ru
     def sharded(stage: int) -> FloatArray:
         return np.where(c.zero_stage >= stage, dense / dense_shard + expert / expert_shard, dense + expert)
 
-    activations = _stage_activations(model, c, rt)
+    activations = _stage_activations(model, c, rt, *kind)
+    zero3_layer = np.where(c.zero_stage == 3, WEIGHT_BYTES * (dense + expert) / np.maximum(kind[0], 1), 0.0)
     return MemoryBreakdown(
         parameters=WEIGHT_BYTES * sharded(3),
         gradients=grad_bytes * sharded(2),
         optimizer_states=opt_bytes * sharded(1),
         activations=activations,
-        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + _zero3_buffers(model, c),
+        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + zero3_layer,
     )
 
 
-def _zero3_buffers(model: ModelSpec, c: Candidates) -> FloatArray:
-    """ZeRO-3 holds the gathered bf16 weights of the layer it computes (Rajbhandari 2020 Sec. 5.3)."""
-    dense, expert = params_per_gpu(model, c)
-    per_layer = (dense + expert) / np.maximum(c.stage_layers, 1)
-    return np.where(c.zero_stage == 3, WEIGHT_BYTES * per_layer, 0.0)
+def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
+    """Peak bytes per GPU with breakdown, on the stage that needs the most.
+
+    ZeRO-3 adds the gathered bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
+    """
+    stages = [_stage_memory(model, c, precision, rt, kind) for kind in stage_kinds(c)]
+    pick = np.argmax(np.stack([s.peak for s in stages]), axis=0)
+
+    def choose(name: str) -> FloatArray:
+        return np.asarray(np.choose(pick, [getattr(s, name) for s in stages]), dtype=np.float64)
+
+    return MemoryBreakdown(*(choose(name) for name in MemoryBreakdown.__slots__))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.candidates import Candidates, FloatArray
+from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -21,6 +21,8 @@ __all__ = [
     "norm_params",
     "output_params",
     "params_per_gpu",
+    "stage_kinds",
+    "stage_params",
     "total_params",
 ]
 
@@ -103,27 +105,51 @@ def active_params(model: ModelSpec) -> int:
     )
 
 
-def params_per_gpu(model: ModelSpec, c: Candidates) -> tuple[FloatArray, FloatArray]:
-    """(dense, expert) parameters held by one GPU of the most loaded stage, before ZeRO sharding.
+def stage_params(
+    model: ModelSpec, c: Candidates, layers: IntArray, embedding: BoolArray, output: BoolArray
+) -> tuple[FloatArray, FloatArray]:
+    """(dense, expert) parameters one GPU of a stage holds, before ZeRO sharding.
 
     Matrices split over tp (Megatron column/row parallel); norms replicated;
-    experts split over ep and tp. The first stage holds the embedding, the last
-    the output layer (also a copy of a tied embedding when pp > 1).
+    experts split over ep and tp. The embedding stage holds V x h / tp (and the
+    position table); the output stage the output layer, a copy of a tied
+    embedding when the two are different stages, and the final norm.
     Assumes MoE layers spread evenly over stages.
     """
     tp = c.tp.astype(np.float64)
-    layers = c.stage_layers.astype(np.float64)
+    n = layers.astype(np.float64)
     moe_share = model.num_moe_layers / model.num_layers
     dense_mlp = dense_mlp_params(model, model.ffn_hidden_size) * (1 - moe_share)
-    replicated = 2 * norm_params(model)
-    dense = layers * ((attention_params(model) + dense_mlp) / tp + replicated)
+    dense = n * ((attention_params(model) + dense_mlp) / tp + 2 * norm_params(model))
     expert = np.zeros_like(tp)
     if model.moe is not None:
-        dense += layers * moe_share * _moe_layer_replicated_params(model) / tp
-        expert = layers * moe_share * expert_params_per_moe_layer(model) / (tp * c.ep)
-    first = embedding_params(model) / tp
-    last = (model.vocab_size * model.hidden_size if model.tied_embeddings else output_params(model)) / tp
-    last = last + norm_params(model)
-    single_stage = c.pp == 1
-    ends = np.where(single_stage, first + (output_params(model) / tp) + norm_params(model), np.maximum(first, last))
-    return dense + ends, expert
+        dense += n * moe_share * _moe_layer_replicated_params(model) / tp
+        expert = n * moe_share * expert_params_per_moe_layer(model) / (tp * c.ep)
+    output_matrix = np.where(
+        embedding,
+        output_params(model),
+        model.vocab_size * model.hidden_size if model.tied_embeddings else output_params(model),
+    )
+    dense = dense + np.where(embedding, embedding_params(model) / tp, 0.0)
+    dense = dense + np.where(output, output_matrix / tp + norm_params(model), 0.0)
+    return dense, expert
+
+
+def stage_kinds(c: Candidates) -> list[tuple[IntArray, BoolArray, BoolArray]]:
+    """(layers, holds embedding, holds output) of the first, last and a middle stage."""
+    single = c.pp == 1
+    return [
+        (c.first_stage_layers, np.ones_like(single), single),
+        (c.last_stage_layers, single, np.ones_like(single)),
+        (np.where(c.pp > 2, c.stage_layers, 0), np.zeros_like(single), np.zeros_like(single)),
+    ]
+
+
+def params_per_gpu(model: ModelSpec, c: Candidates) -> tuple[FloatArray, FloatArray]:
+    """(dense, expert) parameters of one GPU on the stage holding the most."""
+    options = [stage_params(model, c, *kind) for kind in stage_kinds(c)]
+    totals = np.stack([d + e for d, e in options])
+    pick = np.argmax(totals, axis=0)
+    dense = np.choose(pick, [d for d, _ in options])
+    expert = np.choose(pick, [e for _, e in options])
+    return dense, expert

@@ -26,7 +26,7 @@ from planner.costmodel.comm import (
 )
 from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_per_gpu
-from planner.costmodel.params import params_per_gpu
+from planner.costmodel.params import params_per_gpu, stage_kinds
 from planner.costmodel.topology import Placement, place
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
@@ -54,28 +54,36 @@ class StepEstimates:
 def _per_microbatch_parts(
     model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
 ) -> dict[str, FloatArray]:
-    """Seconds of one micro-batch on the slowest stage, by kind."""
+    """Seconds of one micro-batch on the slowest stage, by kind, plus the average stage's total."""
     rt = train.runtime
     layer = compute.layer_times(model, c, hw, rt)
-    layers = c.stage_layers.astype(np.float64)
     layer_compute = layer.forward_s + layer.backward_s
     tp_comm = tp_comm_per_layer_s(model, c, placement, hw)
     if rt.tp_comm_overlap:
         tp_comm = exposed_s(tp_comm, layer_compute)
     tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw), layer.backward_s / 2)
-    cp_comm = exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute)
-    logits = compute.logits_time_s(model, c, hw)
-    return {
-        "compute": layers * (layer.forward_s + layer.backward_s) + logits,
-        "recompute": layers * layer.recompute_s,
-        "tp_comm": layers * tp_comm,
-        "cp_comm": layers * cp_comm,
-        "ep_comm": layers * ep_comm_per_layer_s(model, c, placement, hw),
-        "pp_comm": pp_comm_per_microbatch_s(model, c, placement, hw, rt),
-        "forward": layers * layer.forward_s,
-        "backward": layers * (layer.backward_s + layer.recompute_s),
-        "average_stage": (model.num_layers / c.pp) / layers,
+    per_layer = {
+        "compute": layer_compute,
+        "recompute": layer.recompute_s,
+        "tp_comm": tp_comm,
+        "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute),
+        "ep_comm": ep_comm_per_layer_s(model, c, placement, hw),
     }
+    layer_total = np.sum(list(per_layer.values()), axis=0)
+    logits = compute.logits_time_s(model, c, hw)
+    kinds = stage_kinds(c)
+    totals = np.stack([n * layer_total + np.where(out, logits, 0.0) for n, _, out in kinds])
+    pick = np.argmax(totals, axis=0)
+    n = np.choose(pick, [k[0] for k in kinds]).astype(np.float64)
+    has_logits = np.choose(pick, [k[2] for k in kinds])
+    pp_comm = pp_comm_per_microbatch_s(model, c, placement, hw, rt)
+    parts = {key: n * value for key, value in per_layer.items()}
+    parts["compute"] = parts["compute"] + np.where(has_logits, logits, 0.0)
+    parts["pp_comm"] = pp_comm
+    parts["forward"] = n * layer.forward_s
+    parts["backward"] = n * (layer.backward_s + layer.recompute_s)
+    parts["average_stage"] = (model.num_layers * layer_total + logits) / c.pp + pp_comm
+    return parts
 
 
 def estimate_steps(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> StepEstimates:
@@ -84,9 +92,8 @@ def estimate_steps(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Har
     parts = _per_microbatch_parts(model, c, hw, train, placement)
     m = c.num_microbatches.astype(np.float64)
     per_mb_keys = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm")
-    per_mb_total = np.sum([parts[k] for k in per_mb_keys], axis=0)
     time_s = {k: m * parts[k] for k in per_mb_keys}
-    time_s["bubble"] = (c.pp - 1) / c.vp * per_mb_total * parts["average_stage"]
+    time_s["bubble"] = (c.pp - 1) / c.vp * parts["average_stage"]
     dp_raw = data_parallel_times(model, c, placement, hw, train.precision)
     time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
     time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(model, c), hw)
