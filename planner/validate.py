@@ -78,18 +78,23 @@ def _stages(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> 
     n = model.num_layers
     if x.vp > 1 and x.pp == 1:
         yield f"vp({x.vp}) > 1 needs pp > 1"
+    if x.pp > n:
+        yield f"pp({x.pp}) > num_layers({n})"
     if x.layers_per_stage is None:
-        if n % (x.pp * x.vp):
-            rest = n % (x.pp * x.vp)
-            yield f"num_layers({n}) % (pp({x.pp}) * vp({x.vp})) = {rest}, must be 0 (or give layers_per_stage)"
+        if x.vp > 1 and n % (x.pp * x.vp):
+            yield f"num_layers({n}) % (pp({x.pp}) * vp({x.vp})) = {n % (x.pp * x.vp)}, must be 0 to interleave"
         return
     stages = x.layers_per_stage
     if len(stages) != x.pp:
         yield f"len(layers_per_stage)({len(stages)}) != pp({x.pp})"
     if sum(stages) != n:
         yield f"sum(layers_per_stage)({sum(stages)}) != num_layers({n})"
-    if any(k < x.vp for k in stages) or any(k % x.vp for k in stages):
-        yield f"every stage's layer count must be a positive multiple of vp({x.vp}); got {list(stages)}"
+    if any(k < 1 for k in stages):
+        yield f"every stage needs at least one layer; got {list(stages)}"
+    if len(set(stages[1:-1])) > 1:
+        yield f"middle stages must hold equal layer counts (Megatron sets only first and last); got {list(stages)}"
+    if x.vp > 1 and any(k % x.vp for k in stages):
+        yield f"every stage's layer count must be a multiple of vp({x.vp}); got {list(stages)}"
 
 
 def _sequence_parallel(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> Iterator[str]:

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from planner.layout import Layout
 from planner.specs import Recompute
 
-__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray"]
+__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray", "default_stage_layers"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -79,8 +79,29 @@ class Candidates:
         return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
 
 
+def default_stage_layers(num_layers: int, pp: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """(first, middle, last) layer counts of the default split of `num_layers` over `pp` stages.
+
+    Megatron-LM splits evenly, or with `--decoder-first-pipeline-num-layers` and
+    `--decoder-last-pipeline-num-layers` gives the first and last stage their own
+    counts and the middle stages an equal share: middle = ceil(L / pp) and the
+    rest split between first and last (first gets the odd layer). One stage: all.
+    """
+    pp = np.asarray(pp, dtype=np.int64)
+    middle = -(-num_layers // np.maximum(pp, 1))
+    rest = num_layers - middle * np.maximum(pp - 2, 0)
+    middle = np.where((pp > 2) & (rest < 2), num_layers // np.maximum(pp, 1), middle)
+    rest = num_layers - middle * np.maximum(pp - 2, 0)
+    first = np.where(pp == 1, num_layers, -(-rest // 2))
+    last = np.where(pp == 1, num_layers, rest // 2)
+    return first, np.where(pp > 2, middle, 0), last
+
+
 def _stages(layout: Layout, num_layers: int) -> tuple[int, ...]:
-    """Layers per stage: as given, else the balanced split (ceil on every stage when uneven)."""
+    """Layers per stage: as given, else the default split."""
     if layout.layers_per_stage:
         return layout.layers_per_stage
-    return (-(-num_layers // layout.pp),) * layout.pp
+    first, middle, last = (int(x[0]) for x in default_stage_layers(num_layers, np.asarray([layout.pp])))
+    if layout.pp == 1:
+        return (first,)
+    return (first,) + (middle,) * (layout.pp - 2) + (last,)

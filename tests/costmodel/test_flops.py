@@ -1,0 +1,64 @@
+"""Flop counts: Narayanan 2021 Eq. 3 and Eq. 4, Korthikanti 2022 App. A (selective recompute)."""
+
+import pytest
+
+from planner.costmodel.flops import model_flop_per_sequence, narayanan_eq3_flop, recompute_flop_per_sequence
+from planner.estimate import narayanan_eq4_days
+from planner.presets import get_preset
+from planner.specs import ModelSpec
+
+NONE, SELECTIVE, FULL = 0, 1, 2
+EQ3_PRESETS = ["megatron-1.7b", "megatron-18.4b", "megatron-145.6b", "megatron-1t", "gpt3-175b"]
+
+
+@pytest.mark.parametrize("preset", EQ3_PRESETS, ids=EQ3_PRESETS)
+@pytest.mark.parametrize("batch", [1, 1536], ids=["B1", "B1536"])
+def test_eq3_is_model_flop_plus_full_recompute(preset: str, batch: int) -> None:
+    # Eq. 3: 96Bslh^2(1 + s/(6h) + V/(16lh)) = B * (3 forward + 1 recomputed forward of every layer).
+    m = get_preset(preset).model
+    eq3 = narayanan_eq3_flop(batch, m.seq_length, m.num_layers, m.hidden_size, m.vocab_size)
+    ours = batch * (model_flop_per_sequence(m) + recompute_flop_per_sequence(m, FULL))
+    assert ours == pytest.approx(eq3, rel=1e-12)
+
+
+def test_eq3_small_shape_by_hand() -> None:
+    # B=2, s=6, l=1, h=3, V=8: 96*2*6*1*9 * (1 + 6/18 + 8/48) = 10368 * 1.5 = 15552
+    assert narayanan_eq3_flop(2, 6, 1, 3, 8) == pytest.approx(15552.0, rel=1e-12)
+
+
+GPT_SHAPES = [(2048, 4096, 32, 51200, 36), (8192, 4096, 32, 51200, 4), (2048, 12288, 96, 51200, 96)]
+
+
+@pytest.mark.parametrize(("s", "h", "a", "v", "layers"), GPT_SHAPES, ids=["7.5B-shape", "long-seq", "gpt3-shape"])
+def test_selective_recompute_ratio(s: int, h: int, a: int, v: int, layers: int) -> None:
+    # Korthikanti 2022 App. A prints 1 + s/(3h) for hardware flop; the authors corrected it
+    # (NVIDIA/Megatron-LM issue #523): the extra forward QK^T + AV is 4BLs^2h, i.e. 4/72 = s/(18h)
+    # on top of s/(6h), so the bracket is 1 + 2s/(9h) + V/(12hL).
+    m = ModelSpec(num_layers=layers, hidden_size=h, num_attention_heads=a, vocab_size=v, seq_length=s)
+    model = model_flop_per_sequence(m)
+    hardware = model + recompute_flop_per_sequence(m, SELECTIVE)
+    expected = (1 + 2 * s / (9 * h) + v / (12 * h * layers)) / (1 + s / (6 * h) + v / (12 * h * layers))
+    assert hardware / model == pytest.approx(expected, rel=1e-12)
+    assert recompute_flop_per_sequence(m, NONE) == 0.0
+
+
+def test_model_flop_per_sequence_by_hand() -> None:
+    # l=1, h=4, a=2, s=2, V=5, ffn=16: per layer 24sh^2 + 4s^2h = 24*2*16 + 4*4*4 = 768 + 64 = 832;
+    # logits 2shV = 2*2*4*5 = 80; 3 * (832 + 80) = 2736
+    m = ModelSpec(num_layers=1, hidden_size=4, num_attention_heads=2, vocab_size=5, seq_length=2)
+    assert model_flop_per_sequence(m) == pytest.approx(2736.0, rel=1e-12)
+
+
+EQ4_ROWS = [
+    # Narayanan 2021 Sec. 5.1: GPT-3 175B, 300B tokens, 1024 GPUs at 140 TFLOP/s: ~34 days.
+    # 8 * 300e9 * 175e9 / (1024 * 140e12) / 86400 = 33.9
+    (300e9, 175e9, 1024, 140e12, 33.5, 34.5),
+    # 1T model, 450B tokens, 3072 GPUs at 163 TFLOP/s: ~84 days.
+    # 8 * 450e9 * 1e12 / (3072 * 163e12) / 86400 = 83.2
+    (450e9, 1e12, 3072, 163e12, 83.0, 84.5),
+]
+
+
+@pytest.mark.parametrize(("tokens", "params", "gpus", "rate", "lo", "hi"), EQ4_ROWS, ids=["gpt3-175b", "1t"])
+def test_eq4_days(tokens: float, params: float, gpus: int, rate: float, lo: float, hi: float) -> None:
+    assert lo <= narayanan_eq4_days(tokens, params, gpus, rate) <= hi

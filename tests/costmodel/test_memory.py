@@ -1,0 +1,133 @@
+"""Memory per GPU: Korthikanti 2022 Table 2 activations, ZeRO / distributed-optimizer model states."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu, state_bytes_per_param
+from planner.layout import Layout
+from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures
+
+NO_FLASH = RuntimeFeatures(flash_attention=False)
+FLASH = RuntimeFeatures(flash_attention=True)
+# GPT shape: ffn = 4h, kv = h, no MoE.
+H, A, S = 4096, 32, 2048
+GPT = ModelSpec(num_layers=4, hidden_size=H, num_attention_heads=A, vocab_size=51200, seq_length=S)
+
+# Korthikanti 2022 Table 2, bytes per layer: (recompute, sequence_parallel, f(s, b, h, a, t)).
+TABLE2 = {
+    "none": (Recompute.NONE, False, lambda s, b, h, a, t: s * b * h * (10 + 24 / t + 5 * a * s / (h * t))),
+    "none-sp": (Recompute.NONE, True, lambda s, b, h, a, t: s * b * h * (34 / t + 5 * a * s / (h * t))),
+    "selective": (Recompute.SELECTIVE, False, lambda s, b, h, a, t: s * b * h * (10 + 24 / t)),
+    "selective-sp": (Recompute.SELECTIVE, True, lambda s, b, h, a, t: 34 * s * b * h / t),
+    "full": (Recompute.FULL, False, lambda s, b, h, a, t: 2 * s * b * h),
+}
+GRID = list(itertools.product(TABLE2, [1, 2, 8], [1, 4]))
+
+
+def _layer_bytes(layout: Layout, model: ModelSpec, rt: RuntimeFeatures) -> float:
+    c = Candidates.from_layouts([layout], model.num_layers, global_batch_size=64)
+    return float(activation_bytes_per_layer(model, c, rt)[0])
+
+
+@pytest.mark.parametrize(("case", "t", "b"), GRID, ids=[f"{k}-t{t}-b{b}" for k, t, b in GRID])
+def test_korthikanti_table2(case: str, t: int, b: int) -> None:
+    recompute, sp, formula = TABLE2[case]
+    layout = Layout(tp=t, pp=1, dp=1, micro_batch_size=b, recompute=recompute, sequence_parallel=sp)
+    assert _layer_bytes(layout, GPT, NO_FLASH) == pytest.approx(formula(S, b, H, A, t), rel=1e-12)
+
+
+FLASH_GRID = list(itertools.product([False, True], [1, 2, 8], [1, 4]))
+
+
+@pytest.mark.parametrize(("sp", "t", "b"), FLASH_GRID, ids=[f"sp{int(sp)}-t{t}-b{b}" for sp, t, b in FLASH_GRID])
+def test_flash_attention_keeps_no_scores(sp: bool, t: int, b: int) -> None:
+    # Flash attention without recompute stores what selective recompute stores (no 5as/(ht) term).
+    _, _, formula = TABLE2["selective-sp" if sp else "selective"]
+    layout = Layout(tp=t, pp=1, dp=1, micro_batch_size=b, sequence_parallel=sp)
+    assert _layer_bytes(layout, GPT, FLASH) == pytest.approx(formula(S, b, H, A, t), rel=1e-12)
+
+
+SHAPES = {
+    "gpt-2k": GPT,
+    "gqa-gated-8k": ModelSpec(
+        num_layers=8, hidden_size=4096, num_attention_heads=32, num_query_groups=8, ffn_hidden_size=14336,
+        gated_mlp=True, vocab_size=128256, seq_length=8192,
+    ),
+    "small-512": ModelSpec(
+        num_layers=8, hidden_size=1024, num_attention_heads=16, num_query_groups=4, ffn_hidden_size=2816,
+        gated_mlp=True, vocab_size=32000, seq_length=512,
+    ),
+}  # fmt: skip
+PROPERTY_GRID = list(itertools.product(SHAPES, [(1, False), (2, False), (8, True)], [1, 2], [False, True]))
+
+
+@pytest.mark.parametrize(
+    ("shape", "tp_sp", "pp", "flash"),
+    PROPERTY_GRID,
+    ids=[f"{s}-t{t}{'-sp' if sp else ''}-pp{p}-flash{int(f)}" for s, (t, sp), p, f in PROPERTY_GRID],
+)
+def test_recompute_never_increases_layer_activations(shape: str, tp_sp: tuple[int, bool], pp: int, flash: bool) -> None:
+    model, (tp, sp) = SHAPES[shape], tp_sp
+    rt = RuntimeFeatures(flash_attention=flash)
+    layouts = [Layout(tp=tp, pp=pp, dp=1, recompute=r, sequence_parallel=sp) for r in Recompute]
+    c = Candidates.from_layouts(layouts, model.num_layers, global_batch_size=8)
+    none, selective, full = activation_bytes_per_layer(model, c, rt)
+    assert none >= selective > full
+    # On the stage, selective never holds more than none (full adds a recompute working buffer; see below).
+    stage_none, stage_selective, _ = memory_per_gpu(model, c, Precision.BF16, rt).activations
+    assert stage_none >= stage_selective
+
+
+def _tiny() -> ModelSpec:
+    """h=8, a=g=4, ffn=32, V=10, s=4, 2 layers, non-gated, no bias, untied."""
+    return ModelSpec(num_layers=2, hidden_size=8, num_attention_heads=4, ffn_hidden_size=32, vocab_size=10, seq_length=4)
+
+
+# tiny, tp=pp=1, b=1 (4 tokens), flash: none per layer 4*(10*8 + 4*8 + 4*8 + 4*32) = 4*272 = 1088
+# embedding (8 + h) * 4 = 64; logits 4 * 4 * (h + V) = 288; full keeps 2*4*8 = 64 per layer
+# plus one layer's no-recompute activations (1088) as the recompute working buffer.
+STAGE_ROWS = [(Recompute.NONE, 2 * 1088 + 64 + 288), (Recompute.FULL, 2 * 64 + 64 + 1088 + 288)]
+
+
+@pytest.mark.parametrize(("recompute", "expected"), STAGE_ROWS, ids=["none", "full"])
+def test_stage_activations_by_hand(recompute: Recompute, expected: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, recompute=recompute)], num_layers=2, global_batch_size=1)
+    assert float(memory_per_gpu(_tiny(), c, Precision.BF16, FLASH).activations[0]) == expected
+
+
+STATE_BYTES = [(Precision.BF16, (4, 12)), (Precision.FP8, (4, 12)), (Precision.FP16, (2, 16))]
+
+
+@pytest.mark.parametrize(("precision", "expected"), STATE_BYTES, ids=["bf16", "fp8", "fp16"])
+def test_state_bytes_per_param(precision: Precision, expected: tuple[int, int]) -> None:
+    assert state_bytes_per_param(precision) == expected
+
+
+# tiny (tp=pp=1) holds 2*(4*8*8 + 2*8*32 + 2*8) + 10*8 + 10*8 + 8 = 2*784 + 168 = 1736 params.
+TINY_PARAMS = 1736
+ZERO_ROWS = [
+    (Precision.BF16, 0, 1, 1, 2 + 4 + 12),  # 18 bytes/param
+    (Precision.FP16, 0, 1, 1, 2 + 2 + 16),  # 20 bytes/param
+    (Precision.BF16, 1, 4, 1, 6 + 12 / 4),  # distributed optimizer: 6 + 12/d
+    (Precision.BF16, 1, 8, 1, 6 + 12 / 8),
+    (Precision.BF16, 1, 2, 2, 6 + 12 / 4),  # sharded over dp * cp = 4
+    (Precision.FP16, 1, 4, 1, 2 + 2 + 16 / 4),
+    (Precision.BF16, 2, 4, 1, 2 + (4 + 12) / 4),
+    (Precision.BF16, 3, 4, 1, (2 + 4 + 12) / 4),
+]
+
+
+@pytest.mark.parametrize(
+    ("precision", "zero", "dp", "cp", "per_param"),
+    ZERO_ROWS,
+    ids=["bf16-z0", "fp16-z0", "bf16-z1-d4", "bf16-z1-d8", "bf16-z1-dp2cp2", "fp16-z1-d4", "bf16-z2-d4", "bf16-z3-d4"],
+)
+def test_model_state_bytes(precision: Precision, zero: int, dp: int, cp: int, per_param: float) -> None:
+    layout = Layout(tp=1, pp=1, dp=dp, cp=cp, zero_stage=zero)
+    c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=8)
+    mem = memory_per_gpu(_tiny(), c, precision, FLASH)
+    states = mem.parameters + mem.gradients + mem.optimizer_states
+    np.testing.assert_allclose(states, [TINY_PARAMS * per_param], rtol=1e-12)

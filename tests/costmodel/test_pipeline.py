@@ -1,0 +1,49 @@
+"""Pipeline bubble and in-flight micro-batches (Narayanan 2021 Sec. 2.2; Korthikanti 2022 Sec. 4.2.3)."""
+
+import numpy as np
+import pytest
+
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.pipeline import bubble_fraction, in_flight_microbatches, p2p_messages_per_microbatch
+from planner.layout import Layout
+
+BUBBLE_ROWS = [
+    (4, 1, 8, 3 / 8),  # (p-1)/(v m) = 3/8 = 0.375
+    (4, 2, 8, 3 / 16),  # 3/16 = 0.1875 (paper: 18.8%)
+    (1, 1, 8, 0.0),  # no pipeline, no bubble
+    (8, 4, 32, 7 / 128),
+]
+
+
+@pytest.mark.parametrize(("p", "v", "m", "expected"), BUBBLE_ROWS, ids=["1f1b", "interleaved", "pp1", "p8-v4-m32"])
+def test_bubble_fraction(p: int, v: int, m: int, expected: float) -> None:
+    assert float(bubble_fraction(p, v, m)) == expected
+
+
+def test_bubble_fraction_vectorised() -> None:
+    got = bubble_fraction(np.array([4, 4]), np.array([1, 2]), np.array([8, 8]))
+    np.testing.assert_array_equal(got, [0.375, 0.1875])
+
+
+IN_FLIGHT_ROWS = [
+    # (pp, vp, global batch with mbs=1, dp=1 -> m, expected)
+    (4, 1, 8, 4.0),  # 1F1B: min(p, m) = min(4, 8)
+    (4, 1, 2, 2.0),  # min(4, 2)
+    (4, 2, 8, 4 * (1 + 3 / 8)),  # interleaved: p (1 + (p-1)/(p v)) = 5.5
+    (1, 1, 8, 1.0),  # no pipeline
+]
+
+
+@pytest.mark.parametrize(("pp", "vp", "gbs", "expected"), IN_FLIGHT_ROWS, ids=["p4-m8", "p4-m2", "p4-v2-m8", "pp1"])
+def test_in_flight_microbatches(pp: int, vp: int, gbs: int, expected: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], num_layers=8, global_batch_size=gbs)
+    assert float(in_flight_microbatches(c)[0]) == expected
+
+
+P2P_ROWS = [(1, 1, 0.0), (4, 1, 2.0), (4, 2, 4.0)]  # 2 sends (fwd + bwd) per model chunk when pp > 1
+
+
+@pytest.mark.parametrize(("pp", "vp", "expected"), P2P_ROWS, ids=["pp1", "pp4", "pp4-v2"])
+def test_p2p_messages_per_microbatch(pp: int, vp: int, expected: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], num_layers=8, global_batch_size=8)
+    assert float(p2p_messages_per_microbatch(c)[0]) == expected
