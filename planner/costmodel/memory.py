@@ -24,7 +24,7 @@ from planner.costmodel.pipeline import in_flight_microbatches
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
 
-__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "memory_per_gpu", "state_bytes_per_param"]
+__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "memory_per_gpu", "stage_memory", "state_bytes_per_param"]
 
 WEIGHT_BYTES = 2
 """Weights are held in bf16/fp16 (fp8 training keeps bf16 weights; Transformer Engine casts per GEMM)."""
@@ -118,7 +118,7 @@ def _no_recompute(c: Candidates) -> Candidates:
     return Candidates(**fields)
 
 
-def _stage_memory(
+def stage_memory(
     model: ModelSpec,
     c: Candidates,
     precision: Precision,
@@ -149,7 +149,7 @@ def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: Ru
 
     ZeRO-3 adds the gathered bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
     """
-    stages = [_stage_memory(model, c, precision, rt, kind) for kind in stage_kinds(c)]
+    stages = [stage_memory(model, c, precision, rt, kind) for kind in stage_kinds(c)]
     pick = np.argmax(np.stack([s.peak for s in stages]), axis=0)
 
     def choose(name: str) -> FloatArray:

@@ -31,8 +31,10 @@ from planner.costmodel.topology import Placement, place
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["StepEstimates", "TIME_KEYS", "estimate_steps"]
+__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps", "per_layer_times"]
 
+LAYER_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm")
+"""Per-layer critical-path kinds; a stage's time is its layer count times their sum (+ logits)."""
 TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
 
@@ -51,10 +53,10 @@ class StepEstimates:
         return np.asarray(np.sum([self.time_s[key] for key in TIME_KEYS], axis=0), dtype=np.float64)
 
 
-def _per_microbatch_parts(
+def per_layer_times(
     model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
 ) -> dict[str, FloatArray]:
-    """Seconds of one micro-batch on the slowest stage, by kind, plus the average stage's total."""
+    """Critical-path seconds of one average layer and micro-batch on one GPU, by kind."""
     rt = train.runtime
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
@@ -62,13 +64,24 @@ def _per_microbatch_parts(
     if rt.tp_comm_overlap:
         tp_comm = exposed_s(tp_comm, layer_compute)
     tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw), layer.backward_s / 2)
-    per_layer = {
+    return {
         "compute": layer_compute,
         "recompute": layer.recompute_s,
         "tp_comm": tp_comm,
         "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute),
         "ep_comm": ep_comm_per_layer_s(model, c, placement, hw),
+        "forward": layer.forward_s,
+        "backward": layer.backward_s + layer.recompute_s,
     }
+
+
+def _per_microbatch_parts(
+    model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
+) -> dict[str, FloatArray]:
+    """Seconds of one micro-batch on the slowest stage, by kind, plus the average stage's total."""
+    rt = train.runtime
+    times = per_layer_times(model, c, hw, train, placement)
+    per_layer = {k: times[k] for k in LAYER_KEYS}
     layer_total = np.sum(list(per_layer.values()), axis=0)
     logits = compute.logits_time_s(model, c, hw)
     kinds = stage_kinds(c)
@@ -80,8 +93,8 @@ def _per_microbatch_parts(
     parts = {key: n * value for key, value in per_layer.items()}
     parts["compute"] = parts["compute"] + np.where(has_logits, logits, 0.0)
     parts["pp_comm"] = pp_comm
-    parts["forward"] = n * layer.forward_s
-    parts["backward"] = n * (layer.backward_s + layer.recompute_s)
+    parts["forward"] = n * times["forward"]
+    parts["backward"] = n * times["backward"]
     parts["average_stage"] = (model.num_layers * layer_total + logits) / c.pp + pp_comm
     return parts
 

@@ -1,0 +1,88 @@
+"""Why nothing fits: the least-memory layout, its shortfall, and which constraint to relax."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.constraints.space import Allowed, build_space
+from planner.layout import Layout
+from planner.profiles import ClusterSpec, Hardware
+from planner.search.evaluate import Evaluated, evaluate
+from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.units import GIB
+
+__all__ = ["Diagnosis", "diagnose"]
+
+_RECOMPUTE = list(Recompute)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnosis:
+    message: str
+    least_memory_layout: Layout | None
+    least_memory_gib: float | None
+    capacity_gib: float
+    relax: list[str]
+    rejected: dict[str, int]
+
+
+def _any_fits(model: ModelSpec, train: TrainingSpec, n: int, hw: Hardware, allowed: Allowed) -> bool:
+    ev = evaluate(model, train, build_space(model, train, n, allowed), hw)
+    return bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
+
+
+def diagnose(
+    model: ModelSpec,
+    train: TrainingSpec,
+    cluster: ClusterSpec,
+    hw: Hardware,
+    ev: Evaluated,
+    allowed: Allowed,
+    rejected: Counter[str],
+) -> Diagnosis:
+    """Explain an empty plan list in words a user can act on."""
+    capacity = hw.hbm_bytes / GIB
+    relax = [key for key in allowed if _any_fits(model, train, cluster.num_gpus, hw, _without(allowed, key))]
+    if len(ev) == 0:
+        reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))
+        return Diagnosis(
+            message=f"no layout of {cluster.num_gpus} GPUs passes the divisibility rules; most rejected by: {reasons}",
+            least_memory_layout=None,
+            least_memory_gib=None,
+            capacity_gib=capacity,
+            relax=relax,
+            rejected=dict(rejected),
+        )
+    i = int(np.argmin(ev.peak_bytes))
+    need = float(ev.peak_bytes[i]) / GIB
+    c = ev.candidates
+    layout = Layout(
+        tp=int(c.tp[i]),
+        pp=int(c.pp[i]),
+        dp=int(c.dp[i]),
+        cp=int(c.cp[i]),
+        ep=int(c.ep[i]),
+        vp=int(c.vp[i]),
+        micro_batch_size=int(c.micro_batch_size[i]),
+        recompute=_RECOMPUTE[int(c.recompute[i])],
+        sequence_parallel=bool(c.sequence_parallel[i]),
+        zero_stage=int(c.zero_stage[i]),
+    )
+    hint = f"relax constraints: {', '.join(relax)}" if relax else "use more GPUs or GPUs with more memory"
+    return Diagnosis(
+        message=(
+            f"nothing fits: the least-memory layout needs {need:.1f} GiB per GPU against {capacity:.1f} GiB; {hint}"
+        ),
+        least_memory_layout=layout,
+        least_memory_gib=need,
+        capacity_gib=capacity,
+        relax=relax,
+        rejected=dict(rejected),
+    )
+
+
+def _without(allowed: Allowed, key: str) -> Allowed:
+    return {k: v for k, v in allowed.items() if k != key}

@@ -1,0 +1,60 @@
+"""Vectorised evaluation of a candidate space with the cost model, in bounded chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.constraints.space import Space
+from planner.costmodel.candidates import Candidates, FloatArray, IntArray
+from planner.costmodel.step import estimate_steps
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, TrainingSpec
+
+__all__ = ["CHUNK", "Evaluated", "concatenate", "evaluate"]
+
+CHUNK = 200_000
+"""Candidates per cost-model call: bounds the temporary arrays to a few hundred MB."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluated:
+    """Candidates with their step time, peak memory and GPU count, ready to rank."""
+
+    candidates: Candidates
+    step_time_s: FloatArray
+    peak_bytes: FloatArray
+    num_gpus: IntArray
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+
+def evaluate(model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware) -> Evaluated:
+    """Step time and peak memory of every candidate in `space`."""
+    c = space.candidates
+    steps, peaks = [], []
+    for start in range(0, len(c), CHUNK):
+        part = c.take(np.arange(start, min(start + CHUNK, len(c))))
+        est = estimate_steps(model, train, part, hw)
+        steps.append(est.step_time_s)
+        peaks.append(est.memory.peak)
+    empty = np.zeros(0)
+    return Evaluated(
+        candidates=c,
+        step_time_s=np.concatenate(steps) if steps else empty,
+        peak_bytes=np.concatenate(peaks) if peaks else empty,
+        num_gpus=np.full(len(c), space.num_gpus, dtype=np.int64),
+    )
+
+
+def concatenate(parts: list[Evaluated]) -> Evaluated:
+    """One `Evaluated` from several (the GPU-efficiency objective searches several GPU counts)."""
+    fields = Candidates.__slots__
+    return Evaluated(
+        candidates=Candidates(**{f: np.concatenate([getattr(p.candidates, f) for p in parts]) for f in fields}),
+        step_time_s=np.concatenate([p.step_time_s for p in parts]),
+        peak_bytes=np.concatenate([p.peak_bytes for p in parts]),
+        num_gpus=np.concatenate([p.num_gpus for p in parts]),
+    )

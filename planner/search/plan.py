@@ -1,0 +1,197 @@
+"""`plan(...)`: every legal layout evaluated, the best ranked, stage splits refined, the baseline attached."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from planner.constraints.check import partition_problems
+from planner.constraints.costs import stage_costs
+from planner.constraints.partition import solve_partition
+from planner.constraints.space import Allowed, build_space
+from planner.costmodel.candidates import Candidates, default_stage_layers
+from planner.errors import InfeasibleError, SolverTimeoutError
+from planner.estimate import Estimate, estimate
+from planner.layout import Layout
+from planner.profiles import ClusterSpec, Hardware
+from planner.search.baseline import BASELINE_RULE, baseline_candidates
+from planner.search.constraints import parse_constraints
+from planner.search.diagnose import Diagnosis, diagnose
+from planner.search.evaluate import Evaluated, concatenate, evaluate
+from planner.search.rank import Objective, rank
+from planner.specs import ModelSpec, Recompute, TrainingSpec
+
+__all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
+
+MAX_TOP_K = 100
+_RECOMPUTE = list(Recompute)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    rank: int
+    layout: Layout
+    num_gpus: int
+    estimate: Estimate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    rule: str
+    plan: Plan | None
+    speedup_of_best: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchStats:
+    candidates: int
+    feasible: int
+    elapsed_ms: float
+    rejected: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    plans: list[Plan]
+    baseline: Baseline
+    search: SearchStats
+    diagnosis: Diagnosis | None
+
+
+def layout_at(c: Candidates, i: int, num_layers: int) -> Layout:
+    """The i-th candidate as a `Layout`, with its default stage split written out."""
+    pp = int(c.pp[i])
+    first, middle, last = (int(x[0]) for x in default_stage_layers(num_layers, np.asarray([pp])))
+    stages = (first,) if pp == 1 else (first,) + (middle,) * (pp - 2) + (last,)
+    return Layout(
+        tp=int(c.tp[i]),
+        pp=pp,
+        dp=int(c.dp[i]),
+        cp=int(c.cp[i]),
+        ep=int(c.ep[i]),
+        vp=int(c.vp[i]),
+        micro_batch_size=int(c.micro_batch_size[i]),
+        recompute=_RECOMPUTE[int(c.recompute[i])],
+        sequence_parallel=bool(c.sequence_parallel[i]),
+        zero_stage=int(c.zero_stage[i]),
+        layers_per_stage=stages,
+    )
+
+
+def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list[int]:
+    """GPU counts to search: all of them, or for GPU efficiency up to 16 node-aligned counts <= num_gpus."""
+    if objective is Objective.STEP_TIME or num_gpus <= gpus_per_node:
+        return [num_gpus]
+    nodes = num_gpus // gpus_per_node
+    steps = sorted({max(1, round(nodes * j / 16)) for j in range(1, 17)})
+    return sorted({n * gpus_per_node for n in steps} | {num_gpus})
+
+
+def _refine(
+    model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, hw: Hardware, layout: Layout
+) -> tuple[Layout, Estimate]:
+    """The layout with the default split, or with CP-SAT's when that is valid and faster."""
+    best = estimate(model, cluster, train, layout)
+    if layout.pp < 2:
+        return layout, best
+    costs = stage_costs(model, train, layout, hw)
+    try:
+        stages = solve_partition(model.num_layers, layout.pp, layout.vp, costs)
+    except (InfeasibleError, SolverTimeoutError):
+        return layout, best
+    if partition_problems(stages, model.num_layers, layout.pp, layout.vp, costs):
+        return layout, best
+    split = replace(layout, layers_per_stage=stages)
+    alt = estimate(model, cluster, train, split)
+    return (split, alt) if alt.fits and alt.step_time_s < best.step_time_s else (layout, best)
+
+
+def _objective_of(e: Estimate, n: int, objective: Objective) -> float:
+    return e.step_time_s if objective is Objective.STEP_TIME else e.step_time_s * n
+
+
+def plan(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    training: TrainingSpec,
+    constraints: Mapping[str, Any] | None = None,
+    top_k: int = 10,
+    objective: Objective = Objective.STEP_TIME,
+    partition: bool = True,
+) -> PlanResult:
+    """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics."""
+    started = time.perf_counter()
+    allowed: Allowed = parse_constraints(constraints)
+    hw = cluster.profile.hardware(training.precision)
+    parts, rejected = [], Counter[str]()
+    for n in _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective):
+        space = build_space(model, training, n, allowed)
+        rejected.update(space.rejected)
+        parts.append(evaluate(model, training, space, hw))
+    ev: Evaluated = concatenate(parts)
+    order = rank(ev, hw.hbm_bytes, objective)
+    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition)
+    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected)
+    baseline = _baseline(model, training, cluster, hw, plans, objective)
+    stats = SearchStats(
+        candidates=len(ev),
+        feasible=len(order),
+        elapsed_ms=(time.perf_counter() - started) * 1e3,
+        rejected=dict(rejected.most_common()),
+    )
+    return PlanResult(plans=plans, baseline=baseline, search=stats, diagnosis=diagnosis)
+
+
+def _top_plans(
+    model: ModelSpec,
+    training: TrainingSpec,
+    cluster: ClusterSpec,
+    hw: Hardware,
+    ev: Evaluated,
+    order: np.ndarray,
+    top_k: int,
+    objective: Objective,
+    partition: bool,
+) -> list[Plan]:
+    shortlist = order[: 2 * top_k if partition else top_k]
+    scored: list[tuple[float, int, int, Estimate, Layout]] = []
+    for i in shortlist:
+        layout = layout_at(ev.candidates, int(i), model.num_layers)
+        n = int(ev.num_gpus[i])
+        cluster_n = cluster.model_copy(update={"num_gpus": n})
+        if partition:
+            layout, e = _refine(model, training, cluster_n, hw, layout)
+        else:
+            e = estimate(model, cluster_n, training, layout)
+        scored.append((_objective_of(e, n, objective), len(scored), n, e, layout))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    return [
+        Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e) for r, (_, _, n, e, layout) in enumerate(scored[:top_k])
+    ]
+
+
+def _baseline(
+    model: ModelSpec,
+    training: TrainingSpec,
+    cluster: ClusterSpec,
+    hw: Hardware,
+    plans: list[Plan],
+    objective: Objective,
+) -> Baseline:
+    found = baseline_candidates(model, training, cluster.num_gpus, hw)
+    if found is None:
+        return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
+    ev, i = found
+    layout = layout_at(ev.candidates, i, model.num_layers)
+    e = estimate(model, cluster, training, layout)
+    base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
+    if not plans:
+        return Baseline(rule=BASELINE_RULE, plan=base, speedup_of_best=None)
+    best = plans[0]
+    speedup = _objective_of(e, cluster.num_gpus, objective) / _objective_of(best.estimate, best.num_gpus, objective)
+    return Baseline(rule=BASELINE_RULE, plan=base, speedup_of_best=speedup)
