@@ -83,7 +83,9 @@ def test_recompute_never_increases_layer_activations(shape: str, tp_sp: tuple[in
 
 def _tiny() -> ModelSpec:
     """h=8, a=g=4, ffn=32, V=10, s=4, 2 layers, non-gated, no bias, untied."""
-    return ModelSpec(num_layers=2, hidden_size=8, num_attention_heads=4, ffn_hidden_size=32, vocab_size=10, seq_length=4)
+    return ModelSpec(
+        num_layers=2, hidden_size=8, num_attention_heads=4, ffn_hidden_size=32, vocab_size=10, seq_length=4
+    )
 
 
 # tiny, tp=pp=1, b=1 (4 tokens), flash: none per layer 4*(10*8 + 4*8 + 4*8 + 4*32) = 4*272 = 1088

@@ -51,18 +51,18 @@ def test_gpt_preset_total_is_eq2_plus_final_layernorm(preset: str, heads: int, h
 
 def _tiny(**overrides: object) -> ModelSpec:
     """h=8, a=4, g=2 (head_dim 2, kv_hidden 4), ffn=12, V=10, s=4, 2 layers."""
-    fields: dict[str, object] = dict(
-        num_layers=2,
-        hidden_size=8,
-        num_attention_heads=4,
-        num_query_groups=2,
-        ffn_hidden_size=12,
-        vocab_size=10,
-        seq_length=4,
-        gated_mlp=True,
-        tied_embeddings=False,
-        linear_bias=False,
-    )
+    fields: dict[str, object] = {
+        "num_layers": 2,
+        "hidden_size": 8,
+        "num_attention_heads": 4,
+        "num_query_groups": 2,
+        "ffn_hidden_size": 12,
+        "vocab_size": 10,
+        "seq_length": 4,
+        "gated_mlp": True,
+        "tied_embeddings": False,
+        "linear_bias": False,
+    }
     fields.update(overrides)
     return ModelSpec.model_validate(fields)
 

@@ -1,0 +1,150 @@
+"""Layout rules: each fires on a crafted layout with its arithmetic in the message; memory fit via estimate()."""
+
+import math
+
+import pytest
+
+from planner.estimate import estimate
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.profiles import ClusterSpec, load_profiles
+from planner.specs import ModelSpec, MoESpec, TrainingSpec
+from planner.validate import RULES, layout_violations
+
+BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
+DENSE = ModelSpec(**BASE, vocab_size=1000, seq_length=16)
+MOE = ModelSpec(**BASE, vocab_size=1000, seq_length=16, moe=MoESpec(num_experts=6, top_k=2, expert_ffn_hidden_size=100))
+
+# (rule, layout, model, global batch, num_gpus, expected messages of that rule, in order)
+ROWS = [
+    ("positive_sizes", Layout(tp=0, pp=2, dp=2), DENSE, 8, 8, ["tp(0) must be >= 1"]),
+    ("positive_sizes", Layout(tp=2, pp=2, dp=2, zero_stage=5), DENSE, 8, 8, ["zero_stage(5) must be 0, 1, 2 or 3"]),
+    ("world_size", Layout(tp=8, pp=4, dp=3), DENSE, 24, 64, ["tp(8) * pp(4) * dp(3) * cp(1) = 96 != num_gpus(64)"]),
+    (
+        "tensor_split",
+        Layout(tp=3, pp=1, dp=1),
+        DENSE,
+        8,
+        3,
+        [
+            "num_attention_heads(8) % tp(3) = 2, must be 0",
+            "num_query_groups(4) must be a multiple or a divisor of tp(3)",
+            "ffn_hidden_size(256) % tp(3) = 1, must be 0",
+        ],
+    ),
+    ("tensor_split", Layout(tp=8, pp=1, dp=1), MOE, 8, 8, ["moe.expert_ffn_hidden_size(100) % tp(8) = 4, must be 0"]),
+    (
+        "batch_divisible",
+        Layout(tp=1, pp=1, dp=3, micro_batch_size=2),
+        DENSE,
+        8,
+        3,
+        ["global_batch_size(8) % (micro_batch_size(2) * dp(3)) = 2, must be 0"],
+    ),
+    ("context_split", Layout(tp=1, pp=1, dp=1, cp=3), DENSE, 8, 3, ["seq_length(16) % (2 * cp(3)) = 4, must be 0"]),
+    ("expert_split", Layout(tp=1, pp=1, dp=2, ep=2), DENSE, 8, 2, ["ep(2) > 1 needs a mixture-of-experts model"]),
+    (
+        "expert_split",
+        Layout(tp=1, pp=1, dp=2, ep=4),
+        MOE,
+        8,
+        2,
+        ["(dp(2) * cp(1)) % ep(4) = 2, must be 0", "moe.num_experts(6) % ep(4) = 2, must be 0"],
+    ),
+    ("stage_split", Layout(tp=1, pp=1, dp=1, vp=2), DENSE, 8, 1, ["vp(2) > 1 needs pp > 1"]),
+    ("stage_split", Layout(tp=1, pp=16, dp=1), DENSE, 8, 16, ["pp(16) > num_layers(8)"]),
+    (
+        "stage_split",
+        Layout(tp=1, pp=2, dp=1, layers_per_stage=(3, 3, 2)),
+        DENSE,
+        8,
+        2,
+        ["len(layers_per_stage)(3) != pp(2)"],
+    ),
+    (
+        "stage_split",
+        Layout(tp=1, pp=2, dp=1, layers_per_stage=(4, 3)),
+        DENSE,
+        8,
+        2,
+        ["sum(layers_per_stage)(7) != num_layers(8)"],
+    ),
+    (
+        "sequence_parallel_needs_tp",
+        Layout(tp=1, pp=1, dp=1, sequence_parallel=True),
+        DENSE,
+        8,
+        1,
+        ["sequence_parallel needs tp > 1"],
+    ),
+]
+IDS = [
+    "tp0",
+    "zero5",
+    "world",
+    "heads-groups-ffn",
+    "expert-ffn",
+    "batch",
+    "cp",
+    "ep-dense",
+    "ep-moe",
+    "vp-no-pp",
+    "pp-gt-layers",
+    "stages-len",
+    "stages-sum",
+    "sp",
+]
+
+
+@pytest.mark.parametrize(("rule", "layout", "model", "gbs", "gpus", "messages"), ROWS, ids=IDS)
+def test_rule_fires_alone(
+    rule: str, layout: Layout, model: ModelSpec, gbs: int, gpus: int, messages: list[str]
+) -> None:
+    violations = layout_violations(layout, model, TrainingSpec(global_batch_size=gbs), gpus)
+    assert [v.rule for v in violations] == [rule] * len(messages)
+    assert [v.message for v in violations] == messages
+
+
+def test_every_rule_has_a_crafted_case() -> None:
+    assert {row[0] for row in ROWS} == set(RULES)
+
+
+GOOD = [
+    (Layout(tp=2, pp=2, dp=2), DENSE, 8),
+    (Layout(tp=4, pp=2, dp=2, cp=2, ep=2, vp=2, micro_batch_size=2, sequence_parallel=True), MOE, 32),
+    (Layout(tp=1, pp=3, dp=1, layers_per_stage=(2, 3, 3)), DENSE, 3),
+]
+
+
+@pytest.mark.parametrize(("layout", "model", "gpus"), GOOD, ids=["dense", "moe-all-dims", "uneven-stages"])
+def test_good_layout_has_no_violations(layout: Layout, model: ModelSpec, gpus: int) -> None:
+    assert layout_violations(layout, model, TrainingSpec(global_batch_size=16), gpus) == []
+
+
+def _a100_40gb(num_gpus: int) -> ClusterSpec:
+    return ClusterSpec(profile=load_profiles()["dgx-a100-40gb"], num_gpus=num_gpus)
+
+
+def test_estimate_flags_memory_overflow() -> None:
+    # GPT-3 175B on one node: 174.6e9 params / 8 GPUs * 18 bytes ~ 366 GiB per GPU of model states alone.
+    model = get_preset("gpt3-175b").model
+    result = estimate(model, _a100_40gb(8), TrainingSpec(global_batch_size=8), Layout(tp=8, pp=1, dp=1))
+    assert result.fits is False
+    assert [v.rule for v in result.violations] == ["fits_memory"]
+    assert result.memory.capacity_gib == 40.0
+    assert result.memory.peak_gib > 174.6e9 / 8 * 18 / 2**30
+    assert "> capacity 40.0 GiB" in result.violations[0].message
+    assert math.isfinite(result.step_time_s) and result.step_time_s > 0
+
+
+def test_estimate_reports_rule_violations_but_still_estimates() -> None:
+    # batch 9 over dp=2: 9 % 2 = 1; the layout is still estimated.
+    result = estimate(DENSE, _a100_40gb(2), TrainingSpec(global_batch_size=9), Layout(tp=1, pp=1, dp=2))
+    assert result.fits is False
+    assert [v.rule for v in result.violations] == ["batch_divisible"]
+    assert math.isfinite(result.step_time_s) and result.step_time_s > 0
+
+
+def test_estimate_refuses_non_positive_sizes() -> None:
+    with pytest.raises(ValueError, match="sizes must be >= 1"):
+        estimate(DENSE, _a100_40gb(2), TrainingSpec(global_batch_size=8), Layout(tp=1, pp=0, dp=2))

@@ -1,0 +1,111 @@
+"""The shipped data: hardware profiles (with sources and calibration) and model presets."""
+
+import json
+
+import pytest
+
+from planner.costmodel.params import active_params, total_params
+from planner.presets import PRESETS_FILE, get_preset, load_presets
+from planner.profiles import DEFAULT_PROFILES_DIR, HardwareProfile, load_profiles
+from planner.specs import ModelSpec
+
+PROFILE_IDS = ["dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "mi300x"]
+A100_IDS = {"dgx-a100-40gb", "dgx-a100-80gb"}
+# Every numeric datasheet key, dotted as in `sources`.
+SOURCED_KEYS = [
+    "gpu.memory_gib",
+    "gpu.hbm_bandwidth_gb_per_s",
+    "gpu.peak_tflops",
+    "node.gpus_per_node",
+    "node.nvlink_domain_gpus",
+    "node.nvlink_gb_per_s",
+    "network.nics_per_node",
+    "network.nic_gbit_per_s",
+]
+
+
+def test_profiles_load_with_required_ids() -> None:
+    profiles = load_profiles()
+    assert set(PROFILE_IDS) <= set(profiles)
+    assert len(profiles) == len(list(DEFAULT_PROFILES_DIR.glob("*.json")))
+
+
+def _profile(profile_id: str) -> HardwareProfile:
+    return load_profiles()[profile_id]
+
+
+@pytest.mark.parametrize("profile_id", PROFILE_IDS, ids=PROFILE_IDS)
+def test_every_numeric_key_has_a_source(profile_id: str) -> None:
+    profile = _profile(profile_id)
+    raw = json.loads((DEFAULT_PROFILES_DIR / f"{profile_id}.json").read_text())
+    numeric = {
+        f"{section}.{key}"
+        for section in ("gpu", "node", "network")
+        for key, value in raw[section].items()
+        if isinstance(value, int | float | dict) and not isinstance(value, bool)
+    }
+    assert numeric == set(SOURCED_KEYS)
+    assert all(profile.sources.get(key, "").strip() for key in SOURCED_KEYS)
+
+
+@pytest.mark.parametrize("profile_id", PROFILE_IDS, ids=PROFILE_IDS)
+def test_calibration_provenance(profile_id: str) -> None:
+    cal = _profile(profile_id).calibration
+    assert cal is not None
+    if profile_id in A100_IDS:
+        assert len(cal.fitted_on) > 0 and cal.transferred_from is None
+    else:
+        assert cal.fitted_on == [] and cal.transferred_from
+
+
+REQUIRED_PRESETS = [
+    "gpt3-175b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3-405b",
+    "mixtral-8x7b",
+    "deepseek-v3",
+    "nemotron4-15b",
+    "nemotron4-340b",
+    "gpt-neox-20b",
+    "bloom-176b",
+    "megatron-1.7b",
+    "megatron-3.6b",
+    "megatron-7.5b",
+    "megatron-18.4b",
+    "megatron-39.1b",
+    "megatron-76.1b",
+    "megatron-145.6b",
+    "megatron-310.1b",
+    "megatron-529.6b",
+    "megatron-1t",
+]
+RAW_PRESETS = json.loads(PRESETS_FILE.read_text())
+
+
+def test_required_presets_exist() -> None:
+    assert set(REQUIRED_PRESETS) <= set(load_presets())
+    assert set(load_presets()) == set(RAW_PRESETS)
+
+
+@pytest.mark.parametrize("preset_id", sorted(RAW_PRESETS), ids=sorted(RAW_PRESETS))
+def test_preset_validates_and_has_source(preset_id: str) -> None:
+    entry = RAW_PRESETS[preset_id]
+    assert ModelSpec.model_validate(entry["model"]) == get_preset(preset_id).model
+    assert entry["source"].strip()
+
+
+PUBLISHED_SIZES = [
+    # (preset, total params, active params): Llama 3 model cards; Mixtral paper (46.7B total, 12.9B active).
+    ("llama3-8b", 8.03e9, 8.03e9),
+    ("llama3-70b", 70.6e9, 70.6e9),
+    ("llama3-405b", 405.9e9, 405.9e9),
+    ("mixtral-8x7b", 46.7e9, 12.9e9),
+]
+
+
+@pytest.mark.parametrize(("preset_id", "total", "active"), PUBLISHED_SIZES, ids=[r[0] for r in PUBLISHED_SIZES])
+def test_preset_sizes_match_published(preset_id: str, total: float, active: float) -> None:
+    model = get_preset(preset_id).model
+    assert total_params(model) == pytest.approx(total, rel=0.01)
+    assert active_params(model) == pytest.approx(active, rel=0.01)
