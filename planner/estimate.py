@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.step import TIME_KEYS, StepEstimates, estimate_steps
+from planner.costmodel.topology import Crossings, count_crossings
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 from planner.validate import Violation, layout_violations
 
-__all__ = ["Estimate", "MemoryEstimate", "NetworkCrossings", "estimate", "narayanan_eq4_days"]
+__all__ = ["Estimate", "MemoryEstimate", "estimate", "narayanan_eq4_days"]
 
 MEMORY_KEYS = ("parameters", "gradients", "optimizer_states", "activations", "other")
 
@@ -24,19 +23,6 @@ class MemoryEstimate:
     peak_gib: float
     capacity_gib: float
     breakdown_gib: dict[str, float]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NetworkCrossings:
-    """How placement sends each group's traffic: counts over the whole job."""
-
-    tp_groups_over_network: int
-    cp_groups_over_network: int
-    ep_groups_over_network: int
-    dp_groups_over_network: int
-    dp_groups: int
-    pp_hops_over_network: int
-    pp_hops: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +36,7 @@ class Estimate:
     num_microbatches: int
     time_breakdown_s: dict[str, float]
     memory: MemoryEstimate
-    network: NetworkCrossings
+    network: Crossings
     fits: bool
     violations: list[Violation]
     days_to_train: float | None = None
@@ -110,7 +96,7 @@ def _to_estimate(
         num_microbatches=int(c.num_microbatches[0]),
         time_breakdown_s=breakdown,
         memory=_memory(s, cluster),
-        network=_crossings(s, c),
+        network=_crossings(c, cluster.profile.node.nvlink_domain_gpus),
         fits=True,
         violations=[],
         days_to_train=days,
@@ -127,20 +113,5 @@ def _memory(s: StepEstimates, cluster: ClusterSpec) -> MemoryEstimate:
     )
 
 
-def _crossings(s: StepEstimates, c: Candidates) -> NetworkCrossings:
-    p = s.placement
-    n = int(p.num_gpus[0])
-
-    def groups(size: np.ndarray, crosses: np.ndarray) -> int:
-        return int(n // int(size[0])) if bool(crosses[0]) else 0
-
-    pipelines = n // int(c.pp[0])
-    return NetworkCrossings(
-        tp_groups_over_network=groups(p.tp.size, p.tp.crosses_network),
-        cp_groups_over_network=groups(p.cp.size, p.cp.crosses_network),
-        ep_groups_over_network=groups(p.ep.size, p.ep.crosses_network),
-        dp_groups_over_network=groups(p.dp.size, p.dp.crosses_network),
-        dp_groups=n // int(c.dp[0]),
-        pp_hops_over_network=pipelines * int(p.pp_hops_over_network[0]),
-        pp_hops=pipelines * (int(c.pp[0]) - 1),
-    )
+def _crossings(c: Candidates, hw_domain: int) -> Crossings:
+    return count_crossings(int(c.tp[0]), int(c.cp[0]), int(c.pp[0]), int(c.dp[0]), int(c.ep[0]), hw_domain)

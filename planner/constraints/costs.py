@@ -49,7 +49,7 @@ def stage_costs(model: ModelSpec, train: TrainingSpec, layout: Layout, hw: Hardw
     """Coefficients of the stage-time and stage-memory lines for `layout` (pp >= 2)."""
     assert layout.pp >= 2, "a single stage has nothing to partition"
     c = Candidates.from_layouts([layout], model.num_layers, train.global_batch_size)
-    times = per_layer_times(model, c, hw, train, place(c, hw))
+    times = per_layer_times(model, c, hw, train, place(c, hw.nvlink_domain_gpus))
     layer_time = float(np.sum([times[k] for k in LAYER_KEYS], axis=0)[0])
     at = [_memory_at(model, train, c, n) for n in (1, 2)]
     slope = tuple(float(b - a) for a, b in zip(at[0], at[1], strict=True))

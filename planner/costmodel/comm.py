@@ -142,7 +142,7 @@ def pp_comm_per_microbatch_s(
     full = ACTIVATION_BYTES * _tokens(model, c) * model.hidden_size
     split = rt.scatter_gather_p2p | c.sequence_parallel
     per_gpu = np.where(split, full / c.tp, full)
-    over_network = placement.pp_hops_over_network > 0
+    over_network = placement.pp.crosses_network
     bw = np.where(over_network, hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
     lat = np.where(over_network, hw.network_latency_s, hw.nvlink_latency_s)
     return p2p_messages_per_microbatch(c) * (per_gpu / bw + lat)

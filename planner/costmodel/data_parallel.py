@@ -43,16 +43,26 @@ class DataParallelTimes:
 
 def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
     """The group that reduces dense gradients: the dp x cp ranks of one (tp, pp) position."""
-    cp_full = placement.cp.members_per_domain == c.cp
-    per_domain = placement.cp.members_per_domain * np.where(cp_full, placement.dp.members_per_domain, 1)
+    cp, dp = placement.cp, placement.dp
+    cp_full = cp.members_per_domain == c.cp
+    per_domain = cp.members_per_domain * np.where(cp_full, dp.members_per_domain, 1)
     size = c.dp * c.cp
-    return GroupPlacement(size=size, members_per_domain=np.minimum(per_domain, size))
+    return GroupPlacement(
+        size=size,
+        members_per_domain=np.minimum(per_domain, size),
+        crosses_network=cp.crosses_network | dp.crosses_network,
+    )
 
 
 def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
+    """The expert-data-parallel group: dp x cp / ep ranks holding the same experts."""
     group = gradient_group(c, placement)
     size = np.maximum(group.size // c.ep, 1)
-    return GroupPlacement(size=size, members_per_domain=np.minimum(group.members_per_domain, size))
+    return GroupPlacement(
+        size=size,
+        members_per_domain=np.minimum(group.members_per_domain, size),
+        crosses_network=group.crosses_network & (size > 1),
+    )
 
 
 def data_parallel_times(

@@ -101,7 +101,7 @@ def _per_microbatch_parts(
 
 def estimate_steps(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> StepEstimates:
     """Step time, flop and memory for every candidate, vectorised over `c`."""
-    placement = place(c, hw)
+    placement = place(c, hw.nvlink_domain_gpus)
     parts = _per_microbatch_parts(model, c, hw, train, placement)
     m = c.num_microbatches.astype(np.float64)
     per_mb_keys = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm")

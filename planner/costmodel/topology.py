@@ -1,10 +1,16 @@
 """Where each parallel group's ranks land: inside one NVLink domain or across the network.
 
 Ranks are numbered with tp innermost, then cp, then pp, then dp (Megatron-LM's
-rank order with `--use-tp-pp-dp-mapping`); the expert-parallel group strides
-from the same stage's cp ranks first, then its dp ranks. A group of `size` ranks at
-`stride` keeps `members_per_domain` of them in one NVLink domain; it crosses
-the network when that is fewer than its size.
+rank order with `--use-tp-pp-dp-mapping`); an expert-parallel group takes the
+same stage's cp ranks first, then its dp ranks. NVLink domains are contiguous
+blocks of `nvlink_domain_gpus` ranks.
+
+For time, a collective runs at the pace of its slowest group, so a kind of
+group is priced as crossing the network when any group of that kind does:
+groups of one kind tile the ranks in aligned blocks of stride x size ranks,
+and one crosses a domain boundary unless that block fits in a domain and
+divides it (or the whole job fits in one domain). `count_crossings` counts
+the groups and hops that cross, exactly, for reporting.
 """
 
 from __future__ import annotations
@@ -13,22 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import Candidates, IntArray
-from planner.profiles import Hardware
+from planner.costmodel.candidates import BoolArray, Candidates, IntArray
 
-__all__ = ["GroupPlacement", "Placement", "place"]
+__all__ = ["Crossings", "GroupPlacement", "Placement", "count_crossings", "place"]
 
 
 @dataclass(frozen=True, slots=True)
 class GroupPlacement:
-    """One kind of group: its size, members per NVLink domain, and whether it crosses the network."""
+    """One kind of group: its size, members per NVLink domain, and whether any group crosses the network."""
 
     size: IntArray
     members_per_domain: IntArray
-
-    @property
-    def crosses_network(self) -> np.ndarray:
-        return self.members_per_domain < self.size
+    crosses_network: BoolArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,38 +40,79 @@ class Placement:
     pp: GroupPlacement
     dp: GroupPlacement
     ep: GroupPlacement
-    pp_hops_over_network: IntArray
-    """Stage-to-stage hops of one pipeline that leave the NVLink domain (of pp - 1)."""
     num_gpus: IntArray
 
 
-def _group(size: IntArray, stride: IntArray, domain: int) -> GroupPlacement:
+def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: int) -> GroupPlacement:
+    block = stride * size
+    aligned = (block <= domain) & ((domain % block == 0) | (num_gpus <= domain))
     per_domain = np.where(stride < domain, np.maximum(domain // stride, 1), 1)
-    return GroupPlacement(size=size, members_per_domain=np.minimum(per_domain, size))
+    return GroupPlacement(
+        size=size,
+        members_per_domain=np.where(aligned, size, np.minimum(per_domain, size)),
+        crosses_network=(size > 1) & ~aligned,
+    )
 
 
-def _expert_group(c: Candidates, domain: int) -> GroupPlacement:
+def _expert_group(c: Candidates, num_gpus: IntArray, domain: int) -> GroupPlacement:
     """EP ranks: up to cp of them at stride tp, the rest from dp at stride tp*cp*pp."""
     from_cp = np.minimum(c.ep, c.cp)
-    from_dp = np.maximum(c.ep // from_cp, 1)
-    cp_part = _group(from_cp, c.tp, domain)
-    dp_part = _group(from_dp, c.tp * c.cp * c.pp, domain)
-    per_domain = cp_part.members_per_domain * np.where(from_cp < c.cp, 1, dp_part.members_per_domain)
-    return GroupPlacement(size=c.ep, members_per_domain=np.minimum(per_domain, c.ep))
+    within_cp = _group(c.ep, c.tp, num_gpus, domain)
+    from_dp = np.maximum(c.ep // np.maximum(from_cp, 1), 1)
+    across = _group(from_dp, c.tp * c.cp * c.pp, num_gpus, domain)
+    cp_part = _group(from_cp, c.tp, num_gpus, domain)
+    spills = c.ep > c.cp
+    return GroupPlacement(
+        size=c.ep,
+        members_per_domain=np.where(
+            spills, cp_part.members_per_domain * across.members_per_domain, within_cp.members_per_domain
+        ),
+        crosses_network=np.where(spills, across.crosses_network | cp_part.crosses_network, within_cp.crosses_network),
+    )
 
 
-def place(c: Candidates, hw: Hardware) -> Placement:
+def place(c: Candidates, nvlink_domain_gpus: int) -> Placement:
     """Place every group of every candidate on the cluster."""
-    domain = hw.nvlink_domain_gpus
+    d = nvlink_domain_gpus
+    n = c.tp * c.cp * c.pp * c.dp
     one = np.ones_like(c.tp)
-    pp_group = _group(c.pp, c.tp * c.cp, domain)
-    domains_spanned = -(-c.pp // pp_group.members_per_domain)
     return Placement(
-        tp=_group(c.tp, one, domain),
-        cp=_group(c.cp, c.tp, domain),
-        pp=pp_group,
-        dp=_group(c.dp, c.tp * c.cp * c.pp, domain),
-        ep=_expert_group(c, domain),
-        pp_hops_over_network=domains_spanned - 1,
-        num_gpus=c.tp * c.cp * c.pp * c.dp,
+        tp=_group(c.tp, one, n, d),
+        cp=_group(c.cp, c.tp, n, d),
+        pp=_group(c.pp, c.tp * c.cp, n, d),
+        dp=_group(c.dp, c.tp * c.cp * c.pp, n, d),
+        ep=_expert_group(c, n, d),
+        num_gpus=n,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crossings:
+    """Groups (and pipeline hops) whose traffic leaves an NVLink domain, counted over the whole job."""
+
+    tp_groups_over_network: int
+    cp_groups_over_network: int
+    ep_groups_over_network: int
+    dp_groups_over_network: int
+    dp_groups: int
+    pp_hops_over_network: int
+    pp_hops: int
+
+
+def count_crossings(tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int) -> Crossings:
+    """Exact counts for one layout, from every rank's domain. A pipeline is one (dp, cp, tp) chain of pp ranks."""
+    domain = (np.arange(tp * cp * pp * dp) // nvlink_domain_gpus).reshape(dp, pp, cp, tp)
+
+    def spanning(groups: np.ndarray) -> int:
+        return int(np.sum(groups.min(axis=-1) != groups.max(axis=-1)))
+
+    experts = domain.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep)
+    return Crossings(
+        tp_groups_over_network=spanning(domain),
+        cp_groups_over_network=spanning(domain.transpose(0, 1, 3, 2)),
+        ep_groups_over_network=spanning(experts) if ep > 1 else 0,
+        dp_groups_over_network=spanning(domain.transpose(1, 2, 3, 0)),
+        dp_groups=tp * cp * pp,
+        pp_hops_over_network=int(np.sum(domain[:, 1:] != domain[:, :-1])),
+        pp_hops=(pp - 1) * dp * cp * tp,
     )

@@ -30,7 +30,9 @@ def _hw(nvlink_latency_s: float = NVLINK_LAT, network_latency_s: float = NET_LAT
 
 
 def _group(size: int, per_domain: int) -> GroupPlacement:
-    return GroupPlacement(size=np.array([size]), members_per_domain=np.array([per_domain]))
+    return GroupPlacement(
+        size=np.array([size]), members_per_domain=np.array([per_domain]), crosses_network=np.array([per_domain < size])
+    )
 
 
 NBYTES = 1e9
