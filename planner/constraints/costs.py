@@ -14,11 +14,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.compute import logits_time_s
-from planner.costmodel.memory import stage_memory
-from planner.costmodel.params import stage_kinds
-from planner.costmodel.step import LAYER_KEYS, per_layer_times
-from planner.costmodel.topology import place
+from planner.costmodel.memory import memory_by_stage
+from planner.costmodel.shared import LAYER_KEYS, layer_quantities
 from planner.layout import Layout
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
@@ -49,27 +46,26 @@ def stage_costs(model: ModelSpec, train: TrainingSpec, layout: Layout, hw: Hardw
     """Coefficients of the stage-time and stage-memory lines for `layout` (pp >= 2)."""
     assert layout.pp >= 2, "a single stage has nothing to partition"
     c = Candidates.from_layouts([layout], model.num_layers, train.global_batch_size)
-    times = per_layer_times(model, c, hw, train, place(c, hw.nvlink_domain_gpus))
-    layer_time = float(np.sum([times[k] for k in LAYER_KEYS], axis=0)[0])
-    at = [_memory_at(model, train, c, n) for n in (1, 2)]
+    q = layer_quantities(model, train, c, hw)
+    layer_time = float(np.sum([q.layer_s[k] for k in LAYER_KEYS], axis=0)[0])
+    at = [_memory_at(model, train, c, hw, n) for n in (1, 2)]
     slope = tuple(float(b - a) for a, b in zip(at[0], at[1], strict=True))
     intercept = tuple(float(a - s) for a, s in zip(at[0], slope, strict=True))
     return StageCosts(
         layer_time_s=layer_time,
-        last_extra_s=float(logits_time_s(model, c, hw)[0]),
+        last_extra_s=float(q.logits_s[0]),
         memory_intercept_bytes=(intercept[0], intercept[1], intercept[2]),
         memory_per_layer_bytes=(slope[0], slope[1], slope[2]),
         capacity_bytes=hw.hbm_bytes,
     )
 
 
-def _memory_at(model: ModelSpec, train: TrainingSpec, c: Candidates, layers: int) -> list[float]:
+def _memory_at(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, layers: int) -> list[float]:
     """Peak bytes of a first, middle and last stage (FIRST, MIDDLE, LAST order) holding `layers` layers."""
     n = np.full_like(c.tp, layers)
     with_layers = replace(c, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
-    first, last, middle = stage_kinds(with_layers)
-    out = []
-    for _, embedding, output in (first, middle, last):
-        kind = (n, embedding, output)
-        out.append(float(stage_memory(model, with_layers, train.precision, train.runtime, kind).peak[0]))
-    return out
+    q = layer_quantities(model, train, with_layers, hw)
+    first, last, middle = memory_by_stage(
+        model, with_layers, train.precision, q.stage_params, q.activation_bytes, q.working_bytes
+    )
+    return [float(s.peak[0]) for s in (first, middle, last)]

@@ -19,10 +19,9 @@ import numpy as np
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.memory import WEIGHT_BYTES, state_bytes_per_param
-from planner.costmodel.params import params_per_gpu
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, Precision, RuntimeFeatures
+from planner.specs import Precision, RuntimeFeatures
 
 __all__ = ["DataParallelTimes", "data_parallel_times", "exposed_dp_s", "gradient_group"]
 
@@ -66,10 +65,14 @@ def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
 
 
 def data_parallel_times(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, precision: Precision
+    c: Candidates,
+    params: tuple[FloatArray, FloatArray],
+    placement: Placement,
+    hw: Hardware,
+    precision: Precision,
 ) -> DataParallelTimes:
-    """Raw (not yet overlapped) DP communication seconds per step."""
-    dense, expert = params_per_gpu(model, c)
+    """Raw (not yet overlapped) DP communication seconds per step for (dense, expert) `params` per GPU."""
+    dense, expert = params
     grad_bytes, _ = state_bytes_per_param(precision)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
 

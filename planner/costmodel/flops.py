@@ -78,7 +78,9 @@ def recompute_flop_per_sequence(model: ModelSpec, mode: int) -> float:
     """Extra forward flop per sequence that recomputation adds (hardware flop minus model flop).
 
     Full: every layer's forward again (Narayanan Eq. 3's 96 = 72 + 24).
-    Selective: the attention core again (Korthikanti 2022 App. A: s/(6h) -> s/(3h)).
+    Selective: the attention core's forward again, 4 s^2 h per layer, so the s/(6h) term of
+    Korthikanti 2022 App. A becomes 2s/(9h); the paper prints s/(3h), a typo its authors
+    confirmed (NVIDIA/Megatron-LM issue #523).
     """
     if mode == 2:
         return model.num_layers * layer_forward_flop(model, 1)

@@ -18,13 +18,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, NONE, BoolArray, Candidates, FloatArray, IntArray
+from planner.costmodel.candidates import FULL, NONE, SELECTIVE, BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
 
-__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "memory_per_gpu", "stage_memory", "state_bytes_per_param"]
+__all__ = [
+    "MemoryBreakdown",
+    "activation_bytes_per_layer",
+    "memory_by_stage",
+    "memory_per_gpu",
+    "peak_stage",
+    "stage_memory",
+    "state_bytes_per_param",
+    "working_bytes",
+]
 
 WEIGHT_BYTES = 2
 """Weights are held in bf16/fp16 (fp8 training keeps bf16 weights; Transformer Engine casts per GEMM)."""
@@ -91,41 +100,56 @@ class MemoryBreakdown:
         return self.parameters + self.gradients + self.optimizer_states + self.activations + self.other
 
 
+def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
+    """Bytes of the one layer being recomputed in backward.
+
+    Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
+    selective recompute without flash attention that layer's attention scores.
+    """
+    no_recompute = Candidates(**{name: getattr(c, name) for name in c.__slots__} | {"recompute": 0 * c.recompute})
+    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt), 0.0)
+    if not rt.flash_attention:
+        tokens = c.micro_batch_size * model.seq_length / c.cp
+        scores = 5 * model.num_attention_heads * model.seq_length * tokens / c.tp
+        working = np.where(c.recompute == SELECTIVE, scores, working)
+    return np.asarray(working, dtype=np.float64)
+
+
 def _stage_activations(
-    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, layers: IntArray, embedding: BoolArray, output: BoolArray
+    model: ModelSpec,
+    c: Candidates,
+    per_layer: FloatArray,
+    working: FloatArray,
+    kind: tuple[IntArray, BoolArray, BoolArray],
 ) -> FloatArray:
     """Activations one GPU of a stage keeps: its layers times the micro-batches in flight there.
 
     The first (and any middle) stage holds `in_flight_microbatches`; the last
     stage one micro-batch under 1F1B. Full recompute adds the working set of
-    the one layer being recomputed; the embedding stage its output, the output
-    stage the fp32 logits.
+    the one layer being recomputed, selective recompute (without flash
+    attention) that layer's attention scores; the embedding stage its output,
+    the output stage the fp32 logits.
     """
-    per_layer = activation_bytes_per_layer(model, c, rt)
+    layers, embedding, output = kind
     tokens = c.micro_batch_size * model.seq_length / c.cp
     tp = c.tp.astype(np.float64)
     in_flight = in_flight_microbatches(c)
     in_flight = np.where(output & (c.pp > 1) & (c.vp == 1), 1.0, in_flight)
-    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, _no_recompute(c), rt), 0.0)
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
     logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     return in_flight * (per_layer * layers + embedding_bytes) + logits + np.where(layers > 0, working, 0.0)
-
-
-def _no_recompute(c: Candidates) -> Candidates:
-    fields = {name: getattr(c, name) for name in c.__slots__}
-    fields["recompute"] = np.zeros_like(c.recompute)
-    return Candidates(**fields)
 
 
 def stage_memory(
     model: ModelSpec,
     c: Candidates,
     precision: Precision,
-    rt: RuntimeFeatures,
-    kind: tuple[IntArray, BoolArray, BoolArray],
+    params: tuple[FloatArray, FloatArray],
+    activations: FloatArray,
+    layers: IntArray,
 ) -> MemoryBreakdown:
-    dense, expert = stage_params(model, c, *kind)
+    """Bytes per GPU of one stage holding `params` (dense, expert) and `activations`."""
+    dense, expert = params
     grad_bytes, opt_bytes = state_bytes_per_param(precision)
     dense_shard = (c.dp * c.cp).astype(np.float64)
     expert_shard = np.maximum(dense_shard / c.ep, 1.0)
@@ -133,8 +157,7 @@ def stage_memory(
     def sharded(stage: int) -> FloatArray:
         return np.where(c.zero_stage >= stage, dense / dense_shard + expert / expert_shard, dense + expert)
 
-    activations = _stage_activations(model, c, rt, *kind)
-    zero3_layer = np.where(c.zero_stage == 3, WEIGHT_BYTES * (dense + expert) / np.maximum(kind[0], 1), 0.0)
+    zero3_layer = np.where(c.zero_stage == 3, WEIGHT_BYTES * (dense + expert) / np.maximum(layers, 1), 0.0)
     return MemoryBreakdown(
         parameters=WEIGHT_BYTES * sharded(3),
         gradients=grad_bytes * sharded(2),
@@ -144,15 +167,36 @@ def stage_memory(
     )
 
 
-def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
-    """Peak bytes per GPU with breakdown, on the stage that needs the most.
+def memory_by_stage(
+    model: ModelSpec,
+    c: Candidates,
+    precision: Precision,
+    stage_params: tuple[tuple[FloatArray, FloatArray], ...],
+    per_layer: FloatArray,
+    working: FloatArray,
+) -> list[MemoryBreakdown]:
+    """Memory of the first, last and middle stage (`params.stage_kinds` order).
 
     ZeRO-3 adds the gathered bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
     """
-    stages = [stage_memory(model, c, precision, rt, kind) for kind in stage_kinds(c)]
+    return [
+        stage_memory(model, c, precision, params, _stage_activations(model, c, per_layer, working, kind), kind[0])
+        for params, kind in zip(stage_params, stage_kinds(c), strict=True)
+    ]
+
+
+def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
+    """Per candidate, the breakdown of the stage with the highest peak."""
     pick = np.argmax(np.stack([s.peak for s in stages]), axis=0)
 
     def choose(name: str) -> FloatArray:
         return np.asarray(np.choose(pick, [getattr(s, name) for s in stages]), dtype=np.float64)
 
     return MemoryBreakdown(*(choose(name) for name in MemoryBreakdown.__slots__))
+
+
+def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
+    """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
+    params = tuple(stage_params(model, c, *kind) for kind in stage_kinds(c))
+    per_layer = activation_bytes_per_layer(model, c, rt)
+    return peak_stage(memory_by_stage(model, c, precision, params, per_layer, working_bytes(model, c, rt)))

@@ -1,0 +1,101 @@
+"""Quantities that depend only on a candidate's layer-level key, computed once per distinct key.
+
+Everything here is a function of (tp, cp, pp, dp, ep, micro-batch, recompute,
+sequence parallel): not of the ZeRO stage, the interleaving depth or the
+number of micro-batches. A search evaluates them on the few distinct keys and
+gathers them to every candidate; a single estimate computes them directly.
+The numbers are the same either way, so the search stays exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.costmodel import compute
+from planner.costmodel.candidates import Candidates, FloatArray, IntArray
+from planner.costmodel.comm import (
+    cp_comm_per_layer_s,
+    ep_comm_per_layer_s,
+    exposed_s,
+    sp_backward_gather_per_layer_s,
+    tp_comm_per_layer_s,
+)
+from planner.costmodel.memory import activation_bytes_per_layer, working_bytes
+from planner.costmodel.params import stage_kinds, stage_params
+from planner.costmodel.topology import GroupPlacement, Placement, place
+from planner.profiles import Hardware
+from planner.specs import ModelSpec, TrainingSpec
+
+__all__ = ["LAYER_KEYS", "LayerQuantities", "layer_quantities"]
+
+LAYER_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm")
+"""Per-layer critical-path kinds; a stage's time is its layer count times their sum (+ logits)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LayerQuantities:
+    placement: Placement
+    layer_s: dict[str, FloatArray]
+    """Seconds of one layer and micro-batch by LAYER_KEYS, plus `forward` and `backward` (with recompute)."""
+    logits_s: FloatArray
+    activation_bytes: FloatArray
+    """Bytes one layer keeps per micro-batch."""
+    working_bytes: FloatArray
+    """Bytes of the one layer being recomputed (full: all of it; selective without flash: its scores)."""
+    stage_params: tuple[tuple[FloatArray, FloatArray], ...]
+    """(dense, expert) parameters per GPU of the first, last and middle stage (`params.stage_kinds` order)."""
+
+    def take(self, index: IntArray) -> LayerQuantities:
+        def group(g: GroupPlacement) -> GroupPlacement:
+            return GroupPlacement(g.size[index], g.members_per_domain[index], g.crosses_network[index])
+
+        p = self.placement
+        return LayerQuantities(
+            placement=Placement(
+                tp=group(p.tp),
+                cp=group(p.cp),
+                pp=group(p.pp),
+                dp=group(p.dp),
+                ep=group(p.ep),
+                num_gpus=p.num_gpus[index],
+            ),
+            layer_s={k: v[index] for k, v in self.layer_s.items()},
+            logits_s=self.logits_s[index],
+            activation_bytes=self.activation_bytes[index],
+            working_bytes=self.working_bytes[index],
+            stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
+        )
+
+
+def _layer_seconds(
+    model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
+) -> dict[str, FloatArray]:
+    rt = train.runtime
+    layer = compute.layer_times(model, c, hw, rt)
+    layer_compute = layer.forward_s + layer.backward_s
+    tp_comm = tp_comm_per_layer_s(model, c, placement, hw)
+    if rt.tp_comm_overlap:
+        tp_comm = exposed_s(tp_comm, layer_compute)
+    tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw), layer.backward_s / 2)
+    return {
+        "compute": layer_compute,
+        "recompute": layer.recompute_s,
+        "tp_comm": tp_comm,
+        "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute),
+        "ep_comm": ep_comm_per_layer_s(model, c, placement, hw),
+        "forward": layer.forward_s,
+        "backward": layer.backward_s + layer.recompute_s,
+    }
+
+
+def layer_quantities(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> LayerQuantities:
+    """The layer-level quantities of every candidate in `c`."""
+    placement = place(c, hw.nvlink_domain_gpus)
+    return LayerQuantities(
+        placement=placement,
+        layer_s=_layer_seconds(model, c, hw, train, placement),
+        logits_s=compute.logits_time_s(model, c, hw),
+        activation_bytes=activation_bytes_per_layer(model, c, train.runtime),
+        working_bytes=working_bytes(model, c, train.runtime),
+        stage_params=tuple(stage_params(model, c, *kind) for kind in stage_kinds(c)),
+    )
