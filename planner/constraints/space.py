@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.costmodel.candidates import RECOMPUTE_CODE, Candidates, default_stage_layers
+from planner.costmodel.candidates import RECOMPUTE_CODE, Candidates, IntArray, default_stage_layers
 from planner.errors import InvalidSpecError
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 
@@ -41,10 +41,16 @@ def divisors(n: int) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class Space:
-    """Legal candidates for one GPU count, and how many partial layouts each rule removed."""
+    """Legal candidates for one GPU count, and how many partial layouts each rule removed.
+
+    `layer_candidates` holds one candidate per distinct layer-level key (see
+    `costmodel.shared`); `layer_index[i]` is the row of candidate i's key there.
+    """
 
     candidates: Candidates
     num_gpus: int
+    layer_candidates: Candidates
+    layer_index: IntArray
     rejected: Counter[str] = field(default_factory=Counter)
 
 
@@ -143,12 +149,29 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
     base = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
     grid = np.repeat(base, len(modes), axis=0)
     mode = np.tile(modes, (len(base), 1))
-    tp, cp, pp, dp, ep, vp, mbs = grid.T
     sp = mode[:, 1].astype(bool)
-    legal = ~(sp & (tp == 1))
-    rejected["sequence_parallel_needs_tp"] += int((~legal).sum())
+    legal = np.flatnonzero(~(sp & (grid[:, 0] == 1)))
+    rejected["sequence_parallel_needs_tp"] += len(grid) - len(legal)
+    candidates = _columns(model, train, grid, mode).take(legal)
+    layer_rows, layer_of_row = np.unique(base[:, [0, 1, 2, 3, 4, 6]], axis=0, return_inverse=True)
+    layer_modes = np.asarray([(r, s, 0) for r in range(3) for s in (0, 1)], dtype=np.int64)
+    layer_grid = np.insert(np.repeat(layer_rows, len(layer_modes), axis=0), 5, 1, axis=1)
+    layer_candidates = _columns(model, train, layer_grid, np.tile(layer_modes, (len(layer_rows), 1)))
+    layer_index = np.repeat(layer_of_row.ravel(), len(modes)) * len(layer_modes) + mode[:, 0] * 2 + mode[:, 1]
+    return Space(
+        candidates=candidates,
+        num_gpus=num_gpus,
+        layer_candidates=layer_candidates,
+        layer_index=layer_index[legal],
+        rejected=rejected,
+    )
+
+
+def _columns(model: ModelSpec, train: TrainingSpec, grid: np.ndarray, mode: np.ndarray) -> Candidates:
+    """Candidates from (tp, cp, pp, dp, ep, vp, micro_batch_size) rows and (recompute, sp, zero) modes."""
+    tp, cp, pp, dp, ep, vp, mbs = (np.ascontiguousarray(col) for col in grid.T)
     first, middle, last = default_stage_layers(model.num_layers, pp)
-    candidates = Candidates(
+    return Candidates(
         tp=tp,
         pp=pp,
         dp=dp,
@@ -156,12 +179,11 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
         ep=ep,
         vp=vp,
         micro_batch_size=mbs,
-        num_microbatches=train.global_batch_size // (mbs * dp),
-        recompute=mode[:, 0],
-        sequence_parallel=sp,
-        zero_stage=mode[:, 2],
+        num_microbatches=np.maximum(train.global_batch_size // (mbs * dp), 1),
+        recompute=np.ascontiguousarray(mode[:, 0]),
+        sequence_parallel=mode[:, 1].astype(bool),
+        zero_stage=np.ascontiguousarray(mode[:, 2]),
         stage_layers=np.maximum(np.maximum(first, middle), last),
         first_stage_layers=first,
         last_stage_layers=last,
-    ).take(np.flatnonzero(legal))
-    return Space(candidates=candidates, num_gpus=num_gpus, rejected=rejected)
+    )

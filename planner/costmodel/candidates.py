@@ -15,7 +15,7 @@ import numpy.typing as npt
 from planner.layout import Layout
 from planner.specs import Recompute
 
-__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray", "default_stage_layers"]
+__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray", "default_stage_layers", "select_max"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -77,6 +77,17 @@ class Candidates:
     def take(self, index: IntArray | BoolArray) -> Candidates:
         """The candidates selected by an index or mask."""
         return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
+
+
+def select_max(keys: Sequence[FloatArray], *options: Sequence[npt.NDArray[np.generic]]) -> list[np.ndarray]:
+    """Per candidate, from each option list the entry whose key is largest (first on ties), like argmax."""
+    best = keys[0]
+    chosen = [opt[0] for opt in options]
+    for i in range(1, len(keys)):
+        better = keys[i] > best
+        best = np.where(better, keys[i], best)
+        chosen = [np.where(better, opt[i], cur) for opt, cur in zip(options, chosen, strict=True)]
+    return chosen
 
 
 def default_stage_layers(num_layers: int, pp: IntArray) -> tuple[IntArray, IntArray, IntArray]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, NONE, SELECTIVE, BoolArray, Candidates, FloatArray, IntArray
+from planner.costmodel.candidates import FULL, NONE, SELECTIVE, BoolArray, Candidates, FloatArray, IntArray, select_max
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
@@ -187,12 +187,9 @@ def memory_by_stage(
 
 def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
     """Per candidate, the breakdown of the stage with the highest peak."""
-    pick = np.argmax(np.stack([s.peak for s in stages]), axis=0)
-
-    def choose(name: str) -> FloatArray:
-        return np.asarray(np.choose(pick, [getattr(s, name) for s in stages]), dtype=np.float64)
-
-    return MemoryBreakdown(*(choose(name) for name in MemoryBreakdown.__slots__))
+    names = MemoryBreakdown.__slots__
+    chosen = select_max([s.peak for s in stages], *([getattr(s, name) for s in stages] for name in names))
+    return MemoryBreakdown(*chosen)
 
 
 def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:

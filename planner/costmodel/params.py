@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
+from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray, select_max
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -148,8 +148,5 @@ def stage_kinds(c: Candidates) -> list[tuple[IntArray, BoolArray, BoolArray]]:
 def params_per_gpu(model: ModelSpec, c: Candidates) -> tuple[FloatArray, FloatArray]:
     """(dense, expert) parameters of one GPU on the stage holding the most."""
     options = [stage_params(model, c, *kind) for kind in stage_kinds(c)]
-    totals = np.stack([d + e for d, e in options])
-    pick = np.argmax(totals, axis=0)
-    dense = np.choose(pick, [d for d, _ in options])
-    expert = np.choose(pick, [e for _, e in options])
+    dense, expert = select_max([d + e for d, e in options], [d for d, _ in options], [e for _, e in options])
     return dense, expert

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.costmodel import compute
-from planner.costmodel.candidates import Candidates, FloatArray, IntArray
+from planner.costmodel.candidates import Candidates, FloatArray, IntArray, select_max
 from planner.costmodel.comm import (
     cp_comm_per_layer_s,
     ep_comm_per_layer_s,
@@ -44,6 +46,11 @@ class LayerQuantities:
     """Bytes of the one layer being recomputed (full: all of it; selective without flash: its scores)."""
     stage_params: tuple[tuple[FloatArray, FloatArray], ...]
     """(dense, expert) parameters per GPU of the first, last and middle stage (`params.stage_kinds` order)."""
+    largest_params: tuple[FloatArray, FloatArray]
+    """(dense, expert) parameters per GPU of the stage holding the most."""
+    slowest_stage_s: dict[str, FloatArray]
+    """One micro-batch on the slowest stage: LAYER_KEYS (compute includes the logits there), `forward`,
+    `backward`, and `average_stage` (all layers and logits over pp; pipeline sends excluded)."""
 
     def take(self, index: IntArray) -> LayerQuantities:
         def group(g: GroupPlacement) -> GroupPlacement:
@@ -64,6 +71,8 @@ class LayerQuantities:
             activation_bytes=self.activation_bytes[index],
             working_bytes=self.working_bytes[index],
             stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
+            largest_params=(self.largest_params[0][index], self.largest_params[1][index]),
+            slowest_stage_s={k: v[index] for k, v in self.slowest_stage_s.items()},
         )
 
 
@@ -88,14 +97,34 @@ def _layer_seconds(
     }
 
 
+def _slowest_stage(
+    model: ModelSpec, c: Candidates, layer_s: dict[str, FloatArray], logits_s: FloatArray
+) -> dict[str, FloatArray]:
+    """Seconds of one micro-batch on the slowest stage, by kind, and the average stage's total."""
+    layer_total = np.sum([layer_s[k] for k in LAYER_KEYS], axis=0)
+    kinds = stage_kinds(c)
+    totals = [n * layer_total + np.where(out, logits_s, 0.0) for n, _, out in kinds]
+    n, has_logits = select_max(totals, [k[0] for k in kinds], [k[2] for k in kinds])
+    parts = {key: n * layer_s[key] for key in (*LAYER_KEYS, "forward", "backward")}
+    parts["compute"] = parts["compute"] + np.where(has_logits, logits_s, 0.0)
+    parts["average_stage"] = (model.num_layers * layer_total + logits_s) / c.pp
+    return parts
+
+
 def layer_quantities(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> LayerQuantities:
     """The layer-level quantities of every candidate in `c`."""
     placement = place(c, hw.nvlink_domain_gpus)
+    layer_s = _layer_seconds(model, c, hw, train, placement)
+    logits_s = compute.logits_time_s(model, c, hw)
+    params = tuple(stage_params(model, c, *kind) for kind in stage_kinds(c))
+    dense, expert = select_max([d + e for d, e in params], [d for d, _ in params], [e for _, e in params])
     return LayerQuantities(
         placement=placement,
-        layer_s=_layer_seconds(model, c, hw, train, placement),
-        logits_s=compute.logits_time_s(model, c, hw),
+        layer_s=layer_s,
+        logits_s=logits_s,
         activation_bytes=activation_bytes_per_layer(model, c, train.runtime),
         working_bytes=working_bytes(model, c, train.runtime),
-        stage_params=tuple(stage_params(model, c, *kind) for kind in stage_kinds(c)),
+        stage_params=params,
+        largest_params=(dense, expert),
+        slowest_stage_s=_slowest_stage(model, c, layer_s, logits_s),
     )

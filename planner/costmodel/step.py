@@ -19,13 +19,12 @@ from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
 from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
-from planner.costmodel.params import stage_kinds
 from planner.costmodel.shared import LAYER_KEYS, LayerQuantities, layer_quantities
 from planner.costmodel.topology import Placement
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps", "largest_stage_params"]
+__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps"]
 
 TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
@@ -45,34 +44,6 @@ class StepEstimates:
         return np.asarray(np.sum([self.time_s[key] for key in TIME_KEYS], axis=0), dtype=np.float64)
 
 
-def _slowest_stage(
-    model: ModelSpec, c: Candidates, q: LayerQuantities, hw: Hardware, train: TrainingSpec
-) -> dict[str, FloatArray]:
-    """Seconds of one micro-batch on the slowest stage, by kind, plus the average stage's total."""
-    per_layer = {k: q.layer_s[k] for k in LAYER_KEYS}
-    layer_total = np.sum(list(per_layer.values()), axis=0)
-    kinds = stage_kinds(c)
-    totals = np.stack([n * layer_total + np.where(out, q.logits_s, 0.0) for n, _, out in kinds])
-    pick = np.argmax(totals, axis=0)
-    n = np.choose(pick, [k[0] for k in kinds]).astype(np.float64)
-    has_logits = np.choose(pick, [k[2] for k in kinds])
-    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
-    parts = {key: n * value for key, value in per_layer.items()}
-    parts["compute"] = parts["compute"] + np.where(has_logits, q.logits_s, 0.0)
-    parts["pp_comm"] = pp_comm
-    parts["forward"] = n * q.layer_s["forward"]
-    parts["backward"] = n * q.layer_s["backward"]
-    parts["average_stage"] = (model.num_layers * layer_total + q.logits_s) / c.pp + pp_comm
-    return parts
-
-
-def largest_stage_params(q: LayerQuantities) -> tuple[FloatArray, FloatArray]:
-    """(dense, expert) parameters of one GPU on the stage holding the most."""
-    totals = np.stack([d + e for d, e in q.stage_params])
-    pick = np.argmax(totals, axis=0)
-    return np.choose(pick, [d for d, _ in q.stage_params]), np.choose(pick, [e for _, e in q.stage_params])
-
-
 def estimate_steps(
     model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities | None = None
 ) -> StepEstimates:
@@ -83,12 +54,13 @@ def estimate_steps(
     computed here.
     """
     q = q or layer_quantities(model, train, c, hw)
-    parts = _slowest_stage(model, c, q, hw, train)
+    parts = q.slowest_stage_s
+    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
     m = c.num_microbatches.astype(np.float64)
-    per_mb_keys = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm")
-    time_s = {k: m * parts[k] for k in per_mb_keys}
-    time_s["bubble"] = (c.pp - 1) / c.vp * parts["average_stage"]
-    params = largest_stage_params(q)
+    time_s = {k: m * parts[k] for k in LAYER_KEYS}
+    time_s["pp_comm"] = m * pp_comm
+    time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
+    params = q.largest_params
     dp_raw = data_parallel_times(c, params, q.placement, hw, train.precision)
     time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
     time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(c, params), hw)

@@ -8,6 +8,7 @@ import numpy as np
 
 from planner.constraints.space import Space
 from planner.costmodel.candidates import Candidates, FloatArray, IntArray
+from planner.costmodel.shared import layer_quantities
 from planner.costmodel.step import estimate_steps
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
@@ -34,10 +35,11 @@ class Evaluated:
 def evaluate(model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware) -> Evaluated:
     """Step time and peak memory of every candidate in `space`."""
     c = space.candidates
+    shared = layer_quantities(model, train, space.layer_candidates, hw)
     steps, peaks = [], []
     for start in range(0, len(c), CHUNK):
-        part = c.take(np.arange(start, min(start + CHUNK, len(c))))
-        est = estimate_steps(model, train, part, hw)
+        chunk = np.arange(start, min(start + CHUNK, len(c)))
+        est = estimate_steps(model, train, c.take(chunk), hw, shared.take(space.layer_index[chunk]))
         steps.append(est.step_time_s)
         peaks.append(est.memory.peak)
     empty = np.zeros(0)
