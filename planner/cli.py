@@ -20,6 +20,8 @@ from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.presets import get_preset, load_presets
 from planner.profiles import ClusterSpec, get_profile, load_profiles
+from planner.search.plan import PlanResult, plan
+from planner.search.rank import Objective
 from planner.specs import Precision, Recompute, TrainingSpec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parallel-layout planner for transformer training.")
@@ -179,3 +181,97 @@ def profiles() -> None:
         typer.echo(
             f"{key:14s} {p.gpu.name:22s} {p.gpu.memory_gib:>6.0f} GiB  nvlink domain {p.node.nvlink_domain_gpus}"
         )
+
+
+@app.command(name="plan")
+def plan_cmd(
+    model: Annotated[str, typer.Option(help="Model preset id (see `planner presets`).")] = "gpt3-175b",
+    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs available.")] = 1024,
+    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
+    seq_length: Annotated[int | None, typer.Option(min=1, help="Override the preset's sequence length.")] = None,
+    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
+    top_k: Annotated[int, typer.Option(min=1, max=100, help="Plans to return.")] = 10,
+    objective: Annotated[Objective, typer.Option(help="step_time or gpu_efficiency.")] = Objective.STEP_TIME,
+    constraint: Annotated[
+        list[str] | None, typer.Option("--constraint", "-c", help="KEY=VALUE[,VALUE...], e.g. tp=8 or recompute=full")
+    ] = None,
+    train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Search every legal layout and print the best, with the heuristic baseline."""
+    try:
+        spec = get_preset(model).model
+        if seq_length is not None:
+            spec = spec.model_copy(update={"seq_length": seq_length})
+        cluster = ClusterSpec(profile=get_profile(load_profiles(), profile), num_gpus=gpus)
+        training = TrainingSpec(global_batch_size=batch, precision=precision, train_tokens=train_tokens)
+        result = plan(spec, cluster, training, _parse_constraints(constraint or []), top_k=top_k, objective=objective)
+    except PlannerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(_json(result))
+        return
+    _print_plans(result)
+
+
+def _parse_constraints(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, raw = item.partition("=")
+        values: list[Any] = [_scalar(v) for v in raw.split(",") if v]
+        out[key.strip()] = values
+    return out
+
+
+def _scalar(text: str) -> Any:
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _layout_cell(x: Layout) -> str:
+    extra = f" ep{x.ep}" if x.ep > 1 else ""
+    return (
+        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
+        f"{' sp' if x.sequence_parallel else ''} zero{x.zero_stage}"
+    )
+
+
+def _print_plans(result: PlanResult) -> None:
+    table = Table(
+        title=f"Ranked plans ({result.search.candidates:,} candidates, {result.search.feasible:,} fit,"
+        f" {result.search.elapsed_ms:.0f} ms)"
+    )
+    for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem GiB"):
+        table.add_column(col)
+    rows = [(str(p.rank), p) for p in result.plans]
+    if result.baseline.plan is not None:
+        rows.append(("base", result.baseline.plan))
+    for label, p in rows:
+        e = p.estimate
+        stages = p.layout.layers_per_stage or ()
+        shown = ",".join(map(str, stages)) if len(stages) <= 8 else f"{stages[0]},{stages[1]}..{stages[-1]}"
+        table.add_row(
+            label,
+            str(p.num_gpus),
+            _layout_cell(p.layout),
+            shown,
+            f"{e.step_time_s:.3f}",
+            f"{e.tokens_per_s:,.0f}",
+            f"{e.mfu:.1%}",
+            f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
+        )
+    console.print(table)
+    b = result.baseline
+    if b.speedup_of_best is not None:
+        console.print(f"baseline ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster")
+    elif b.plan is None:
+        console.print(f"baseline ({b.rule}): nothing fits")
+    if result.diagnosis is not None:
+        console.print(result.diagnosis.message)
+    if result.plans and result.plans[0].estimate.days_to_train is not None:
+        e = result.plans[0].estimate
+        console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")

@@ -106,11 +106,12 @@ def count_crossings(tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_g
     def spanning(groups: np.ndarray) -> int:
         return int(np.sum(groups.min(axis=-1) != groups.max(axis=-1)))
 
-    experts = domain.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep)
+    split = ep > 1 and (dp * cp) % ep == 0
+    experts = domain.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep) if split else domain
     return Crossings(
         tp_groups_over_network=spanning(domain),
         cp_groups_over_network=spanning(domain.transpose(0, 1, 3, 2)),
-        ep_groups_over_network=spanning(experts) if ep > 1 else 0,
+        ep_groups_over_network=spanning(experts) if split else 0,
         dp_groups_over_network=spanning(domain.transpose(1, 2, 3, 0)),
         dp_groups=tp * cp * pp,
         pp_hops_over_network=int(np.sum(domain[:, 1:] != domain[:, :-1])),

@@ -1,0 +1,64 @@
+"""A plain, slow reference enumerator: every layout by nested loops, checked by the scalar rules and estimate.
+
+It shares nothing with `planner.constraints.space` or `planner.search`: only
+the public rules (`layout_violations`) and the scalar `estimate`. The search
+must never return a layout this enumerator beats.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from planner.constraints.space import MAX_MICRO_BATCH, MAX_VP
+from planner.estimate import Estimate, estimate
+from planner.layout import Layout
+from planner.profiles import ClusterSpec
+from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.validate import layout_violations
+
+
+def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
+    sizes = range(1, num_gpus + 1)
+    experts = model.moe.num_experts if model.moe else 1
+    for tp, pp, cp in itertools.product(sizes, sizes, sizes):
+        if num_gpus % (tp * pp * cp):
+            continue
+        dp = num_gpus // (tp * pp * cp)
+        for ep, vp, mbs in itertools.product(
+            range(1, experts + 1), range(1, MAX_VP + 1), range(1, MAX_MICRO_BATCH + 1)
+        ):
+            for recompute, sp, zero in itertools.product(Recompute, (False, True), (0, 1, 2, 3)):
+                yield Layout(
+                    tp=tp,
+                    pp=pp,
+                    dp=dp,
+                    cp=cp,
+                    ep=ep,
+                    vp=vp,
+                    micro_batch_size=mbs,
+                    recompute=recompute,
+                    sequence_parallel=sp,
+                    zero_stage=zero,
+                )
+
+
+def reference_best(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
+) -> tuple[Layout, Estimate] | None:
+    """The fastest layout that breaks no rule and fits, by brute force."""
+    best: tuple[Layout, Estimate] | None = None
+    for layout in all_layouts(model, cluster.num_gpus):
+        if allowed and any(_value(layout, k) not in v for k, v in allowed.items()):
+            continue
+        if layout_violations(layout, model, training, cluster.num_gpus):
+            continue
+        e = estimate(model, cluster, training, layout)
+        if e.fits and (best is None or e.step_time_s < best[1].step_time_s):
+            best = (layout, e)
+    return best
+
+
+def _value(layout: Layout, key: str) -> object:
+    value = getattr(layout, key)
+    return value.value if isinstance(value, Recompute) else value

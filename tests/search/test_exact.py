@@ -1,0 +1,84 @@
+"""Exactness: on seeded random instances the search's best equals the brute-force enumerator's best."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.estimate import estimate
+from planner.profiles import ClusterSpec, load_profiles
+from planner.search.plan import plan
+from planner.specs import ModelSpec, MoESpec, TrainingSpec
+from planner.validate import layout_violations
+
+from .reference import reference_best
+
+INSTANCES = 200
+PROFILES = ["dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "gb200-nvl72"]
+
+
+def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec, TrainingSpec, dict[str, list[object]]]:
+    rng = np.random.default_rng(seed)
+    heads = int(rng.choice([4, 8, 12, 16]))
+    hidden = heads * int(rng.choice([64, 128, 256, 512, 1024]))
+    groups = int(rng.choice([g for g in (1, 2, 4, heads) if heads % g == 0]))
+    moe = None
+    if rng.random() < 0.2:
+        moe = MoESpec(num_experts=int(rng.choice([2, 4])), top_k=1, expert_ffn_hidden_size=2 * hidden)
+    model = ModelSpec(
+        num_layers=int(rng.integers(2, 13)),
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_query_groups=groups,
+        ffn_hidden_size=4 * hidden,
+        gated_mlp=bool(rng.random() < 0.5),
+        vocab_size=int(rng.choice([1000, 32000, 128000])),
+        seq_length=int(rng.choice([512, 2048, 8192])),
+        moe=moe,
+    )
+    profile = load_profiles()[PROFILES[seed % len(PROFILES)]]
+    profile = profile.model_copy(
+        update={"gpu": profile.gpu.model_copy(update={"memory_gib": float(rng.choice([1, 4, 16, 80]))})}
+    )
+    gpus = int(rng.choice([1, 2, 4, 8, 16]))
+    batch = int(rng.choice([1, 2, 4, 8, 16, 32]))
+    # Pin two cheap axes so the scalar enumerator stays within seconds per instance.
+    allowed: dict[str, list[object]] = {"zero_stage": [int(rng.integers(0, 4))], "vp": [1, 2]}
+    if gpus >= 8:
+        allowed["cp"] = [1, 2]
+    return model, ClusterSpec(profile=profile, num_gpus=gpus), TrainingSpec(global_batch_size=batch), allowed
+
+
+@pytest.mark.parametrize("seed", range(INSTANCES))
+def test_search_matches_brute_force(seed: int) -> None:
+    model, cluster, training, allowed = _instance(seed)
+    result = plan(model, cluster, training, allowed, top_k=3, partition=False)
+    reference = reference_best(model, cluster, training, allowed)
+    if reference is None:
+        assert result.plans == []
+        assert result.diagnosis is not None
+        return
+    best = result.plans[0]
+    assert best.estimate.step_time_s == pytest.approx(reference[1].step_time_s, rel=1e-12)
+    for p in result.plans:
+        assert layout_violations(p.layout, model, training, cluster.num_gpus) == []
+        assert p.estimate.fits
+        assert p.layout.world_size == cluster.num_gpus
+
+
+@pytest.mark.parametrize("seed", range(0, INSTANCES, 10))
+def test_stage_partition_never_worse_and_more_memory_never_slower(seed: int) -> None:
+    model, cluster, training, allowed = _instance(seed)
+    plain = plan(model, cluster, training, allowed, top_k=3, partition=False)
+    split = plan(model, cluster, training, allowed, top_k=3, partition=True)
+    if not plain.plans:
+        return
+    assert split.plans[0].estimate.step_time_s <= plain.plans[0].estimate.step_time_s * (1 + 1e-12)
+    for p in split.plans:
+        e = estimate(model, cluster.model_copy(update={"num_gpus": p.num_gpus}), training, p.layout)
+        assert e.fits and e.step_time_s == pytest.approx(p.estimate.step_time_s, rel=1e-12)
+    bigger = cluster.profile.model_copy(
+        update={"gpu": cluster.profile.gpu.model_copy(update={"memory_gib": cluster.profile.gpu.memory_gib * 2})}
+    )
+    roomier = plan(model, cluster.model_copy(update={"profile": bigger}), training, allowed, top_k=1, partition=False)
+    assert roomier.plans[0].estimate.step_time_s <= plain.plans[0].estimate.step_time_s * (1 + 1e-12)
