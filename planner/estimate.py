@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.costmodel.candidates import Candidates
@@ -13,7 +14,7 @@ from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 from planner.validate import Violation, layout_violations
 
-__all__ = ["Estimate", "MemoryEstimate", "estimate", "narayanan_eq4_days"]
+__all__ = ["Estimate", "MemoryEstimate", "estimate", "estimate_many", "narayanan_eq4_days"]
 
 MEMORY_KEYS = ("parameters", "gradients", "optimizer_states", "activations", "other")
 
@@ -54,34 +55,46 @@ def estimate(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay
     A layout that breaks a divisibility rule is still estimated where the
     arithmetic allows (sizes >= 1); `fits` is false and `violations` says why.
     """
-    violations = layout_violations(layout, model, training, cluster.num_gpus)
-    if any(v.rule == "positive_sizes" for v in violations):
+    return estimate_many(model, cluster, training, [layout])[0]
+
+
+def estimate_many(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout]
+) -> list[Estimate]:
+    """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
+    violations = [layout_violations(x, model, training, cluster.num_gpus) for x in layouts]
+    if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
     hw = cluster.profile.hardware(training.precision)
-    if layout.layers_per_stage is not None and len(layout.layers_per_stage) != layout.pp:
-        layout = replace(layout, layers_per_stage=None)
-    c = Candidates.from_layouts([layout], model.num_layers, training.global_batch_size)
+    layouts = [
+        replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
+        for x in layouts
+    ]
+    c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
     steps = estimate_steps(model, training, c, hw)
-    result = _to_estimate(steps, model, training, cluster, c)
-    if result.memory.peak_gib > result.memory.capacity_gib:
-        violations.append(
-            Violation(
-                "fits_memory",
-                f"peak memory {result.memory.peak_gib:.1f} GiB > capacity {result.memory.capacity_gib:.1f} GiB",
-            )
-        )
-    return replace(result, fits=not violations, violations=violations)
+    out = []
+    for i, found in enumerate(violations):
+        result = _to_estimate(steps, i, model, training, cluster, c)
+        if result.memory.peak_gib > result.memory.capacity_gib:
+            found = found + [
+                Violation(
+                    "fits_memory",
+                    f"peak memory {result.memory.peak_gib:.1f} GiB > capacity {result.memory.capacity_gib:.1f} GiB",
+                )
+            ]
+        out.append(replace(result, fits=not found, violations=found))
+    return out
 
 
 def _to_estimate(
-    s: StepEstimates, model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, c: Candidates
+    s: StepEstimates, i: int, model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, c: Candidates
 ) -> Estimate:
     n = cluster.num_gpus
-    step = float(s.step_time_s[0])
+    step = float(s.step_time_s[i])
     tokens_per_step = train.global_batch_size * model.seq_length
-    model_flop_per_s = float(s.model_flop[0]) / step / n
+    model_flop_per_s = float(s.model_flop[i]) / step / n
     peak = cluster.profile.hardware(train.precision).peak_flop_per_s
-    breakdown = {k: float(s.time_s[k][0]) for k in TIME_KEYS}
+    breakdown = {k: float(s.time_s[k][i]) for k in TIME_KEYS}
     days = gpu_hours = None
     if train.train_tokens is not None:
         seconds = train.train_tokens / tokens_per_step * step
@@ -90,13 +103,20 @@ def _to_estimate(
         step_time_s=step,
         tokens_per_s=tokens_per_step / step,
         model_tflops_per_gpu=model_flop_per_s / TERA,
-        hardware_tflops_per_gpu=float(s.hardware_flop[0]) / step / n / TERA,
+        hardware_tflops_per_gpu=float(s.hardware_flop[i]) / step / n / TERA,
         mfu=model_flop_per_s / peak,
         bubble_fraction=breakdown["bubble"] / step,
-        num_microbatches=int(c.num_microbatches[0]),
+        num_microbatches=int(c.num_microbatches[i]),
         time_breakdown_s=breakdown,
-        memory=_memory(s, cluster),
-        network=_crossings(c, cluster.profile.node.nvlink_domain_gpus),
+        memory=_memory(s, i, cluster),
+        network=count_crossings(
+            int(c.tp[i]),
+            int(c.cp[i]),
+            int(c.pp[i]),
+            int(c.dp[i]),
+            int(c.ep[i]),
+            cluster.profile.node.nvlink_domain_gpus,
+        ),
         fits=True,
         violations=[],
         days_to_train=days,
@@ -104,8 +124,8 @@ def _to_estimate(
     )
 
 
-def _memory(s: StepEstimates, cluster: ClusterSpec) -> MemoryEstimate:
-    breakdown = {k: float(getattr(s.memory, k)[0]) / GIB for k in MEMORY_KEYS}
+def _memory(s: StepEstimates, i: int, cluster: ClusterSpec) -> MemoryEstimate:
+    breakdown = {k: float(getattr(s.memory, k)[i]) / GIB for k in MEMORY_KEYS}
     return MemoryEstimate(
         peak_gib=sum(breakdown.values()),
         capacity_gib=cluster.profile.gpu.memory_gib,
@@ -113,5 +133,6 @@ def _memory(s: StepEstimates, cluster: ClusterSpec) -> MemoryEstimate:
     )
 
 
-def _crossings(c: Candidates, hw_domain: int) -> Crossings:
-    return count_crossings(int(c.tp[0]), int(c.cp[0]), int(c.pp[0]), int(c.dp[0]), int(c.ep[0]), hw_domain)
+def _crossings(c: Candidates, i: int, nvlink_domain_gpus: int) -> Crossings:
+    dims = (int(c.tp[i]), int(c.cp[i]), int(c.pp[i]), int(c.dp[i]), int(c.ep[i]))
+    return count_crossings(*dims, nvlink_domain_gpus)

@@ -8,10 +8,11 @@ here evaluated with the cost model.
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.constraints.space import Allowed, build_space, divisors
 from planner.profiles import Hardware
 from planner.search.evaluate import Evaluated, evaluate
-from planner.search.rank import Objective, rank
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["BASELINE_RULE", "baseline_candidates"]
@@ -36,22 +37,21 @@ def baseline_candidates(
 ) -> tuple[Evaluated, int] | None:
     """The evaluated heuristic space and the index of its chosen layout, or None when nothing fits."""
     tp = _heuristic_tp(model, num_gpus, hw.gpus_per_node)
-    for pp in divisors(num_gpus // tp):
-        allowed: Allowed = {
-            "tp": [tp],
-            "pp": [pp],
-            "cp": [1],
-            "ep": [1],
-            "vp": [1],
-            "recompute": ["full"],
-            "sequence_parallel": [False],
-            "zero_stage": [0],
-        }
-        space = build_space(model, train, num_gpus, allowed)
-        if len(space.candidates) == 0:
-            continue
-        ev = evaluate(model, train, space, hw)
-        order = rank(ev, hw.hbm_bytes, Objective.STEP_TIME)
-        if len(order):
-            return ev, int(order[0])
-    return None
+    allowed: Allowed = {
+        "tp": [tp],
+        "cp": [1],
+        "ep": [1],
+        "vp": [1],
+        "recompute": ["full"],
+        "sequence_parallel": [False],
+        "zero_stage": [0],
+    }
+    space = build_space(model, train, num_gpus, allowed)
+    ev = evaluate(model, train, space, hw)
+    fits = ev.peak_bytes <= hw.hbm_bytes
+    if not fits.any():
+        return None
+    c = ev.candidates
+    smallest_pp = c.pp[fits].min()
+    chosen = np.flatnonzero(fits & (c.pp == smallest_pp))
+    return ev, int(chosen[np.argmin(ev.step_time_s[chosen])])

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from planner.constraints.check import partition_problems
+from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import stage_costs
 from planner.constraints.partition import solve_partition
 from planner.constraints.space import Allowed, build_space
 from planner.costmodel.candidates import Candidates, default_stage_layers
 from planner.errors import InfeasibleError, SolverTimeoutError
-from planner.estimate import Estimate, estimate
+from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.search.baseline import BASELINE_RULE, baseline_candidates
@@ -92,23 +92,41 @@ def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list
     return sorted({n * gpus_per_node for n in steps} | {num_gpus})
 
 
-def _refine(
-    model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, hw: Hardware, layout: Layout
-) -> tuple[Layout, Estimate]:
-    """The layout with the default split, or with CP-SAT's when that is valid and faster."""
-    best = estimate(model, cluster, train, layout)
+def _better_split(
+    model: ModelSpec, train: TrainingSpec, hw: Hardware, layout: Layout, default: Estimate
+) -> Layout | None:
+    """CP-SAT's split when the default one leaves room to gain, it is valid, and it differs."""
     if layout.pp < 2:
-        return layout, best
+        return None
     costs = stage_costs(model, train, layout, hw)
+    stages = layout.layers_per_stage or ()
+    ideal = (model.num_layers * costs.layer_time_s + costs.last_extra_s) / layout.pp
+    if default.fits and slowest_stage_s(stages, costs) <= max(ideal, layout.vp * costs.layer_time_s) * (1 + 1e-9):
+        return None
     try:
-        stages = solve_partition(model.num_layers, layout.pp, layout.vp, costs)
+        split = solve_partition(model.num_layers, layout.pp, layout.vp, costs)
     except (InfeasibleError, SolverTimeoutError):
-        return layout, best
-    if partition_problems(stages, model.num_layers, layout.pp, layout.vp, costs):
-        return layout, best
-    split = replace(layout, layers_per_stage=stages)
-    alt = estimate(model, cluster, train, split)
-    return (split, alt) if alt.fits and alt.step_time_s < best.step_time_s else (layout, best)
+        return None
+    if partition_problems(split, model.num_layers, layout.pp, layout.vp, costs) or split == stages:
+        return None
+    return replace(layout, layers_per_stage=split)
+
+
+def _refine_all(
+    model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, hw: Hardware, layouts: list[Layout], partition: bool
+) -> list[tuple[Layout, Estimate]]:
+    """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
+    defaults = estimate_many(model, cluster, train, layouts)
+    if not partition:
+        return list(zip(layouts, defaults, strict=True))
+    splits = {i: s for i, x in enumerate(layouts) if (s := _better_split(model, train, hw, x, defaults[i])) is not None}
+    alternatives = dict(zip(splits, estimate_many(model, cluster, train, list(splits.values())), strict=True))
+    out = []
+    for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
+        alt = alternatives.get(i)
+        better = alt is not None and alt.fits and (not e.fits or alt.step_time_s < e.step_time_s)
+        out.append((splits[i], alt) if better and alt is not None else (layout, e))
+    return out
 
 
 def _objective_of(e: Estimate, n: int, objective: Objective) -> float:
@@ -158,21 +176,20 @@ def _top_plans(
     objective: Objective,
     partition: bool,
 ) -> list[Plan]:
-    shortlist = order[: 2 * top_k if partition else top_k]
-    scored: list[tuple[float, int, int, Estimate, Layout]] = []
+    shortlist = [int(i) for i in order[:top_k]]
+    by_gpus: dict[int, list[int]] = {}
     for i in shortlist:
-        layout = layout_at(ev.candidates, int(i), model.num_layers)
-        n = int(ev.num_gpus[i])
+        by_gpus.setdefault(int(ev.num_gpus[i]), []).append(i)
+    scored: list[tuple[float, int, int, Estimate, Layout]] = []
+    for n, indexes in by_gpus.items():
+        layouts = [layout_at(ev.candidates, i, model.num_layers) for i in indexes]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
-        if partition:
-            layout, e = _refine(model, training, cluster_n, hw, layout)
-        else:
-            e = estimate(model, cluster_n, training, layout)
-        scored.append((_objective_of(e, n, objective), len(scored), n, e, layout))
+        for i, (layout, e) in zip(
+            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition), strict=True
+        ):
+            scored.append((_objective_of(e, n, objective), shortlist.index(i), n, e, layout))
     scored.sort(key=lambda s: (s[0], s[1]))
-    return [
-        Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e) for r, (_, _, n, e, layout) in enumerate(scored[:top_k])
-    ]
+    return [Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e) for r, (_, _, n, e, layout) in enumerate(scored)]
 
 
 def _baseline(
