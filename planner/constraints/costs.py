@@ -20,7 +20,7 @@ from planner.layout import Layout
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["StageCosts", "stage_costs"]
+__all__ = ["StageCosts", "stage_costs", "stage_costs_many"]
 
 FIRST, MIDDLE, LAST = 0, 1, 2
 
@@ -44,28 +44,33 @@ class StageCosts:
 
 def stage_costs(model: ModelSpec, train: TrainingSpec, layout: Layout, hw: Hardware) -> StageCosts:
     """Coefficients of the stage-time and stage-memory lines for `layout` (pp >= 2)."""
-    assert layout.pp >= 2, "a single stage has nothing to partition"
-    c = Candidates.from_layouts([layout], model.num_layers, train.global_batch_size)
+    return stage_costs_many(model, train, [layout], hw)[0]
+
+
+def stage_costs_many(model: ModelSpec, train: TrainingSpec, layouts: list[Layout], hw: Hardware) -> list[StageCosts]:
+    """`stage_costs` of several layouts in one vectorised pass (each stage kind at 1 and 2 layers)."""
+    assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
+    k = len(layouts)
+    c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
     q = layer_quantities(model, train, c, hw)
-    layer_time = float(np.sum([q.layer_s[k] for k in LAYER_KEYS], axis=0)[0])
-    at = [_memory_at(model, train, c, hw, n) for n in (1, 2)]
-    slope = tuple(float(b - a) for a, b in zip(at[0], at[1], strict=True))
-    intercept = tuple(float(a - s) for a, s in zip(at[0], slope, strict=True))
-    return StageCosts(
-        layer_time_s=layer_time,
-        last_extra_s=float(q.logits_s[0]),
-        memory_intercept_bytes=(intercept[0], intercept[1], intercept[2]),
-        memory_per_layer_bytes=(slope[0], slope[1], slope[2]),
-        capacity_bytes=hw.hbm_bytes,
-    )
-
-
-def _memory_at(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, layers: int) -> list[float]:
-    """Peak bytes of a first, middle and last stage (FIRST, MIDDLE, LAST order) holding `layers` layers."""
-    n = np.full_like(c.tp, layers)
-    with_layers = replace(c, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
-    q = layer_quantities(model, train, with_layers, hw)
+    layer_time = np.sum([q.layer_s[key] for key in LAYER_KEYS], axis=0)
+    twice = c.take(np.concatenate([np.arange(k), np.arange(k)]))
+    n = np.repeat([1, 2], k)
+    at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
+    qa = layer_quantities(model, train, at, hw)
     first, last, middle = memory_by_stage(
-        model, with_layers, train.precision, q.stage_params, q.activation_bytes, q.working_bytes
+        model, at, train.precision, qa.stage_params, qa.activation_bytes, qa.working_bytes
     )
-    return [float(s.peak[0]) for s in (first, middle, last)]
+    peaks = np.stack([first.peak, middle.peak, last.peak])  # (FIRST, MIDDLE, LAST) x (n=1 block, n=2 block)
+    slope = peaks[:, k:] - peaks[:, :k]
+    intercept = peaks[:, :k] - slope
+    return [
+        StageCosts(
+            layer_time_s=float(layer_time[i]),
+            last_extra_s=float(q.logits_s[i]),
+            memory_intercept_bytes=(float(intercept[0, i]), float(intercept[1, i]), float(intercept[2, i])),
+            memory_per_layer_bytes=(float(slope[0, i]), float(slope[1, i]), float(slope[2, i])),
+            capacity_bytes=hw.hbm_bytes,
+        )
+        for i in range(k)
+    ]

@@ -147,43 +147,50 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
             f"{len(rows) * len(modes)} candidates exceed the search bound of {MAX_CANDIDATES}; pin some dimensions",
         )
     base = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
-    grid = np.repeat(base, len(modes), axis=0)
-    mode = np.tile(modes, (len(base), 1))
-    sp = mode[:, 1].astype(bool)
-    legal = np.flatnonzero(~(sp & (grid[:, 0] == 1)))
-    rejected["sequence_parallel_needs_tp"] += len(grid) - len(legal)
-    candidates = _columns(model, train, grid, mode).take(legal)
-    layer_rows, layer_of_row = np.unique(base[:, [0, 1, 2, 3, 4, 6]], axis=0, return_inverse=True)
+    layer_ids: dict[tuple[int, ...], int] = {}
+    layer_of_row = np.asarray([layer_ids.setdefault(row[:5] + row[6:], len(layer_ids)) for row in rows], np.int64)
+    layer_rows = np.asarray(list(layer_ids), dtype=np.int64).reshape(-1, 6)
     layer_modes = np.asarray([(r, s, 0) for r in range(3) for s in (0, 1)], dtype=np.int64)
-    layer_grid = np.insert(np.repeat(layer_rows, len(layer_modes), axis=0), 5, 1, axis=1)
-    layer_candidates = _columns(model, train, layer_grid, np.tile(layer_modes, (len(layer_rows), 1)))
-    layer_index = np.repeat(layer_of_row.ravel(), len(modes)) * len(layer_modes) + mode[:, 0] * 2 + mode[:, 1]
+    layer_candidates = _columns(model, train, np.insert(layer_rows, 5, 1, axis=1), layer_modes)
+    # Sequence parallelism needs tp > 1: rows with tp = 1 get only the modes without it.
+    single = base[:, 0] == 1
+    single_modes = modes[modes[:, 1] == 0]
+    rejected["sequence_parallel_needs_tp"] += int(single.sum()) * (len(modes) - len(single_modes))
+    parts = [(base[~single], layer_of_row[~single], modes), (base[single], layer_of_row[single], single_modes)]
+    columns = [_columns(model, train, rows_, modes_) for rows_, _, modes_ in parts]
+    layer_index = [
+        np.repeat(ids * len(layer_modes), len(modes_)) + np.tile(modes_[:, 0] * 2 + modes_[:, 1], len(ids))
+        for _, ids, modes_ in parts
+    ]
     return Space(
-        candidates=candidates,
+        candidates=Candidates(**{f: np.concatenate([getattr(c, f) for c in columns]) for f in Candidates.__slots__}),
         num_gpus=num_gpus,
         layer_candidates=layer_candidates,
-        layer_index=layer_index[legal],
+        layer_index=np.concatenate(layer_index),
         rejected=rejected,
     )
 
 
-def _columns(model: ModelSpec, train: TrainingSpec, grid: np.ndarray, mode: np.ndarray) -> Candidates:
-    """Candidates from (tp, cp, pp, dp, ep, vp, micro_batch_size) rows and (recompute, sp, zero) modes."""
-    tp, cp, pp, dp, ep, vp, mbs = (np.ascontiguousarray(col) for col in grid.T)
+def _columns(model: ModelSpec, train: TrainingSpec, rows: np.ndarray, modes: np.ndarray) -> Candidates:
+    """The product of (tp, cp, pp, dp, ep, vp, micro_batch_size) rows and (recompute, sp, zero) modes."""
+    tp, cp, pp, dp, ep, vp, mbs = rows.T
     first, middle, last = default_stage_layers(model.num_layers, pp)
-    return Candidates(
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        cp=cp,
-        ep=ep,
-        vp=vp,
-        micro_batch_size=mbs,
-        num_microbatches=np.maximum(train.global_batch_size // (mbs * dp), 1),
-        recompute=np.ascontiguousarray(mode[:, 0]),
-        sequence_parallel=mode[:, 1].astype(bool),
-        zero_stage=np.ascontiguousarray(mode[:, 2]),
-        stage_layers=np.maximum(np.maximum(first, middle), last),
-        first_stage_layers=first,
-        last_stage_layers=last,
-    )
+    per_row = {
+        "tp": tp,
+        "pp": pp,
+        "dp": dp,
+        "cp": cp,
+        "ep": ep,
+        "vp": vp,
+        "micro_batch_size": mbs,
+        "num_microbatches": np.maximum(train.global_batch_size // (mbs * dp), 1),
+        "stage_layers": np.maximum(np.maximum(first, middle), last),
+        "first_stage_layers": first,
+        "last_stage_layers": last,
+    }
+    m = len(modes)
+    columns = {name: np.repeat(values, m) for name, values in per_row.items()}
+    columns["recompute"] = np.tile(modes[:, 0], len(rows))
+    columns["sequence_parallel"] = np.tile(modes[:, 1].astype(bool), len(rows))
+    columns["zero_stage"] = np.tile(modes[:, 2], len(rows))
+    return Candidates(**columns)

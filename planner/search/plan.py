@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from planner.constraints.check import partition_problems, slowest_stage_s
-from planner.constraints.costs import stage_costs
+from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import solve_partition
 from planner.constraints.space import Allowed, build_space
 from planner.costmodel.candidates import Candidates, default_stage_layers
@@ -92,13 +92,8 @@ def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list
     return sorted({n * gpus_per_node for n in steps} | {num_gpus})
 
 
-def _better_split(
-    model: ModelSpec, train: TrainingSpec, hw: Hardware, layout: Layout, default: Estimate
-) -> Layout | None:
+def _better_split(model: ModelSpec, layout: Layout, default: Estimate, costs: StageCosts) -> Layout | None:
     """CP-SAT's split when the default one leaves room to gain, it is valid, and it differs."""
-    if layout.pp < 2:
-        return None
-    costs = stage_costs(model, train, layout, hw)
     stages = layout.layers_per_stage or ()
     ideal = (model.num_layers * costs.layer_time_s + costs.last_extra_s) / layout.pp
     if default.fits and slowest_stage_s(stages, costs) <= max(ideal, layout.vp * costs.layer_time_s) * (1 + 1e-9):
@@ -117,9 +112,15 @@ def _refine_all(
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
     defaults = estimate_many(model, cluster, train, layouts)
-    if not partition:
+    piped = [i for i, x in enumerate(layouts) if x.pp >= 2]
+    if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
-    splits = {i: s for i, x in enumerate(layouts) if (s := _better_split(model, train, hw, x, defaults[i])) is not None}
+    costs = stage_costs_many(model, train, [layouts[i] for i in piped], hw)
+    splits = {
+        i: split
+        for i, cost in zip(piped, costs, strict=True)
+        if (split := _better_split(model, layouts[i], defaults[i], cost)) is not None
+    }
     alternatives = dict(zip(splits, estimate_many(model, cluster, train, list(splits.values())), strict=True))
     out = []
     for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
@@ -152,13 +153,14 @@ def plan(
         rejected.update(space.rejected)
         parts.append(evaluate(model, training, space, hw))
     ev: Evaluated = concatenate(parts)
-    order = rank(ev, hw.hbm_bytes, objective)
+    order = rank(ev, hw.hbm_bytes, objective, top=top_k)
+    feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
     plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition)
     diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected)
     baseline = _baseline(model, training, cluster, hw, plans, objective)
     stats = SearchStats(
         candidates=len(ev),
-        feasible=len(order),
+        feasible=feasible,
         elapsed_ms=(time.perf_counter() - started) * 1e3,
         rejected=dict(rejected.most_common()),
     )

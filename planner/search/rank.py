@@ -26,8 +26,8 @@ def objective_value(ev: Evaluated, objective: Objective) -> np.ndarray:
     return ev.step_time_s * ev.num_gpus
 
 
-def rank(ev: Evaluated, capacity_bytes: float, objective: Objective) -> IntArray:
-    """Indices of the candidates that fit, best first.
+def rank(ev: Evaluated, capacity_bytes: float, objective: Objective, top: int | None = None) -> IntArray:
+    """Indices of the candidates that fit, best first (only the best `top` of them, when given).
 
     Ties (equal objective) go to the simpler layout: fewer GPUs, then no
     context or expert parallelism, no interleaving, less pipeline, less tensor
@@ -35,6 +35,11 @@ def rank(ev: Evaluated, capacity_bytes: float, objective: Objective) -> IntArray
     parallelism, smaller micro-batch.
     """
     fits = np.flatnonzero(ev.peak_bytes <= capacity_bytes)
+    value = objective_value(ev, objective)[fits]
+    if top is not None and len(fits) > top:
+        kth = np.partition(value, top - 1)[top - 1]
+        keep = value <= kth
+        fits, value = fits[keep], value[keep]
     c = ev.candidates.take(fits)
     keys = (
         c.micro_batch_size,
@@ -47,6 +52,7 @@ def rank(ev: Evaluated, capacity_bytes: float, objective: Objective) -> IntArray
         c.ep,
         c.cp,
         ev.num_gpus[fits],
-        objective_value(ev, objective)[fits],
+        value,
     )
-    return fits[np.lexsort(keys)]
+    ordered = fits[np.lexsort(keys)]
+    return ordered if top is None else ordered[:top]
