@@ -12,6 +12,7 @@ gather behind the first forward; ZeRO-3 prefetch overlaps each micro-batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ from planner.costmodel.topology import GroupPlacement, Placement
 from planner.profiles import Hardware
 from planner.specs import Precision, RuntimeFeatures
 
-__all__ = ["DataParallelTimes", "data_parallel_times", "exposed_dp_s", "gradient_group"]
+__all__ = ["DataParallelTimes", "data_parallel_times", "dp_collectives_s", "exposed_dp_s", "gradient_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,26 +65,39 @@ def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
     )
 
 
-def data_parallel_times(
+def dp_collectives_s(
     c: Candidates,
     params: tuple[FloatArray, FloatArray],
     placement: Placement,
     hw: Hardware,
     precision: Precision,
-) -> DataParallelTimes:
-    """Raw (not yet overlapped) DP communication seconds per step for (dense, expert) `params` per GPU."""
+) -> dict[str, FloatArray]:
+    """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage.
+
+    `all_reduce` and `reduce_scatter` of the gradients, `all_gather` of the bf16 weights;
+    dense parameters over the dp x cp group, experts over the expert-dp group.
+    """
     dense, expert = params
     grad_bytes, _ = state_bytes_per_param(precision)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
+    has_experts = bool(np.any(expert > 0))
 
-    def reduce(bytes_per_param: int, op: str) -> FloatArray:
-        fn = all_reduce_s if op == "all_reduce" else all_gather_s
-        return fn(bytes_per_param * dense, dense_group, hw) + fn(bytes_per_param * expert, expert_group, hw)
+    def both(fn: Callable[[FloatArray, GroupPlacement, Hardware], FloatArray], bytes_per_param: int) -> FloatArray:
+        out = fn(bytes_per_param * dense, dense_group, hw)
+        return out + fn(bytes_per_param * expert, expert_group, hw) if has_experts else out
 
+    return {
+        "all_reduce": both(all_reduce_s, grad_bytes),
+        "reduce_scatter": both(all_gather_s, grad_bytes),
+        "all_gather": both(all_gather_s, WEIGHT_BYTES),
+    }
+
+
+def data_parallel_times(c: Candidates, collectives: dict[str, FloatArray]) -> DataParallelTimes:
+    """Raw (not yet overlapped) DP communication seconds per step, by the candidate's ZeRO stage."""
     zero = c.zero_stage
-    scatter = reduce(grad_bytes, "reduce_scatter")
-    gather = reduce(WEIGHT_BYTES, "all_gather")
-    grad_reduce = np.where(zero == 0, reduce(grad_bytes, "all_reduce"), np.where(zero == 1, scatter, 0.0))
+    scatter, gather = collectives["reduce_scatter"], collectives["all_gather"]
+    grad_reduce = np.where(zero == 0, collectives["all_reduce"], np.where(zero == 1, scatter, 0.0))
     param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
     gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
     microbatch_reduce = np.where(zero >= 2, scatter, 0.0)

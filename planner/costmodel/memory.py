@@ -121,6 +121,7 @@ def _stage_activations(
     per_layer: FloatArray,
     working: FloatArray,
     kind: tuple[IntArray, BoolArray, BoolArray],
+    in_flight_first: FloatArray,
 ) -> FloatArray:
     """Activations one GPU of a stage keeps: its layers times the micro-batches in flight there.
 
@@ -133,8 +134,7 @@ def _stage_activations(
     layers, embedding, output = kind
     tokens = c.micro_batch_size * model.seq_length / c.cp
     tp = c.tp.astype(np.float64)
-    in_flight = in_flight_microbatches(c)
-    in_flight = np.where(output & (c.pp > 1) & (c.vp == 1), 1.0, in_flight)
+    in_flight = np.where(output & (c.pp > 1) & (c.vp == 1), 1.0, in_flight_first)
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
     logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     return in_flight * (per_layer * layers + embedding_bytes) + logits + np.where(layers > 0, working, 0.0)
@@ -179,8 +179,11 @@ def memory_by_stage(
 
     ZeRO-3 adds the gathered bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
     """
+    in_flight = in_flight_microbatches(c)
     return [
-        stage_memory(model, c, precision, params, _stage_activations(model, c, per_layer, working, kind), kind[0])
+        stage_memory(
+            model, c, precision, params, _stage_activations(model, c, per_layer, working, kind, in_flight), kind[0]
+        )
         for params, kind in zip(stage_params, stage_kinds(c), strict=True)
     ]
 

@@ -22,6 +22,7 @@ from planner.costmodel.comm import (
     sp_backward_gather_per_layer_s,
     tp_comm_per_layer_s,
 )
+from planner.costmodel.data_parallel import dp_collectives_s
 from planner.costmodel.memory import activation_bytes_per_layer, working_bytes
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.topology import GroupPlacement, Placement, place
@@ -48,6 +49,8 @@ class LayerQuantities:
     """(dense, expert) parameters per GPU of the first, last and middle stage (`params.stage_kinds` order)."""
     largest_params: tuple[FloatArray, FloatArray]
     """(dense, expert) parameters per GPU of the stage holding the most."""
+    dp_collectives_s: dict[str, FloatArray]
+    """DP all-reduce, reduce-scatter and all-gather seconds over the largest stage's parameters."""
     slowest_stage_s: dict[str, FloatArray]
     """One micro-batch on the slowest stage: LAYER_KEYS (compute includes the logits there), `forward`,
     `backward`, and `average_stage` (all layers and logits over pp; pipeline sends excluded)."""
@@ -72,6 +75,7 @@ class LayerQuantities:
             working_bytes=self.working_bytes[index],
             stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
             largest_params=(self.largest_params[0][index], self.largest_params[1][index]),
+            dp_collectives_s={k: v[index] for k, v in self.dp_collectives_s.items()},
             slowest_stage_s={k: v[index] for k, v in self.slowest_stage_s.items()},
         )
 
@@ -126,5 +130,6 @@ def layer_quantities(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: H
         working_bytes=working_bytes(model, c, train.runtime),
         stage_params=params,
         largest_params=(dense, expert),
+        dp_collectives_s=dp_collectives_s(c, (dense, expert), placement, hw, train.precision),
         slowest_stage_s=_slowest_stage(model, c, layer_s, logits_s),
     )

@@ -24,7 +24,7 @@ from planner.costmodel.topology import Placement
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps"]
+__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps", "peak_memory", "step_times_s"]
 
 TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
@@ -44,6 +44,28 @@ class StepEstimates:
         return np.asarray(np.sum([self.time_s[key] for key in TIME_KEYS], axis=0), dtype=np.float64)
 
 
+def step_times_s(
+    model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
+) -> dict[str, FloatArray]:
+    """Step time by TIME_KEYS for every candidate (seconds)."""
+    parts = q.slowest_stage_s
+    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
+    m = c.num_microbatches.astype(np.float64)
+    time_s = {k: m * parts[k] for k in LAYER_KEYS}
+    time_s["pp_comm"] = m * pp_comm
+    time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
+    dp_raw = data_parallel_times(c, q.dp_collectives_s)
+    time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
+    time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(c, q.largest_params), hw)
+    return time_s
+
+
+def peak_memory(model: ModelSpec, train: TrainingSpec, c: Candidates, q: LayerQuantities) -> MemoryBreakdown:
+    """Memory per GPU of the most loaded stage, with breakdown."""
+    stages = memory_by_stage(model, c, train.precision, q.stage_params, q.activation_bytes, q.working_bytes)
+    return peak_stage(stages)
+
+
 def estimate_steps(
     model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities | None = None
 ) -> StepEstimates:
@@ -54,25 +76,14 @@ def estimate_steps(
     computed here.
     """
     q = q or layer_quantities(model, train, c, hw)
-    parts = q.slowest_stage_s
-    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
-    m = c.num_microbatches.astype(np.float64)
-    time_s = {k: m * parts[k] for k in LAYER_KEYS}
-    time_s["pp_comm"] = m * pp_comm
-    time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
-    params = q.largest_params
-    dp_raw = data_parallel_times(c, params, q.placement, hw, train.precision)
-    time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
-    time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(c, params), hw)
     sequences = float(train.global_batch_size)
     model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
     by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in (0, 1, 2)])
-    memory = memory_by_stage(model, c, train.precision, q.stage_params, q.activation_bytes, q.working_bytes)
     return StepEstimates(
-        time_s=time_s,
+        time_s=step_times_s(model, train, c, hw, q),
         model_flop=model_flop,
         hardware_flop=model_flop + sequences * by_mode[c.recompute],
-        memory=peak_stage(memory),
+        memory=peak_memory(model, train, c, q),
         placement=q.placement,
     )
 

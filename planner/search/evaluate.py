@@ -9,7 +9,7 @@ import numpy as np
 from planner.constraints.space import Space
 from planner.costmodel.candidates import Candidates, FloatArray, IntArray
 from planner.costmodel.shared import layer_quantities
-from planner.costmodel.step import estimate_steps
+from planner.costmodel.step import TIME_KEYS, peak_memory, step_times_s
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -34,15 +34,21 @@ class Evaluated:
 
 
 def evaluate(model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware) -> Evaluated:
-    """Step time and peak memory of every candidate in `space`."""
+    """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit."""
     c = space.candidates
     shared = layer_quantities(model, train, space.layer_candidates, hw)
     steps, peaks = [], []
     for start in range(0, len(c), CHUNK):
         chunk = np.arange(start, min(start + CHUNK, len(c)))
-        est = estimate_steps(model, train, c.take(chunk), hw, shared.take(space.layer_index[chunk]))
-        steps.append(est.step_time_s)
-        peaks.append(est.memory.peak)
+        part, q = c.take(chunk), shared.take(space.layer_index[chunk])
+        peak = peak_memory(model, train, part, q).peak
+        fits = np.flatnonzero(peak <= hw.hbm_bytes)
+        step = np.full(len(chunk), np.inf)
+        if len(fits):
+            times = step_times_s(model, train, part.take(fits), hw, q.take(fits))
+            step[fits] = np.sum([times[k] for k in TIME_KEYS], axis=0)
+        steps.append(step)
+        peaks.append(peak)
     empty = np.zeros(0)
     return Evaluated(
         candidates=c,
