@@ -20,6 +20,7 @@ from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.presets import get_preset, load_presets
 from planner.profiles import ClusterSpec, get_profile, load_profiles
+from planner.search.compare import heuristic_rows, published_rows
 from planner.search.plan import PlanResult, plan
 from planner.search.rank import Objective
 from planner.specs import Precision, Recompute, TrainingSpec
@@ -275,3 +276,30 @@ def _print_plans(result: PlanResult) -> None:
     if result.plans and result.plans[0].estimate.days_to_train is not None:
         e = result.plans[0].estimate
         console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")
+
+
+@app.command()
+def compare(
+    table1: Annotated[bool, typer.Option(help="Also compare Narayanan 2021 Table 1's published layouts.")] = True,
+) -> None:
+    """Where the rule of thumb (tp = GPUs per server) loses, and what the planner would run instead."""
+    profiles = dict(load_profiles())
+    print("| case | baseline (tp = GPUs per server) | step s | best plan | step s | speedup |")
+    print("|---|---|---|---|---|---|")
+    for row in heuristic_rows(profiles):
+        base = _layout_cell(row.baseline) if row.baseline else "nothing fits"
+        base_s = f"{row.baseline_step_s:.2f}" if row.baseline_step_s is not None else "-"
+        speed = f"{row.speedup:.2f}x" if row.speedup is not None else "-"
+        print(f"| {row.case} | {base} | {base_s} | {_layout_cell(row.best)} | {row.best_step_s:.2f} | {speed} |")
+    if not table1:
+        return
+    print()
+    print("| Table 1 run | published layout | step s | paper-space best | step s | full-space best | step s |")
+    print("|---|---|---|---|---|---|---|")
+    for p in published_rows(profiles[VALIDATION_PROFILE]):
+        print(
+            f"| {p.run_id} | {_layout_cell(p.published)}{'' if p.in_space and p.fits else ' (!)'} |"
+            f" {p.published_step_s:.2f} | {_layout_cell(p.paper_space_best)} | {p.paper_space_step_s:.2f}"
+            f" ({p.published_step_s / p.paper_space_step_s:.2f}x) | {_layout_cell(p.modern_best)} |"
+            f" {p.modern_step_s:.2f} ({p.published_step_s / p.modern_step_s:.2f}x) |"
+        )

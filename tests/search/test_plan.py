@@ -1,0 +1,134 @@
+"""Planner behaviour: the paper's findings in its own space, constraints, diagnosis, objectives, determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.calibration.published import published_runs
+from planner.calibration.report import VALIDATION_PROFILE
+from planner.errors import InvalidSpecError
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.profiles import ClusterSpec, load_profiles
+from planner.search.compare import PAPER_SPACE, _in_space
+from planner.search.plan import plan
+from planner.search.rank import Objective
+from planner.specs import ModelSpec, Precision, RuntimeFeatures, TrainingSpec
+
+A100 = load_profiles()[VALIDATION_PROFILE]
+RUNTIME_2021 = RuntimeFeatures(flash_attention=False, overlap_grad_reduce=False, overlap_param_gather=False)
+
+
+def test_fig13_paper_space_ranks_pp8_tp8_above_the_other_splits() -> None:
+    model = ModelSpec(
+        num_layers=32,
+        hidden_size=20480,
+        num_attention_heads=128,
+        vocab_size=51200,
+        seq_length=2048,
+        tied_embeddings=True,
+        linear_bias=True,
+        learned_position_embeddings=True,
+        num_query_groups=128,
+        ffn_hidden_size=4 * 20480,
+    )
+    training = TrainingSpec(global_batch_size=128, precision=Precision.FP16, runtime=RUNTIME_2021)
+    # The figure ran the default (non-interleaved) schedule at micro-batch 1.
+    constraints = PAPER_SPACE | {"dp": [1], "micro_batch_size": [1], "vp": [1]}
+    result = plan(model, ClusterSpec(profile=A100, num_gpus=64), training, constraints, top_k=100)
+    first_rank: dict[tuple[int, int], int] = {}
+    for p in result.plans:
+        first_rank.setdefault((p.layout.pp, p.layout.tp), p.rank)
+    splits = [(2, 32), (4, 16), (8, 8), (16, 4), (32, 2)]
+    assert all(s in first_rank for s in splits)
+    assert min(splits, key=lambda s: first_rank[s]) == (8, 8)
+
+
+@pytest.mark.parametrize("run", [r for r in published_runs() if r.group == "Narayanan2021_Table1"], ids=lambda r: r.id)
+def test_every_table1_layout_is_in_the_space_and_fits(run) -> None:
+    from planner.estimate import estimate
+
+    assert _in_space(run)
+    assert estimate(run.model, ClusterSpec(profile=A100, num_gpus=run.num_gpus), run.training, run.layout).fits
+
+
+GPT3 = get_preset("gpt3-175b").model
+
+
+def test_constraints_are_respected_and_baseline_never_beats_best() -> None:
+    cluster = ClusterSpec(profile=A100, num_gpus=64)
+    result = plan(GPT3, cluster, TrainingSpec(global_batch_size=64), {"tp": 8, "recompute": ["full", "selective"]})
+    assert result.plans
+    for p in result.plans:
+        assert p.layout.tp == 8
+        assert p.layout.recompute.value in ("full", "selective")
+    assert result.baseline.speedup_of_best is not None and result.baseline.speedup_of_best >= 1.0
+    assert result.search.candidates >= result.search.feasible > 0
+
+
+@pytest.mark.parametrize(
+    ("constraints", "field"),
+    [
+        ({"tpp": 2}, "constraints.tpp"),
+        ({"tp": 0}, "constraints.tp"),
+        ({"recompute": "most"}, "constraints.recompute"),
+        ({"zero_stage": 4}, "constraints.zero_stage"),
+        ({"sequence_parallel": 1}, "constraints.sequence_parallel"),
+        ({"pp": []}, "constraints.pp"),
+    ],
+)
+def test_bad_constraints_name_the_field(constraints: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        plan(GPT3, ClusterSpec(profile=A100, num_gpus=64), TrainingSpec(global_batch_size=64), constraints)
+    assert info.value.field == field
+
+
+def test_nothing_fits_explains_the_shortfall() -> None:
+    small = load_profiles()["dgx-a100-40gb"]
+    result = plan(GPT3, ClusterSpec(profile=small, num_gpus=8), TrainingSpec(global_batch_size=8))
+    assert result.plans == [] and result.baseline.plan is None and result.baseline.speedup_of_best is None
+    d = result.diagnosis
+    assert d is not None and d.least_memory_layout is not None and d.least_memory_gib is not None
+    assert d.least_memory_gib > d.capacity_gib == 40
+    assert "more GPUs" in d.message
+
+
+def test_nothing_fits_names_the_constraint_to_relax() -> None:
+    cluster = ClusterSpec(profile=A100, num_gpus=64)
+    result = plan(GPT3, cluster, TrainingSpec(global_batch_size=64), {"tp": 1, "pp": 1, "zero_stage": [0, 1]})
+    assert result.plans == []
+    assert result.diagnosis is not None
+    assert set(result.diagnosis.relax) >= {"tp"}
+
+
+def test_gpu_efficiency_may_use_fewer_gpus_and_reports_training_time() -> None:
+    model = get_preset("llama3-8b").model
+    cluster = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=128)
+    training = TrainingSpec(global_batch_size=256, train_tokens=1e12)
+    result = plan(model, cluster, training, top_k=3, objective=Objective.GPU_EFFICIENCY)
+    assert all(p.num_gpus <= 128 for p in result.plans)
+    e = result.plans[0].estimate
+    assert e.days_to_train is not None and e.gpu_hours is not None
+    tokens_per_step = 256 * model.seq_length
+    assert e.days_to_train == pytest.approx(1e12 / tokens_per_step * e.step_time_s / 86400)
+    assert e.gpu_hours == pytest.approx(e.days_to_train * 24 * result.plans[0].num_gpus)
+    per_gpu = [p.estimate.tokens_per_s / p.num_gpus for p in result.plans]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+def test_same_request_same_plans() -> None:
+    args = (GPT3, ClusterSpec(profile=A100, num_gpus=128), TrainingSpec(global_batch_size=128))
+    first, second = plan(*args), plan(*args)
+    assert [p.layout for p in first.plans] == [p.layout for p in second.plans]
+    assert [p.estimate.step_time_s for p in first.plans] == [p.estimate.step_time_s for p in second.plans]
+
+
+def test_uneven_layers_get_a_megatron_split() -> None:
+    model = get_preset("llama3-405b").model
+    cluster = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=2048)
+    result = plan(model, cluster, TrainingSpec(global_batch_size=1024), {"tp": 8, "pp": 16, "vp": 1}, top_k=3)
+    for p in result.plans:
+        stages = p.layout.layers_per_stage
+        assert stages is not None and sum(stages) == 126 and len(stages) == 16
+        assert len(set(stages[1:-1])) == 1
+    assert isinstance(result.plans[0].layout, Layout)
