@@ -198,9 +198,15 @@ def plan_cmd(
         list[str] | None, typer.Option("--constraint", "-c", help="KEY=VALUE[,VALUE...], e.g. tp=8 or recompute=full")
     ] = None,
     train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
+    server: Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of planning here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Search every legal layout and print the best, with the heuristic baseline."""
+    if server is not None:
+        _plan_remote(
+            server, model, profile, gpus, batch, seq_length, precision, top_k, objective, constraint, train_tokens
+        )
+        return
     try:
         spec = get_preset(model).model
         if seq_length is not None:
@@ -303,3 +309,53 @@ def compare(
             f" ({p.published_step_s / p.paper_space_step_s:.2f}x) | {_layout_cell(p.modern_best)} |"
             f" {p.modern_step_s:.2f} ({p.published_step_s / p.modern_step_s:.2f}x) |"
         )
+
+
+def _plan_remote(
+    server: str,
+    model: str,
+    profile: str,
+    gpus: int,
+    batch: int,
+    seq_length: int | None,
+    precision: Precision,
+    top_k: int,
+    objective: Objective,
+    constraint: list[str] | None,
+    train_tokens: float | None,
+) -> None:
+    from planner.client import PlannerClient, PlannerServiceError
+
+    request: dict[str, Any] = {
+        "model": {"preset": model, **({"seq_length": seq_length} if seq_length else {})},
+        "cluster": {"profile": profile, "num_gpus": gpus},
+        "training": {
+            "global_batch_size": batch,
+            "precision": precision.value,
+            **({"train_tokens": train_tokens} if train_tokens else {}),
+        },
+        "constraints": _parse_constraints(constraint or []) or None,
+        "top_k": top_k,
+        "objective": objective.value,
+    }
+    try:
+        with PlannerClient(server) as client:
+            response = client.plan(request)
+    except PlannerServiceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(response.model_dump_json(indent=2))
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+) -> None:
+    """Run the HTTP service (uvicorn)."""
+    import uvicorn
+
+    uvicorn.run(
+        "api.main:create_app", factory=True, host=host, port=port, workers=workers, timeout_graceful_shutdown=10
+    )

@@ -89,7 +89,7 @@ def estimate_many(
 def _to_estimate(
     s: StepEstimates, i: int, model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, c: Candidates
 ) -> Estimate:
-    n = cluster.num_gpus
+    n = int(c.tp[i] * c.pp[i] * c.dp[i] * c.cp[i])  # the layout's GPUs (the cluster's when the layout is valid)
     step = float(s.step_time_s[i])
     tokens_per_step = train.global_batch_size * model.seq_length
     model_flop_per_s = float(s.model_flop[i]) / step / n

@@ -1,0 +1,202 @@
+"""Request schemas to planner specs, planner results to response schemas. No math."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from planner.launch import launch_args
+from pydantic import ValidationError
+
+from api.schemas import (
+    BaselineOut,
+    ClusterIn,
+    DiagnosisOut,
+    EstimateOut,
+    EstimateResponse,
+    FrameworkLaunchOut,
+    HfConfigModel,
+    LayoutIn,
+    LayoutOut,
+    ModelIn,
+    PlanOut,
+    PlanResponse,
+    PresetModel,
+    SearchOut,
+    ViolationOut,
+)
+from planner.errors import InvalidSpecError, PlannerError
+from planner.estimate import Estimate
+from planner.hf_config import model_from_hf_config
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.profiles import ClusterSpec, HardwareProfile, get_profile
+from planner.search.plan import Plan, PlanResult
+from planner.specs import ModelSpec, TrainingSpec
+from planner.validate import Violation
+
+FRAMEWORKS = ("megatron", "torchtitan", "nemo")
+
+__all__ = ["cluster_spec", "estimate_response", "layout_from", "model_spec", "plan_response"]
+
+
+def model_spec(model: ModelIn) -> ModelSpec:
+    if isinstance(model, PresetModel):
+        try:
+            spec = get_preset(model.preset).model
+        except PlannerError as exc:
+            raise InvalidSpecError("model.preset", str(exc)) from None
+        return spec.model_copy(update={"seq_length": model.seq_length}) if model.seq_length else spec
+    if isinstance(model, HfConfigModel):
+        return model_from_hf_config(model.hf_config, model.seq_length)
+    return model
+
+
+def _deep_merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _validated_profile(raw: dict[str, Any], field: str) -> HardwareProfile:
+    try:
+        return HardwareProfile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise InvalidSpecError(f"{field}.{loc}" if loc else field, first["msg"]) from None
+
+
+def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) -> ClusterSpec:
+    inline = {k: v for k, v in cluster.model_dump(exclude_none=True).items() if k not in ("num_gpus", "profile")}
+    if cluster.profile is not None:
+        if set(inline) - {"overrides"}:
+            raise InvalidSpecError("cluster", "give either a profile id (with optional overrides) or an inline profile")
+        try:
+            base = get_profile(profiles, cluster.profile)
+        except PlannerError as exc:
+            raise InvalidSpecError("cluster.profile", str(exc)) from None
+        profile = base
+        if cluster.overrides:
+            profile = _validated_profile(_deep_merge(base.model_dump(), cluster.overrides), "cluster.overrides")
+        return ClusterSpec(profile=profile, num_gpus=cluster.num_gpus)
+    if "overrides" in inline:
+        raise InvalidSpecError("cluster.overrides", "overrides apply to a profile id; give cluster.profile")
+    missing = [k for k in ("gpu", "node", "network") if k not in inline]
+    if missing:
+        raise InvalidSpecError(f"cluster.{missing[0]}", "an inline profile needs gpu, node and network")
+    inline.setdefault("id", "inline")
+    return ClusterSpec(profile=_validated_profile(inline, "cluster"), num_gpus=cluster.num_gpus)
+
+
+def layout_from(layout: LayoutIn) -> Layout:
+    return Layout(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        cp=layout.cp,
+        ep=layout.ep,
+        vp=layout.vp,
+        micro_batch_size=layout.micro_batch_size,
+        recompute=layout.recompute,
+        sequence_parallel=layout.sequence_parallel,
+        zero_stage=layout.zero_stage,
+        layers_per_stage=tuple(layout.layers_per_stage) if layout.layers_per_stage else None,
+    )
+
+
+def _layout_out(layout: Layout, num_microbatches: int) -> LayoutOut:
+    return LayoutOut(
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        cp=layout.cp,
+        ep=layout.ep,
+        vp=layout.vp,
+        micro_batch_size=layout.micro_batch_size,
+        num_microbatches=num_microbatches,
+        recompute=layout.recompute,
+        sequence_parallel=layout.sequence_parallel,
+        zero_stage=layout.zero_stage,
+        layers_per_stage=list(layout.layers_per_stage) if layout.layers_per_stage else None,
+    )
+
+
+def _estimate_out(e: Estimate) -> EstimateOut:
+    return EstimateOut(
+        step_time_s=e.step_time_s,
+        tokens_per_s=e.tokens_per_s,
+        model_tflops_per_gpu=e.model_tflops_per_gpu,
+        hardware_tflops_per_gpu=e.hardware_tflops_per_gpu,
+        mfu=e.mfu,
+        bubble_fraction=e.bubble_fraction,
+        time_breakdown_s=e.time_breakdown_s,
+        memory=asdict(e.memory),
+        network=asdict(e.network),
+        days_to_train=e.days_to_train,
+        gpu_hours=e.gpu_hours,
+    )
+
+
+def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: int) -> PlanOut:
+    launch = launch_args(model, training, p.layout, p.num_gpus, gpus_per_node)
+    return PlanOut(
+        rank=p.rank,
+        num_gpus=p.num_gpus,
+        layout=_layout_out(p.layout, p.estimate.num_microbatches),
+        estimate=_estimate_out(p.estimate),
+        launch={
+            name: FrameworkLaunchOut(**asdict(getattr(launch, name))) for name in ("megatron", "torchtitan", "nemo")
+        },
+    )
+
+
+def plan_response(result: PlanResult, model: ModelSpec, training: TrainingSpec, cluster: ClusterSpec) -> PlanResponse:
+    per_node = cluster.profile.node.gpus_per_node
+    base = result.baseline
+    d = result.diagnosis
+    return PlanResponse(
+        plans=[_plan_out(p, model, training, per_node) for p in result.plans],
+        baseline=BaselineOut(
+            rule=base.rule,
+            plan=_plan_out(base.plan, model, training, per_node) if base.plan else None,
+            speedup_of_best=base.speedup_of_best,
+        ),
+        search=SearchOut(**asdict(result.search)),
+        diagnosis=DiagnosisOut(
+            message=d.message,
+            least_memory_layout=_layout_out(
+                d.least_memory_layout, d.least_memory_layout.num_microbatches(training.global_batch_size)
+            )
+            if d.least_memory_layout
+            else None,
+            least_memory_gib=d.least_memory_gib,
+            capacity_gib=d.capacity_gib,
+            relax=d.relax,
+        )
+        if d
+        else None,
+    )
+
+
+def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate) -> EstimateResponse:
+    violations = list(e.violations)
+    if requested.num_microbatches is not None and requested.num_microbatches != e.num_microbatches:
+        violations.append(
+            Violation(
+                "num_microbatches",
+                f"num_microbatches({requested.num_microbatches}) != global_batch_size / (micro_batch_size * dp)"
+                f" = {e.num_microbatches}",
+            )
+        )
+    return EstimateResponse(
+        layout=_layout_out(layout, e.num_microbatches),
+        estimate=_estimate_out(e),
+        fits=not violations,
+        violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
+    )

@@ -1,0 +1,77 @@
+"""Every error as RFC 9457 problem+json, mapped in one place. Nothing leaks a traceback or a path."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, UnknownHardwareError, UnknownPresetError
+
+__all__ = ["install_error_handlers", "problem"]
+
+log = logging.getLogger("planner.api")
+PROBLEM = "application/problem+json"
+_TITLES = {
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    422: "Invalid request",
+    500: "Internal error",
+}
+
+
+def problem(status: int, detail: str, request: Request | None = None, **extra: Any) -> JSONResponse:
+    body = {
+        "type": "about:blank",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "instance": request.url.path if request is not None else None,
+        **extra,
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM)
+
+
+def _loc(loc: tuple[Any, ...]) -> list[str | int]:
+    return [p if isinstance(p, int) else str(p) for p in loc]
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [{"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()[:20]]
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return problem(422, detail, request, errors=errors)
+
+
+async def _planner(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, InvalidSpecError):
+        loc = exc.field.split(".")
+        return problem(422, str(exc), request, errors=[{"loc": loc, "msg": exc.message}])
+    if isinstance(exc, UnknownHardwareError | UnknownPresetError):
+        return problem(404, str(exc), request)
+    if isinstance(exc, InfeasibleError):
+        return problem(422, str(exc), request, reasons=exc.reasons)
+    return problem(422, str(exc), request)
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return problem(exc.status_code, str(exc.detail), request)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s", request.url.path)
+    return problem(500, "the planner failed on this request; it has been logged", request)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(PlannerError, _planner)
+    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)

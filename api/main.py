@@ -1,0 +1,52 @@
+"""The FastAPI application: `create_app()`; profiles load in the lifespan, not at import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+
+from api.cache import ResponseCache
+from api.errors import install_error_handlers
+from api.metrics import Metrics
+from api.middleware import ServiceMiddleware
+from api.routes import catalog, health, plan
+from planner.presets import load_presets
+from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
+
+__all__ = ["create_app"]
+
+DESCRIPTION = """Searches tensor, pipeline, data, context and expert parallel layouts for transformer training
+under the GPUs' memory limit, with the analytical cost model of Narayanan et al. 2021 generalised to today's
+models, and returns ranked layouts with predicted step time, MFU, memory per GPU and launch arguments."""
+
+
+def create_app(profiles_dir: Path = DEFAULT_PROFILES_DIR, cache_entries: int = 256) -> FastAPI:
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.profiles = load_profiles(profiles_dir)
+        load_presets()
+        yield
+
+    app = FastAPI(title="Parallel-layout planner", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.cache = ResponseCache(cache_entries)
+    app.state.metrics = metrics
+    install_error_handlers(app)
+    app.include_router(plan.router)
+    app.include_router(catalog.router)
+    app.include_router(health.router)
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(
+            "<!doctype html><title>Parallel-layout planner</title><h1>Parallel-layout planner</h1>"
+            '<p>API: <a href="/docs">/docs</a>, <a href="/openapi.json">/openapi.json</a></p>'
+        )
+
+    app.add_middleware(ServiceMiddleware, metrics=metrics)
+    return app

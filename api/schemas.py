@@ -1,0 +1,258 @@
+"""Request and response models of the HTTP API (the contract in shared/API.md).
+
+Kept apart from `planner`'s specs: requests accept the three model forms and
+the cluster forms, responses carry units in their names. Converting between
+them is `api/convert.py`'s job; no math here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.profiles import (
+    Calibration,
+    EfficiencySection,
+    GpuSection,
+    LatencySection,
+    NetworkSection,
+    NodeSection,
+)
+from planner.search.rank import Objective
+from planner.specs import ModelSpec, Recompute, TrainingSpec
+
+__all__ = [
+    "ClusterIn",
+    "EstimateOut",
+    "EstimateRequest",
+    "EstimateResponse",
+    "LayoutIn",
+    "LayoutOut",
+    "ModelIn",
+    "PlanRequest",
+    "PlanResponse",
+]
+
+_STRICT = ConfigDict(extra="forbid")
+MAX_JSON_OBJECT_KEYS = 500
+
+
+class PresetModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"preset": "gpt3-175b"}]})
+
+    preset: str = Field(
+        max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Built-in model id (GET /v1/models)."
+    )
+    seq_length: int | None = Field(
+        default=None, ge=1, le=4_194_304, description="Override the preset's sequence length."
+    )
+
+
+class HfConfigModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hf_config: dict[str, Any] = Field(
+        description="A Hugging Face config.json (Llama, Mistral/Mixtral, Qwen, DeepSeek-V3, GPT-2, GPT-NeoX keys).",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model_type": "llama",
+                    "num_hidden_layers": 32,
+                    "hidden_size": 4096,
+                    "num_attention_heads": 32,
+                    "num_key_value_heads": 8,
+                    "intermediate_size": 14336,
+                    "vocab_size": 128256,
+                    "max_position_embeddings": 8192,
+                }
+            ]
+        },
+    )
+    seq_length: int | None = Field(default=None, ge=1, le=4_194_304, description="Training sequence length.")
+
+
+ModelIn = PresetModel | HfConfigModel | ModelSpec
+"""A preset, a Hugging Face config, or an explicit shape."""
+
+
+class ClusterIn(BaseModel):
+    """A built-in profile (optionally with partial overrides), or an inline profile; plus the GPU count."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"profile": "dgx-a100-80gb", "num_gpus": 1024}]},
+    )
+
+    num_gpus: int = Field(ge=1, le=1_048_576, description="GPUs in the job (an upper bound for gpu_efficiency).")
+    profile: str | None = Field(
+        default=None, max_length=64, pattern=r"^[a-z0-9][a-z0-9.-]*$", description="Built-in profile id."
+    )
+    overrides: dict[str, Any] | None = Field(
+        default=None,
+        description="Partial profile deep-merged over the built-in one, e.g. {network: {nics_per_node: 4}}.",
+    )
+    id: str | None = Field(default=None, max_length=64, description="Inline profile: its id.")
+    name: str | None = Field(default=None, max_length=200, description="Inline profile: its name.")
+    gpu: GpuSection | None = Field(default=None, description="Inline profile: the GPU.")
+    node: NodeSection | None = Field(default=None, description="Inline profile: the server.")
+    network: NetworkSection | None = Field(default=None, description="Inline profile: the NICs.")
+    latency: LatencySection | None = None
+    efficiency: EfficiencySection | None = None
+    calibration: Calibration | None = None
+    sources: dict[str, str] | None = None
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": {"preset": "gpt3-175b"},
+                    "cluster": {"profile": "dgx-a100-80gb", "num_gpus": 1024},
+                    "training": {"global_batch_size": 1536, "precision": "bf16"},
+                    "constraints": {"tp": 8, "recompute": ["selective", "full"]},
+                    "top_k": 10,
+                }
+            ]
+        },
+    )
+
+    model: ModelIn = Field(description="A preset, a Hugging Face config, or an explicit shape.")
+    cluster: ClusterIn
+    training: TrainingSpec
+    constraints: dict[str, int | bool | str | list[int | bool | str]] | None = Field(
+        default=None, description="Pin a dimension with a value or restrict it with a list; omitted keys are searched."
+    )
+    top_k: int = Field(default=10, ge=1, le=100, description="Plans to return.")
+    objective: Objective = Field(default=Objective.STEP_TIME, description="step_time or gpu_efficiency.")
+
+
+class LayoutIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tp: int = Field(ge=1, le=1_048_576, description="Tensor-parallel size.")
+    pp: int = Field(ge=1, le=1_048_576, description="Pipeline-parallel size.")
+    dp: int = Field(ge=1, le=1_048_576, description="Data-parallel size.")
+    cp: int = Field(default=1, ge=1, le=1_048_576, description="Context-parallel size.")
+    ep: int = Field(default=1, ge=1, le=1_048_576, description="Expert-parallel size (carved out of dp x cp).")
+    vp: int = Field(default=1, ge=1, le=1024, description="Model chunks per pipeline rank; 1 = no interleaving.")
+    micro_batch_size: int = Field(default=1, ge=1, le=65536, description="Sequences per micro-batch.")
+    num_microbatches: int | None = Field(default=None, ge=1, description="Optional; must equal B / (b x dp).")
+    recompute: Recompute = Recompute.NONE
+    sequence_parallel: bool = False
+    zero_stage: Literal[0, 1, 2, 3] = 0
+    layers_per_stage: list[int] | None = Field(default=None, max_length=4096, description="Layers per pipeline stage.")
+
+
+class EstimateRequest(BaseModel):
+    model_config = _STRICT
+
+    model: ModelIn
+    cluster: ClusterIn
+    training: TrainingSpec
+    layout: LayoutIn
+
+
+class LayoutOut(BaseModel):
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    vp: int
+    micro_batch_size: int
+    num_microbatches: int
+    recompute: Recompute
+    sequence_parallel: bool
+    zero_stage: int
+    layers_per_stage: list[int] | None
+
+
+class MemoryOut(BaseModel):
+    peak_gib: float
+    capacity_gib: float
+    breakdown_gib: dict[str, float]
+
+
+class NetworkOut(BaseModel):
+    tp_groups_over_network: int
+    cp_groups_over_network: int
+    ep_groups_over_network: int
+    dp_groups_over_network: int
+    dp_groups: int
+    pp_hops_over_network: int
+    pp_hops: int
+
+
+class EstimateOut(BaseModel):
+    step_time_s: float
+    tokens_per_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    bubble_fraction: float
+    time_breakdown_s: dict[str, float]
+    memory: MemoryOut
+    network: NetworkOut
+    days_to_train: float | None = None
+    gpu_hours: float | None = None
+
+
+class FrameworkLaunchOut(BaseModel):
+    framework_version: str
+    args: list[str]
+    command: str
+    config: dict[str, Any]
+    script: str | None = None
+
+
+class PlanOut(BaseModel):
+    rank: int
+    num_gpus: int
+    layout: LayoutOut
+    estimate: EstimateOut
+    launch: dict[str, FrameworkLaunchOut]
+
+
+class BaselineOut(BaseModel):
+    rule: str
+    plan: PlanOut | None
+    speedup_of_best: float | None
+
+
+class SearchOut(BaseModel):
+    candidates: int
+    feasible: int
+    elapsed_ms: float
+    rejected: dict[str, int]
+
+
+class DiagnosisOut(BaseModel):
+    message: str
+    least_memory_layout: LayoutOut | None
+    least_memory_gib: float | None
+    capacity_gib: float
+    relax: list[str]
+
+
+class PlanResponse(BaseModel):
+    plans: list[PlanOut]
+    baseline: BaselineOut
+    search: SearchOut
+    diagnosis: DiagnosisOut | None = None
+    cached: bool = False
+
+
+class ViolationOut(BaseModel):
+    rule: str
+    message: str
+
+
+class EstimateResponse(BaseModel):
+    layout: LayoutOut
+    estimate: EstimateOut
+    fits: bool
+    violations: list[ViolationOut]
+    cached: bool = False

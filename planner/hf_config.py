@@ -1,0 +1,388 @@
+"""Map a Hugging Face ``config.json`` to a ModelSpec.
+
+`model_from_hf_config` reads the keys that fix a model's shape and ignores the
+rest (real configs carry dozens: dropout, token ids, rope scaling, dtype, ...).
+
+Supported ``model_type`` values and what is read:
+
+llama, mistral, qwen2, qwen3
+    num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads
+    (default: num_attention_heads), intermediate_size, vocab_size,
+    max_position_embeddings, tie_word_embeddings (default false). Gated (SwiGLU)
+    MLP, RoPE, RMSNorm, no biases.
+mixtral
+    As llama, plus num_local_experts and num_experts_per_tok; every layer is MoE
+    and intermediate_size is the width of one expert.
+qwen2_moe, qwen3_moe
+    As llama, plus num_experts, num_experts_per_tok, moe_intermediate_size,
+    decoder_sparse_step (default 1), mlp_only_layers (default []) and, for
+    qwen2_moe only, shared_expert_intermediate_size. intermediate_size is the
+    width of the dense MLP layers; it may be absent when every layer is MoE.
+deepseek_v3
+    As llama for the trunk, plus n_routed_experts, num_experts_per_tok,
+    moe_intermediate_size, n_shared_experts, first_k_dense_replace,
+    moe_layer_freq (default 1); intermediate_size is the dense layers' width.
+gpt2
+    n_layer, n_embd, n_head, n_inner (absent or null: 4 * n_embd), vocab_size,
+    n_positions, tie_word_embeddings (default true). GeLU MLP, LayerNorm and
+    biases, learned absolute positions.
+gpt_neox
+    num_hidden_layers, hidden_size, num_attention_heads, intermediate_size,
+    vocab_size, max_position_embeddings, tie_word_embeddings (default false).
+    GeLU MLP, LayerNorm and biases, rotary positions.
+
+Without ``model_type`` the family is taken from ``architectures`` (e.g.
+``LlamaForCausalLM``), else guessed from family-specific keys.
+
+Approximations (ModelSpec cannot say more):
+
+- Qwen2 and Qwen2-MoE put biases on the q/k/v projections only. ModelSpec's
+  ``linear_bias`` is all-or-nothing (and also means LayerNorm instead of
+  RMSNorm), so it is False: the q/k/v biases, about (h + 2 * kv) per layer,
+  are left out. Likewise a Llama ``attention_bias``/``mlp_bias`` is ignored.
+- An explicit ``head_dim`` is ignored: ModelSpec's head width is always
+  hidden_size / num_attention_heads. Models whose head_dim differs (Qwen3-MoE,
+  small Qwen3) get their attention projections undercounted.
+- Qwen3's per-head q/k RMSNorm weights, Qwen2-MoE's shared-expert sigmoid gate
+  (h x 1) and DeepSeek's router correction bias are left out (each < 1e-4 of
+  the model).
+- Qwen2-MoE's shared expert is one MLP of width shared_expert_intermediate_size;
+  it becomes ceil(shared / moe_intermediate_size) experts of the routed width
+  (exact when the division is exact, as in every released checkpoint).
+- Qwen-MoE layer i is MoE when (i + 1) % decoder_sparse_step == 0 and i is not
+  in mlp_only_layers; DeepSeek layer i when i >= first_k_dense_replace and
+  i % moe_layer_freq == 0. Both are mapped exactly onto ModelSpec's
+  (first_k_dense_layers, moe_layer_freq) pattern; an mlp_only_layers list that
+  breaks the arithmetic progression cannot be expressed and is an error.
+- DeepSeek-V3's multi-head latent attention (low-rank q and kv projections) is
+  modelled as plain multi-head attention with num_query_groups = heads, as in
+  the deepseek-v3 preset: about 10% more attention weights than MLA, under 0.2%
+  of the total. The multi-token-prediction module (num_nextn_predict_layers) is
+  not counted, matching the advertised 671B.
+- Sliding-window attention (Mistral, Qwen) and partial rotary (GPT-NeoX
+  rotary_pct) change no parameter count and are ignored; so is GPT-NeoX's
+  parallel residual.
+- Llama-style families always have a gated MLP in Hugging Face's modelling
+  code, so gated_mlp is True whatever ``hidden_act`` names (silu in practice).
+
+seq_length is the argument when given, else max_position_embeddings
+(n_positions for GPT-2), uncapped: a long-context model gets its full context.
+It only changes the parameter count for GPT-2's learned position table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.errors import InvalidSpecError
+from planner.specs import ModelSpec
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "model_from_hf_config"]
+
+_FIELD = "model.hf_config"
+
+_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GPT2LMHeadModel": "gpt2",
+    "GPTNeoXForCausalLM": "gpt_neox",
+}
+
+
+class _Keys:
+    """Typed reads of one config.json; errors name the key and the model_type."""
+
+    def __init__(self, config: Mapping[str, Any], model_type: str, *, inferred: bool = False) -> None:
+        self._config = config
+        self.model_type = model_type
+        self._label = f"model_type {model_type!r}" + (" (inferred: config.json has none)" if inferred else "")
+
+    def has(self, key: str) -> bool:
+        return self._config.get(key) is not None
+
+    def error(self, key: str, message: str) -> InvalidSpecError:
+        return InvalidSpecError(f"{_FIELD}.{key}", f"{message} ({self._label})")
+
+    def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        """An integer >= minimum; a missing or null key takes `default`, or is an error without one."""
+        value = self._config.get(key)
+        if value is None:
+            if default is None:
+                raise self.error(key, f"missing required key {key!r}")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"{key} must be an integer, got {value!r}")
+        if value < minimum:
+            rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise self.error(key, f"{key} must be {rule}, got {value}")
+        return value
+
+    def flag(self, key: str, *, default: bool) -> bool:
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(key, f"{key} must be true or false, got {value!r}")
+        return value
+
+    def layer_list(self, key: str, num_layers: int) -> frozenset[int]:
+        """A list of layer indices in [0, num_layers); missing or null is empty."""
+        value = self._config.get(key)
+        if value is None:
+            return frozenset()
+        if not isinstance(value, list | tuple):
+            raise self.error(key, f"{key} must be a list of layer indices, got {value!r}")
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < num_layers:
+                raise self.error(key, f"{key} entries must be layer indices in [0, {num_layers}), got {item!r}")
+        return frozenset(value)
+
+
+def _moe_pattern(keys: _Keys, moe_layers: list[int], num_layers: int, key: str) -> tuple[int, int] | None:
+    """(first_k_dense_layers, moe_layer_freq) whose MoE layers are exactly `moe_layers`; None if there are none.
+
+    ModelSpec's MoE layers are i >= k with (i - k) % freq == 0: an arithmetic
+    progression running to the last layer's stride.
+    """
+    if not moe_layers:
+        return None
+    first = moe_layers[0]
+    freq = moe_layers[1] - first if len(moe_layers) > 1 else max(1, num_layers - first)
+    if moe_layers != list(range(first, num_layers, freq)):
+        shown = ", ".join(str(i) for i in moe_layers[:8]) + (", ..." if len(moe_layers) > 8 else "")
+        raise keys.error(
+            key,
+            f"the MoE layers ({len(moe_layers)} of {num_layers}: {shown}) are not every k-th layer from the "
+            "first MoE layer on; a ModelSpec cannot express this pattern",
+        )
+    return first, freq
+
+
+def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[str, Any]:
+    """Fields shared by the Llama-style families (RoPE, RMSNorm, gated MLP, no biases)."""
+    spec: dict[str, Any] = {
+        "num_layers": keys.integer("num_hidden_layers"),
+        "hidden_size": keys.integer("hidden_size"),
+        "num_attention_heads": keys.integer("num_attention_heads"),
+    }
+    spec["num_query_groups"] = keys.integer("num_key_value_heads", default=spec["num_attention_heads"])
+    if ffn_key is not None:
+        spec["ffn_hidden_size"] = keys.integer(ffn_key)
+    spec.update(
+        vocab_size=keys.integer("vocab_size"),
+        gated_mlp=True,
+        tied_embeddings=keys.flag("tie_word_embeddings", default=False),
+        linear_bias=False,
+        learned_position_embeddings=False,
+    )
+    return spec
+
+
+def _llama(keys: _Keys) -> dict[str, Any]:
+    return _trunk(keys)
+
+
+def _mixtral(keys: _Keys) -> dict[str, Any]:
+    spec = _trunk(keys)
+    num_experts = keys.integer("num_local_experts")
+    spec["moe"] = {
+        "num_experts": num_experts,
+        "top_k": keys.integer("num_experts_per_tok"),
+        "expert_ffn_hidden_size": spec["ffn_hidden_size"],
+    }
+    return spec
+
+
+def _qwen_moe(keys: _Keys) -> dict[str, Any]:
+    spec = _trunk(keys, ffn_key=None)
+    num_layers: int = spec["num_layers"]
+    num_experts = keys.integer("num_experts")
+    top_k = keys.integer("num_experts_per_tok")
+    expert_width = keys.integer("moe_intermediate_size")
+    shared_width = 0
+    if keys.model_type == "qwen2_moe":
+        shared_width = keys.integer("shared_expert_intermediate_size", minimum=0)
+    step = keys.integer("decoder_sparse_step", default=1)
+    dense_only = keys.layer_list("mlp_only_layers", num_layers)
+    moe_layers = [i for i in range(num_layers) if (i + 1) % step == 0 and i not in dense_only]
+    pattern = _moe_pattern(keys, moe_layers, num_layers, "mlp_only_layers" if dense_only else "decoder_sparse_step")
+    has_dense_layers = len(moe_layers) < num_layers
+    if has_dense_layers or keys.has("intermediate_size"):
+        spec["ffn_hidden_size"] = keys.integer("intermediate_size")
+    else:
+        spec["ffn_hidden_size"] = expert_width  # no dense layer: the value is never used
+    if pattern is not None:
+        first_k, freq = pattern
+        spec["moe"] = {
+            "num_experts": num_experts,
+            "top_k": top_k,
+            "expert_ffn_hidden_size": expert_width,
+            "num_shared_experts": math.ceil(shared_width / expert_width),
+            "moe_layer_freq": freq,
+            "first_k_dense_layers": first_k,
+        }
+    return spec
+
+
+def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
+    spec = _trunk(keys)
+    spec["num_query_groups"] = spec["num_attention_heads"]  # MLA approximated as MHA
+    num_layers: int = spec["num_layers"]
+    num_experts = keys.integer("n_routed_experts")
+    top_k = keys.integer("num_experts_per_tok")
+    expert_width = keys.integer("moe_intermediate_size")
+    shared = keys.integer("n_shared_experts", minimum=0)
+    first_dense = keys.integer("first_k_dense_replace", minimum=0)
+    freq = keys.integer("moe_layer_freq", default=1)
+    moe_layers = [i for i in range(first_dense, num_layers) if i % freq == 0]
+    pattern = _moe_pattern(keys, moe_layers, num_layers, "first_k_dense_replace")
+    if pattern is not None:
+        first_k, spec_freq = pattern
+        spec["moe"] = {
+            "num_experts": num_experts,
+            "top_k": top_k,
+            "expert_ffn_hidden_size": expert_width,
+            "num_shared_experts": shared,
+            "moe_layer_freq": spec_freq,
+            "first_k_dense_layers": first_k,
+        }
+    return spec
+
+
+def _gpt2(keys: _Keys) -> dict[str, Any]:
+    hidden = keys.integer("n_embd")
+    return {
+        "num_layers": keys.integer("n_layer"),
+        "hidden_size": hidden,
+        "num_attention_heads": keys.integer("n_head"),
+        "ffn_hidden_size": keys.integer("n_inner", default=4 * hidden),
+        "vocab_size": keys.integer("vocab_size"),
+        "gated_mlp": False,
+        "tied_embeddings": keys.flag("tie_word_embeddings", default=True),
+        "linear_bias": True,
+        "learned_position_embeddings": True,
+    }
+
+
+def _gpt_neox(keys: _Keys) -> dict[str, Any]:
+    return {
+        "num_layers": keys.integer("num_hidden_layers"),
+        "hidden_size": keys.integer("hidden_size"),
+        "num_attention_heads": keys.integer("num_attention_heads"),
+        "ffn_hidden_size": keys.integer("intermediate_size"),
+        "vocab_size": keys.integer("vocab_size"),
+        "gated_mlp": False,
+        "tied_embeddings": keys.flag("tie_word_embeddings", default=False),
+        "linear_bias": True,
+        "learned_position_embeddings": False,
+    }
+
+
+_FAMILIES: dict[str, Callable[[_Keys], dict[str, Any]]] = {
+    "llama": _llama,
+    "mistral": _llama,
+    "qwen2": _llama,
+    "qwen3": _llama,
+    "mixtral": _mixtral,
+    "qwen2_moe": _qwen_moe,
+    "qwen3_moe": _qwen_moe,
+    "deepseek_v3": _deepseek_v3,
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+}
+
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
+"""The ``model_type`` values `model_from_hf_config` accepts."""
+
+
+def _guess_model_type(config: Mapping[str, Any]) -> str | None:
+    """The family of a config.json without ``model_type``: from ``architectures``, else from telltale keys."""
+    architectures = config.get("architectures")
+    if isinstance(architectures, list | tuple):
+        for name in architectures:
+            if isinstance(name, str) and name in _ARCHITECTURES:
+                return _ARCHITECTURES[name]
+    if "n_embd" in config and "n_layer" in config:
+        return "gpt2"
+    if "n_routed_experts" in config:
+        return "deepseek_v3"
+    if "num_local_experts" in config:
+        return "mixtral"
+    if "num_experts" in config and "moe_intermediate_size" in config:
+        return "qwen2_moe" if "shared_expert_intermediate_size" in config else "qwen3_moe"
+    if "rotary_pct" in config or "use_parallel_residual" in config:
+        return "gpt_neox"
+    if all(k in config for k in ("num_hidden_layers", "hidden_size", "num_key_value_heads", "intermediate_size")):
+        return "llama"
+    return None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        shown = "" if isinstance(err["input"], Mapping) else f" (got {err['input']!r})"
+        parts.append(f"{loc}: {msg}{shown}" if loc else msg)
+    return "; ".join(parts)
+
+
+def model_from_hf_config(config: Mapping[str, Any], seq_length: int | None = None) -> ModelSpec:
+    """The ModelSpec of a Hugging Face ``config.json`` (already parsed), for the families listed in this module.
+
+    `seq_length` overrides the config's max_position_embeddings (n_positions for
+    GPT-2). Raises InvalidSpecError, with field ``model.hf_config.<key>``, for a
+    missing, non-integer or non-positive key; ``model.hf_config.model_type`` for
+    an unsupported family; ``model.hf_config`` when the mapped shape breaks a
+    ModelSpec rule (e.g. hidden_size not divisible by num_attention_heads).
+    """
+    if not isinstance(config, Mapping):
+        raise InvalidSpecError(_FIELD, f"config.json must be a JSON object, got {type(config).__name__}")
+    supported = ", ".join(SUPPORTED_MODEL_TYPES)
+    raw_type = config.get("model_type")
+    if raw_type is None:
+        guessed = _guess_model_type(config)
+        if guessed is None:
+            raise InvalidSpecError(
+                f"{_FIELD}.model_type",
+                f"config.json has no model_type and its keys match no supported family; supported: {supported}",
+            )
+        model_type = guessed
+    elif isinstance(raw_type, str) and raw_type in _FAMILIES:
+        model_type = raw_type
+    else:
+        raise InvalidSpecError(f"{_FIELD}.model_type", f"unsupported model_type {raw_type!r}; supported: {supported}")
+
+    keys = _Keys(config, model_type, inferred=raw_type is None)
+    spec = _FAMILIES[model_type](keys)
+
+    if seq_length is None:
+        position_key = "n_positions" if model_type == "gpt2" else "max_position_embeddings"
+        if not keys.has(position_key):
+            raise keys.error(position_key, f"missing key {position_key!r} and no seq_length given")
+        spec["seq_length"] = keys.integer(position_key)
+    elif isinstance(seq_length, bool) or not isinstance(seq_length, int) or seq_length < 1:
+        raise InvalidSpecError("model.seq_length", f"seq_length must be a positive integer, got {seq_length!r}")
+    else:
+        spec["seq_length"] = seq_length
+
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name:
+        spec["name"] = name[:100]
+
+    try:
+        return ModelSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise InvalidSpecError(
+            _FIELD, f"config.json for model_type {model_type!r} gives an invalid model: {_describe(exc)}"
+        ) from None

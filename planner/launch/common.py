@@ -1,0 +1,145 @@
+"""What the three launch builders share: the result types, input checks, the node count and the stage split."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel.candidates import default_stage_layers
+from planner.errors import InvalidSpecError
+from planner.layout import Layout
+from planner.specs import ModelSpec, TrainingSpec
+from planner.validate import layout_violations
+
+__all__ = [
+    "FrameworkLaunch",
+    "KnownModel",
+    "LaunchArgs",
+    "check_inputs",
+    "known_model",
+    "moe_layer_pattern",
+    "node_count",
+    "stage_layers",
+    "tp_pp_dp_mapping_allowed",
+    "torchrun_command",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkLaunch:
+    """One framework's launch: flags or overrides, a command line, their structured form, and a version stamp."""
+
+    framework_version: str
+    """The framework version (release and commit) whose flag and key names are used."""
+    args: list[str]
+    """Megatron-LM: CLI flags and values; TorchTitan: CLI overrides; NeMo: recipe overrides `key=value`."""
+    command: str
+    """A ready-to-run shell command line."""
+    config: dict[str, object]
+    """Structured form: Megatron-LM flag -> value; TorchTitan TOML sections; NeMo override key -> value."""
+    script: str | None = None
+    """Megatron-LM only: a Slurm sbatch script."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchArgs:
+    """The same plan for Megatron-LM, TorchTitan and NeMo 2.0."""
+
+    megatron: FrameworkLaunch
+    torchtitan: FrameworkLaunch
+    nemo: FrameworkLaunch
+
+
+def check_inputs(model: ModelSpec, training: TrainingSpec, layout: Layout, num_gpus: int, gpus_per_node: int) -> None:
+    """Raise InvalidSpecError unless the layout is legal and the GPUs fill whole nodes (or part of one)."""
+    violations = layout_violations(layout, model, training, num_gpus)
+    if violations:
+        raise InvalidSpecError("layout", "; ".join(f"{v.rule}: {v.message}" for v in violations))
+    if gpus_per_node < 1:
+        raise InvalidSpecError("gpus_per_node", f"gpus_per_node({gpus_per_node}) must be >= 1")
+    if num_gpus > gpus_per_node and num_gpus % gpus_per_node:
+        raise InvalidSpecError(
+            "num_gpus", f"num_gpus({num_gpus}) % gpus_per_node({gpus_per_node}) = {num_gpus % gpus_per_node}, must be 0"
+        )
+
+
+def node_count(num_gpus: int, gpus_per_node: int) -> tuple[int, int]:
+    """(nodes, processes per node): one partly used node when the job is smaller than a node."""
+    if num_gpus <= gpus_per_node:
+        return 1, num_gpus
+    return num_gpus // gpus_per_node, gpus_per_node
+
+
+def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
+    """Layers per pipeline stage (length pp): as planned, else the cost model's default split."""
+    if layout.layers_per_stage is not None:
+        return layout.layers_per_stage
+    first, middle, last = (int(x[0]) for x in default_stage_layers(model.num_layers, np.asarray([layout.pp])))
+    if layout.pp == 1:
+        return (first,)
+    return (first,) + (middle,) * (layout.pp - 2) + (last,)
+
+
+def tp_pp_dp_mapping_allowed(layout: Layout) -> bool:
+    """Whether Megatron-Core accepts its tp-cp-ep-pp-dp rank order for this layout.
+
+    `initialize_model_parallel` asserts, for an order that does not end in pp with pp > 1, that the
+    expert data-parallel size (world / (etp * ep * pp), etp = tp) equals the dense one
+    (world / (tp * cp * pp)), i.e. ep == cp; every model builds the expert grid, MoE or not.
+    """
+    return layout.pp == 1 or layout.ep == layout.cp
+
+
+def moe_layer_pattern(model: ModelSpec) -> list[int]:
+    """1 for each MoE layer, 0 for each dense one, as the planner counts them (ModelSpec.num_moe_layers)."""
+    if model.moe is None:
+        return [0] * model.num_layers
+    k, freq = model.moe.first_k_dense_layers, model.moe.moe_layer_freq
+    return [int(i >= k and (i - k) % freq == 0) for i in range(model.num_layers)]
+
+
+def torchrun_command(nnodes: int, nproc: int, program: list[str], *, slurm: bool = False) -> str:
+    """`torchrun` with c10d rendezvous at $MASTER_ADDR:$MASTER_PORT (left for the shell to expand).
+
+    Under Slurm the rendezvous id is the job id, so every node's torchrun joins the same one.
+    """
+    head = shlex.join(["torchrun", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc)])
+    rdzv_id = ' --rdzv-id "$SLURM_JOB_ID"' if slurm else ""
+    endpoint = ' --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT"'
+    return f"{head}{rdzv_id}{endpoint} {shlex.join(program)}"
+
+
+@dataclass(frozen=True, slots=True)
+class KnownModel:
+    """A model the frameworks ship: TorchTitan's (model name, flavor), if it has one, and NeMo's recipe."""
+
+    torchtitan: tuple[str, str] | None
+    nemo_recipe: str
+
+
+# Keyed by (layers, hidden, heads, query groups, ffn, experts): the shape, never the label.
+_KNOWN: dict[tuple[int, int, int, int, int, int], KnownModel] = {
+    (32, 4096, 32, 8, 14336, 0): KnownModel(("llama3", "8B"), "llama31_8b"),
+    (80, 8192, 64, 8, 28672, 0): KnownModel(("llama3", "70B"), "llama31_70b"),
+    (126, 16384, 128, 8, 53248, 0): KnownModel(("llama3", "405B"), "llama31_405b"),
+    (61, 7168, 128, 128, 18432, 256): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
+    (32, 4096, 32, 8, 14336, 8): KnownModel(None, "mixtral_8x7b"),
+    (96, 12288, 96, 96, 49152, 0): KnownModel(None, "gpt3_175b"),
+    (32, 6144, 48, 8, 24576, 0): KnownModel(None, "nemotron4_15b"),
+    (96, 18432, 96, 8, 73728, 0): KnownModel(None, "nemotron4_340b"),
+}
+
+
+def known_model(model: ModelSpec) -> KnownModel | None:
+    experts = model.moe.num_experts if model.moe is not None else 0
+    key = (
+        model.num_layers,
+        model.hidden_size,
+        model.num_attention_heads,
+        model.num_query_groups,
+        model.ffn_hidden_size,
+        experts,
+    )
+    return _KNOWN.get(key)

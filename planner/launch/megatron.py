@@ -1,0 +1,253 @@
+"""Megatron-LM `pretrain_gpt.py` flags, the `torchrun` line and a Slurm sbatch script for one plan.
+
+Every flag name is checked against `tests/data/megatron_lm_flags.txt`, the flags that
+`megatron/training/arguments.py` defines at MEGATRON_VERSION.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from planner.launch.common import (
+    FrameworkLaunch,
+    stage_layers,
+    torchrun_command,
+    tp_pp_dp_mapping_allowed,
+)
+from planner.layout import Layout
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+
+__all__ = ["MEGATRON_VERSION", "megatron_launch", "moe_layer_freq"]
+
+MEGATRON_VERSION = "Megatron-LM core_v0.15.0 (commit 0d7e02bd26d3, 2025-12-05)"
+"""The last Megatron-Core release whose arguments.py spells out every flag (0.16 generates most from dataclasses)."""
+
+_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+
+
+def _parallel_flags(layout: Layout) -> list[str]:
+    flags = ["--tensor-model-parallel-size", str(layout.tp), "--pipeline-model-parallel-size", str(layout.pp)]
+    if layout.cp > 1:
+        flags += ["--context-parallel-size", str(layout.cp)]
+    if layout.ep > 1:
+        flags += ["--expert-model-parallel-size", str(layout.ep)]
+    if layout.sequence_parallel and layout.tp > 1:
+        flags.append("--sequence-parallel")
+    # Planner rank order is tp, cp, pp, dp; without the flag Megatron uses tp-cp-ep-dp-pp (pp outermost),
+    # and Megatron rejects the flag when pp > 1 and ep != cp (see tp_pp_dp_mapping_allowed).
+    if tp_pp_dp_mapping_allowed(layout):
+        flags.append("--use-tp-pp-dp-mapping")
+    return flags
+
+
+def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
+    """Interleaving and the uneven split. There is no --virtual-pipeline-model-parallel-size flag."""
+    if layout.pp == 1:
+        return []
+    stages = stage_layers(model, layout)
+    uneven = len(set(stages)) > 1
+    flags: list[str] = []
+    if uneven:
+        flags += ["--decoder-first-pipeline-num-layers", str(stages[0])]
+        flags += ["--decoder-last-pipeline-num-layers", str(stages[-1])]
+    if layout.vp > 1 and uneven:
+        # validate_args: an uneven split must give the interleaving degree as stages per rank.
+        flags += ["--num-virtual-stages-per-pipeline-rank", str(layout.vp)]
+    elif layout.vp > 1:
+        flags += ["--num-layers-per-virtual-pipeline-stage", str(model.num_layers // (layout.pp * layout.vp))]
+    return flags
+
+
+def _batch_recompute_flags(training: TrainingSpec, layout: Layout) -> list[str]:
+    flags = ["--micro-batch-size", str(layout.micro_batch_size), "--global-batch-size", str(training.global_batch_size)]
+    if layout.recompute is Recompute.FULL:
+        flags += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    elif layout.recompute is Recompute.SELECTIVE:
+        flags += ["--recompute-granularity", "selective"]
+    return flags
+
+
+def _zero_flags(layout: Layout) -> list[str]:
+    """ZeRO 1: the distributed optimizer. ZeRO 2/3: Megatron FSDP with its sharding strategy.
+
+    Megatron-LM has no ZeRO-2/3 switch on the distributed optimizer; the closest real flags are
+    Megatron FSDP (`--use-megatron-fsdp`) with `--data-parallel-sharding-strategy optim_grads` (ZeRO-2)
+    or `optim_grads_params` (ZeRO-3), as its docs give them (with the distributed optimizer and without
+    gradient-accumulation fusion). Megatron FSDP requires `--ckpt-format fsdp_dtensor`. The pinned docs list
+    TP, EP and CP as compatible with Megatron FSDP, not pipeline parallelism.
+    """
+    if layout.zero_stage == 0:
+        return []
+    if layout.zero_stage == 1:
+        return ["--use-distributed-optimizer"]
+    return [
+        "--use-megatron-fsdp",
+        "--data-parallel-sharding-strategy",
+        _SHARDING[layout.zero_stage],
+        "--use-distributed-optimizer",
+        "--no-gradient-accumulation-fusion",
+        "--ckpt-format",
+        "fsdp_dtensor",
+    ]
+
+
+def _shape_flags(model: ModelSpec) -> list[str]:
+    flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
+    flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
+    flags += ["--seq-length", str(model.seq_length), "--max-position-embeddings", str(model.seq_length)]
+    if model.num_query_groups < model.num_attention_heads:
+        # --num-query-groups is ignored unless --group-query-attention is given.
+        flags += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
+    if model.gated_mlp:
+        flags.append("--swiglu")
+    if not model.tied_embeddings:
+        flags.append("--untie-embeddings-and-output-weights")
+    position = "learned_absolute" if model.learned_position_embeddings else "rope"
+    flags += ["--position-embedding-type", position]
+    if model.linear_bias:
+        flags += ["--normalization", "LayerNorm"]
+    else:
+        flags += ["--disable-bias-linear", "--normalization", "RMSNorm"]
+    return flags
+
+
+def moe_layer_freq(model: ModelSpec) -> str:
+    """--moe-layer-freq: an integer N (layer i is MoE iff i % N == 0), else a Python list expression.
+
+    Megatron-LM has no first-k-dense flag: leading dense layers go in the pattern, e.g. "[0]*3+[1]*58".
+    """
+    assert model.moe is not None
+    k, freq = model.moe.first_k_dense_layers, model.moe.moe_layer_freq
+    if k == 0:
+        return str(freq)
+    blocks, rest = divmod(model.num_layers - k, freq)
+    parts = [f"[0]*{k}"]
+    if blocks:
+        parts.append(f"[1]*{blocks}" if freq == 1 else f"([1]+[0]*{freq - 1})*{blocks}")
+    if rest:
+        parts.append("[1]" if rest == 1 else f"[1]+[0]*{rest - 1}")
+    return "+".join(parts)
+
+
+def _moe_flags(model: ModelSpec, layout: Layout) -> list[str]:
+    if model.moe is None:
+        return []
+    moe = model.moe
+    flags = ["--num-experts", str(moe.num_experts), "--moe-router-topk", str(moe.top_k)]
+    flags += ["--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size), "--moe-layer-freq", moe_layer_freq(model)]
+    if moe.num_shared_experts:
+        shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
+        flags += ["--moe-shared-expert-intermediate-size", str(shared)]
+    flags.append("--moe-grouped-gemm")
+    if layout.ep > 1:
+        flags += ["--moe-token-dispatcher-type", "alltoall"]
+    return flags
+
+
+def _precision_runtime_flags(training: TrainingSpec, layout: Layout) -> list[str]:
+    runtime = training.runtime
+    flags = ["--fp16"] if training.precision is Precision.FP16 else ["--bf16"]
+    if training.precision is Precision.FP8:
+        flags += ["--fp8-format", "hybrid"]
+    flags += ["--attention-backend", "flash" if runtime.flash_attention else "unfused"]
+    if runtime.overlap_grad_reduce:
+        flags.append("--overlap-grad-reduce")
+        # validate_args: --overlap-param-gather needs the distributed optimizer (or Megatron FSDP).
+        if runtime.overlap_param_gather and layout.zero_stage >= 1:
+            flags.append("--overlap-param-gather")
+    # validate_args: TP communication overlap needs sequence parallelism.
+    if runtime.tp_comm_overlap and layout.tp > 1 and layout.sequence_parallel:
+        flags.append("--tp-comm-overlap")
+    return flags
+
+
+def _run_flags(model: ModelSpec) -> list[str]:
+    """Mock data and a null tokenizer, so the command runs as a throughput benchmark; replace for real data.
+
+    The null tokenizer adds one token (end of document) to --vocab-size; Megatron then pads to a
+    multiple of 128 * tp, as for every tokenizer. The schedule values are placeholders.
+    """
+    flags = ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(model.vocab_size - 1)]
+    return flags + ["--train-iters", "100", "--lr", "1e-4", "--log-interval", "1"]
+
+
+def _config(args: list[str]) -> dict[str, object]:
+    """Flag -> value: True for a switch, the string for one value, a list for several."""
+    config: dict[str, object] = {}
+    flag = ""
+    for token in args:
+        if token.startswith("--"):
+            flag = token
+            config[flag] = True
+        elif config[flag] is True:
+            config[flag] = token
+        else:
+            previous = config[flag]
+            config[flag] = [*previous, token] if isinstance(previous, list) else [previous, token]
+    return config
+
+
+def _env(layout: Layout) -> dict[str, str | None]:
+    """CUDA_DEVICE_MAX_CONNECTIONS: must be 1 with tp or cp > 1 (Hopper and older), must not be 1 with Megatron FSDP."""
+    if layout.zero_stage >= 2:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": None}
+    if layout.tp > 1 or layout.cp > 1:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    return {}
+
+
+def _command(args: list[str], env: dict[str, str | None], nnodes: int, nproc: int) -> str:
+    unset = [f"-u {name}" for name, value in env.items() if value is None]
+    assign = [f"{name}={shlex.quote(value)}" for name, value in env.items() if value is not None]
+    prefix = " ".join((["env", *unset] if unset else []) + assign)
+    line = torchrun_command(nnodes, nproc, ["pretrain_gpt.py", *args])
+    return f"{prefix} {line}" if prefix else line
+
+
+def _grouped(args: list[str]) -> list[str]:
+    """One line per flag with its values, shell-quoted."""
+    lines: list[list[str]] = []
+    for token in args:
+        if token.startswith("--") or not lines:
+            lines.append([token])
+        else:
+            lines[-1].append(token)
+    return [shlex.join(line) for line in lines]
+
+
+def _sbatch(args: list[str], env: dict[str, str | None], nnodes: int, nproc: int) -> str:
+    exports = [f"unset {n}" if v is None else f"export {n}={shlex.quote(v)}" for n, v in env.items()]
+    launcher = torchrun_command(nnodes, nproc, ["pretrain_gpt.py"], slurm=True)
+    body = " \\\n    ".join([f"srun {launcher}", *_grouped(args)])
+    lines = [
+        "#!/bin/bash",
+        "#SBATCH --job-name=megatron-pretrain-gpt",
+        f"#SBATCH --nodes={nnodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={nproc}",
+        "#SBATCH --exclusive",
+        "set -euo pipefail",
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        "export MASTER_ADDR",
+        "export MASTER_PORT=${MASTER_PORT:-29500}",
+        *exports,
+        body,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def megatron_launch(
+    model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
+) -> FrameworkLaunch:
+    args = _parallel_flags(layout) + _pipeline_flags(model, layout) + _batch_recompute_flags(training, layout)
+    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout)
+    args += _precision_runtime_flags(training, layout)
+    run = args + _run_flags(model)
+    env = _env(layout)
+    return FrameworkLaunch(
+        framework_version=MEGATRON_VERSION,
+        args=args,
+        command=_command(run, env, nnodes, nproc),
+        config=_config(args),
+        script=_sbatch(run, env, nnodes, nproc),
+    )

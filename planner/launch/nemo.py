@@ -1,0 +1,161 @@
+"""NeMo 2.0 recipe overrides (`nemo llm pretrain --factory RECIPE key=value ...`) for one plan.
+
+Every key is checked against `tests/data/nemo_strategy_params.txt`: MegatronStrategy's parameters
+(trainer.strategy.*), the Megatron-Core dataclasses NeMo builds from (model.config.* from
+TransformerConfig and NeMo's GPTConfig, trainer.strategy.ddp.*, optim.config.*), MockDataModule's
+parameters (data.*), MegatronMixedPrecision's (trainer.plugins.*) and Lightning Trainer's (trainer.*).
+
+Every parallel setting is written out, even at its default, because recipes set their own
+(llama31_70b sets vp = 5 and cp = 2). Left out, with the reason:
+
+- attention backend: `model.config.attention_backend` is an enum the CLI cannot spell; the default
+  (auto) picks flash or cuDNN fused attention.
+- TP communication overlap: NeMo turns it on through MegatronCommOverlapCallback (a recipe's
+  performance mode), not through a plain key.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from planner.launch.common import (
+    FrameworkLaunch,
+    known_model,
+    moe_layer_pattern,
+    stage_layers,
+    tp_pp_dp_mapping_allowed,
+)
+from planner.layout import Layout
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+
+__all__ = ["NEMO_VERSION", "nemo_launch", "nemo_recipe"]
+
+NEMO_VERSION = "NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e"
+"""NeMo 2.0's newest LLM collection; its requirements/manifest.json pins the Megatron-LM commit."""
+
+_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+Override = str | int | bool | list[int] | None
+
+
+def nemo_recipe(model: ModelSpec) -> str:
+    """The recipe NeMo ships for this shape, else the closest family (the overrides set the shape)."""
+    known = known_model(model)
+    if known is not None:
+        return known.nemo_recipe
+    if model.moe is not None:
+        return "mixtral_8x7b"
+    return "llama3_8b" if model.gated_mlp else "gpt3_175b"
+
+
+def _strategy(model: ModelSpec, layout: Layout) -> dict[str, Override]:
+    stages = stage_layers(model, layout)
+    uneven = layout.pp > 1 and len(set(stages)) > 1
+    s = "trainer.strategy."
+    return {
+        f"{s}tensor_model_parallel_size": layout.tp,
+        f"{s}pipeline_model_parallel_size": layout.pp,
+        f"{s}virtual_pipeline_model_parallel_size": layout.vp if layout.vp > 1 else None,
+        f"{s}num_layers_in_first_pipeline_stage": stages[0] if uneven else None,
+        f"{s}num_layers_in_last_pipeline_stage": stages[-1] if uneven else None,
+        f"{s}context_parallel_size": layout.cp,
+        f"{s}expert_model_parallel_size": layout.ep,
+        f"{s}sequence_parallel": layout.sequence_parallel and layout.tp > 1,
+        f"{s}use_tp_pp_dp_mapping": tp_pp_dp_mapping_allowed(layout),
+    }
+
+
+def _data_parallel(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    """ZeRO 1: distributed optimizer; ZeRO 2/3: Megatron FSDP with its sharding strategy (as for Megatron-LM)."""
+    runtime = training.runtime
+    overrides: dict[str, Override] = {
+        "optim.config.use_distributed_optimizer": layout.zero_stage >= 1,
+        "trainer.strategy.ddp.overlap_grad_reduce": runtime.overlap_grad_reduce,
+        "trainer.strategy.ddp.overlap_param_gather": runtime.overlap_param_gather and layout.zero_stage >= 1,
+    }
+    if layout.zero_stage >= 2:
+        overrides |= {
+            "trainer.strategy.fsdp": "megatron",
+            "trainer.strategy.ddp.data_parallel_sharding_strategy": _SHARDING[layout.zero_stage],
+            "trainer.strategy.save_ckpt_format": "fsdp_dtensor",
+            "model.config.gradient_accumulation_fusion": False,
+        }
+    return overrides
+
+
+def _batch_recompute(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    full = layout.recompute is Recompute.FULL
+    return {
+        "data.micro_batch_size": layout.micro_batch_size,
+        "data.global_batch_size": training.global_batch_size,
+        "data.seq_length": model.seq_length,
+        "model.config.recompute_granularity": None if layout.recompute is Recompute.NONE else layout.recompute.value,
+        "model.config.recompute_method": "uniform" if full else None,
+        "model.config.recompute_num_layers": 1 if full else None,
+    }
+
+
+def _shape(model: ModelSpec) -> dict[str, Override]:
+    c = "model.config."
+    return {
+        f"{c}num_layers": model.num_layers,
+        f"{c}hidden_size": model.hidden_size,
+        f"{c}num_attention_heads": model.num_attention_heads,
+        f"{c}num_query_groups": model.num_query_groups,
+        f"{c}ffn_hidden_size": model.ffn_hidden_size,
+        f"{c}gated_linear_unit": model.gated_mlp,
+        f"{c}add_bias_linear": model.linear_bias,
+        f"{c}normalization": "LayerNorm" if model.linear_bias else "RMSNorm",
+        f"{c}position_embedding_type": "learned_absolute" if model.learned_position_embeddings else "rope",
+        f"{c}share_embeddings_and_output_weights": model.tied_embeddings,
+        f"{c}seq_length": model.seq_length,
+        f"{c}vocab_size": model.vocab_size,
+    }
+
+
+def _moe(model: ModelSpec, layout: Layout) -> dict[str, Override]:
+    if model.moe is None:
+        return {}
+    moe = model.moe
+    pattern = moe_layer_pattern(model)
+    freq: int | list[int] = moe.moe_layer_freq if moe.first_k_dense_layers == 0 else pattern
+    shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
+    return {
+        "model.config.num_moe_experts": moe.num_experts,
+        "model.config.moe_router_topk": moe.top_k,
+        "model.config.moe_ffn_hidden_size": moe.expert_ffn_hidden_size,
+        "model.config.moe_shared_expert_intermediate_size": shared or None,
+        "model.config.moe_layer_freq": freq,
+        "model.config.moe_grouped_gemm": True,
+        "model.config.moe_token_dispatcher_type": "alltoall" if layout.ep > 1 else "allgather",
+    }
+
+
+def _precision(training: TrainingSpec) -> dict[str, Override]:
+    if training.precision is Precision.FP16:
+        return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None}
+    return {
+        "trainer.plugins.precision": "bf16-mixed",
+        "trainer.plugins.fp8": "hybrid" if training.precision is Precision.FP8 else None,
+    }
+
+
+def _format(value: Override) -> str:
+    """As NeMo-Run's CLI parses it: Python literals, bare strings."""
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int) -> FrameworkLaunch:
+    overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
+    overrides |= _strategy(model, layout) | _data_parallel(training, layout)
+    overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)
+    overrides |= _precision(training)
+    args = [f"{key}={_format(value)}" for key, value in overrides.items()]
+    command = shlex.join(["nemo", "llm", "pretrain", "--factory", nemo_recipe(model), "--yes", *args])
+    return FrameworkLaunch(
+        framework_version=NEMO_VERSION,
+        args=args,
+        command=command,
+        config=dict(overrides),
+    )

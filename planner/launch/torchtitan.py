@@ -1,0 +1,168 @@
+"""TorchTitan JobConfig overrides (TOML sections and `--section.key` CLI flags) for one plan.
+
+Every key is checked against `tests/data/torchtitan_config_keys.txt`, the dotted keys of
+`torchtitan/config/job_config.py` at TORCHTITAN_VERSION. Not expressible exactly in TorchTitan:
+
+- rank order: its device mesh is (pp, dp, cp, tp), pp outermost; the planner places tp, cp, pp, dp.
+- ZeRO stages: TorchTitan shards with FSDP2 over dp_shard * cp. ZeRO 1 and 2 map to FSDP keeping
+  parameters gathered after forward (`fsdp_reshard_after_forward = "never"`), ZeRO 3 to resharding
+  them (`"always"`); ZeRO 0 to replication (DDP), except that cp > 1 and ep > 1 still need FSDP
+  (experts are sharded out of dp_shard * cp), so the smallest such shard degree is used.
+- selective recomputation: TorchTitan's per-op SAC (`selective_ac_option = "op"`) is the closest to
+  Megatron's attention-core recompute.
+- fp16: no fp16 mixed precision; bfloat16 is used. fp8: the float8 Linear converter (torchao).
+- sequence parallelism is always on with tp > 1; flash attention and DP overlap are not options.
+
+Booleans that are False are left out of the CLI overrides (JobConfig's defaults are False; tyro
+spells the negation `--section.no-key`); the TOML form in `config` keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from planner.launch.common import FrameworkLaunch, known_model, stage_layers, torchrun_command
+from planner.layout import Layout
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+
+__all__ = ["TORCHTITAN_VERSION", "torchtitan_launch"]
+
+TORCHTITAN_VERSION = "TorchTitan v0.2.2 (commit 73a0e6979dd1, 2026-02-20)"
+"""The last TorchTitan release with the TOML JobConfig and `--job.config_file`; later ones configure in Python."""
+
+_CHECKPOINTING = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
+
+
+def _dp_degrees(layout: Layout) -> tuple[int, int]:
+    """(data_parallel_replicate_degree, data_parallel_shard_degree)."""
+    if layout.zero_stage >= 1:
+        return 1, layout.dp
+    # Experts shard out of dp_shard * cp (ETP = TP), so ep must divide it: the least such shard degree.
+    shard = layout.ep // math.gcd(layout.ep, layout.cp)
+    return layout.dp // shard, shard
+
+
+def _module_names(layout: Layout, stages: tuple[int, ...]) -> list[list[str]]:
+    """Module FQNs per virtual stage in TorchTitan's looped order (stage s on rank s % pp)."""
+    per_chunk = [n // layout.vp for n in stages]
+    parts: list[list[str]] = []
+    layer = 0
+    for _ in range(layout.vp):
+        for count in per_chunk:
+            parts.append([f"layers.{i}" for i in range(layer, layer + count)])
+            layer += count
+    parts[0].insert(0, "tok_embeddings")
+    parts[-1] += ["norm", "output"]
+    return parts
+
+
+def _split(model: ModelSpec, layout: Layout) -> dict[str, object]:
+    """Layers per stage. TorchTitan counts the embedding and the output as `*_less_layers` layer slots."""
+    stages = stage_layers(model, layout)
+    first, last = stages[0], stages[-1]
+    middle = stages[1] if layout.pp > 2 else max(first, last)
+    if len(set(stages)) == 1:
+        per_virtual = model.num_layers // (layout.pp * layout.vp)
+        return {"pipeline_parallel_layers_per_stage": per_virtual} | _less(0, 0)
+    if layout.vp == 1 and first <= middle and last <= middle:
+        return {"pipeline_parallel_layers_per_stage": middle} | _less(middle - first, middle - last)
+    # Uneven and interleaved (or a heavier end stage): name every stage's modules (TOML only).
+    return {"module_fqns_per_model_part": _module_names(layout, stages)}
+
+
+def _less(first: int, last: int) -> dict[str, object]:
+    return {"pipeline_parallel_first_stage_less_layers": first, "pipeline_parallel_last_stage_less_layers": last}
+
+
+def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
+    replicate, shard = _dp_degrees(layout)
+    section: dict[str, object] = {
+        "data_parallel_replicate_degree": replicate,
+        "data_parallel_shard_degree": shard,
+        "fsdp_reshard_after_forward": "always" if layout.zero_stage == 3 else "never",
+        "tensor_parallel_degree": layout.tp,
+        "enable_async_tensor_parallel": training.runtime.tp_comm_overlap and layout.tp > 1,
+        "pipeline_parallel_degree": layout.pp,
+        "context_parallel_degree": layout.cp,
+        "expert_parallel_degree": layout.ep,
+        "expert_tensor_parallel_degree": layout.tp if layout.ep > 1 else 1,
+    }
+    if layout.pp > 1:
+        section["pipeline_parallel_schedule"] = "Interleaved1F1B" if layout.vp > 1 else "1F1B"
+        section["pipeline_parallel_microbatch_size"] = layout.micro_batch_size
+        section |= _split(model, layout)
+    return section
+
+
+def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
+    """With pp > 1 a step is one pipeline pass over local_batch_size / microbatch micro-batches; else accumulation."""
+    local = training.global_batch_size // layout.dp if layout.pp > 1 else layout.micro_batch_size
+    return {
+        "local_batch_size": local,
+        "global_batch_size": training.global_batch_size,
+        "seq_len": model.seq_length,
+        "mixed_precision_param": "bfloat16",
+    }
+
+
+def _config(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
+    checkpointing: dict[str, object] = {"mode": _CHECKPOINTING[layout.recompute]}
+    if layout.recompute is Recompute.SELECTIVE:
+        checkpointing["selective_ac_option"] = "op"
+    config: dict[str, object] = {
+        "parallelism": _parallelism(model, training, layout),
+        "activation_checkpoint": checkpointing,
+        "training": _training(model, training, layout),
+    }
+    known = known_model(model)
+    model_section: dict[str, object] = {}
+    if known is not None and known.torchtitan is not None:
+        model_section |= {"name": known.torchtitan[0], "flavor": known.torchtitan[1]}
+    if training.precision is Precision.FP8:
+        model_section["converters"] = ["quantize.linear.float8"]
+    if model_section:
+        config["model"] = model_section
+    if training.runtime.tp_comm_overlap and layout.tp > 1:
+        config["compile"] = {"enable": True}  # async TP runs only under torch.compile
+    return config
+
+
+def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
+    """`--section.key value` pairs; True is a bare flag, False is left to the default; nested lists stay in TOML."""
+    args: list[str] = []
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            args += _overrides(value, f"{name}.")
+        elif value is True:
+            args.append(f"--{name}")
+        elif value is False or (isinstance(value, list) and any(isinstance(v, list) for v in value)):
+            continue
+        elif isinstance(value, list):
+            args += [f"--{name}", ",".join(str(v) for v in value)]
+        else:
+            args += [f"--{name}", str(value)]
+    return args
+
+
+def torchtitan_launch(
+    model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
+) -> FrameworkLaunch:
+    """For a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
+
+    (no train config file: the shipped ones turn on features, e.g. float8 for 405B, that the CLI
+    cannot turn off). Otherwise the command reads CONFIG.toml, which must hold `config` and a
+    [model] section naming a flavor registered for this shape.
+    """
+    config = _config(model, training, layout)
+    args = _overrides(config)
+    known = known_model(model)
+    config_file = [] if known is not None and known.torchtitan is not None else ["--job.config_file", "CONFIG.toml"]
+    command = torchrun_command(nnodes, nproc, ["-m", "torchtitan.train", *config_file, *args])
+    return FrameworkLaunch(
+        framework_version=TORCHTITAN_VERSION,
+        args=args,
+        command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
+        config=config,
+    )

@@ -1,0 +1,86 @@
+"""The service through real HTTP: uvicorn on 127.0.0.1 on a free port, driven by httpx and the client."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from planner.client import PlannerClient, PlannerServiceError
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "api.main:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("the service did not become ready in 30 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+REQUEST = {
+    "model": {"preset": "gpt3-175b"},
+    "cluster": {"profile": "dgx-a100-80gb", "num_gpus": 1024},
+    "training": {"global_batch_size": 1536},
+    "top_k": 5,
+}
+
+
+def test_plan_over_http_with_the_client(server: str) -> None:
+    with PlannerClient(server) as client:
+        assert client.live()
+        response = client.plan(REQUEST)
+        assert len(response.plans) == 5
+        best = response.plans[0]
+        assert best.layout.tp * best.layout.pp * best.layout.dp * best.layout.cp == 1024
+        assert "torchrun --nnodes 128 --nproc-per-node 8" in best.launch["megatron"].command
+        assert response.baseline.speedup_of_best is not None and response.baseline.speedup_of_best >= 1
+        again = client.plan(REQUEST)
+        assert again.cached and again.plans == response.plans
+
+
+def test_errors_over_http_are_problems(server: str) -> None:
+    with PlannerClient(server) as client, pytest.raises(PlannerServiceError) as info:
+        client.plan(REQUEST | {"model": {"preset": "nope"}})
+    assert info.value.status == 422
+    assert info.value.problem["errors"][0]["loc"] == ["model", "preset"]
+    r = httpx.get(server + "/v1/hardware-profiles/nope")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
+    assert r.headers["x-request-id"]

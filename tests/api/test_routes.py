@@ -1,0 +1,184 @@
+"""Every route of API.md answers as specified (TestClient; the lifespan runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.middleware import MAX_BODY_BYTES
+
+PLAN = {
+    "model": {"preset": "gpt3-175b"},
+    "cluster": {"profile": "dgx-a100-80gb", "num_gpus": 64},
+    "training": {"global_batch_size": 64, "precision": "bf16"},
+    "top_k": 3,
+}
+LAYOUT_KEYS = {
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "vp",
+    "micro_batch_size",
+    "num_microbatches",
+    "recompute",
+    "sequence_parallel",
+    "zero_stage",
+    "layers_per_stage",
+}
+ESTIMATE_KEYS = {
+    "step_time_s",
+    "tokens_per_s",
+    "model_tflops_per_gpu",
+    "hardware_tflops_per_gpu",
+    "mfu",
+    "bubble_fraction",
+    "time_breakdown_s",
+    "memory",
+}
+TIME_KEYS = {"compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer"}
+MEMORY_KEYS = {"parameters", "gradients", "optimizer_states", "activations", "other"}
+
+
+def _problem(response: Any, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    assert {"type", "title", "status", "detail", "instance"} <= set(body)
+    assert body["status"] == status
+    assert "Traceback" not in response.text and "/work/" not in response.text
+    return body
+
+
+def _check_plan(p: dict[str, Any]) -> None:
+    assert set(p["layout"]) >= LAYOUT_KEYS
+    assert set(p["estimate"]) >= ESTIMATE_KEYS
+    assert set(p["estimate"]["time_breakdown_s"]) == TIME_KEYS
+    assert set(p["estimate"]["memory"]) >= {"peak_gib", "capacity_gib", "breakdown_gib"}
+    assert set(p["estimate"]["memory"]["breakdown_gib"]) == MEMORY_KEYS
+    x = p["layout"]
+    assert x["tp"] * x["pp"] * x["dp"] * x["cp"] == p["num_gpus"]
+    assert set(p["launch"]) >= {"megatron", "torchtitan", "nemo"}
+    assert p["launch"]["megatron"]["framework_version"]
+
+
+def test_plan_preset(client: TestClient) -> None:
+    r = client.post("/v1/plan", json=PLAN)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [p["rank"] for p in body["plans"]] == [1, 2, 3]
+    steps = [p["estimate"]["step_time_s"] for p in body["plans"]]
+    assert steps == sorted(steps)
+    for p in body["plans"]:
+        _check_plan(p)
+    assert body["baseline"]["rule"].startswith("tp = gpus_per_node")
+    assert body["baseline"]["speedup_of_best"] >= 1.0
+    assert body["search"]["candidates"] >= body["search"]["feasible"] > 0
+    assert body["cached"] is False
+    assert r.headers["x-request-id"]
+
+
+def test_identical_request_is_cached(client: TestClient) -> None:
+    request = PLAN | {"top_k": 2}
+    first, second = client.post("/v1/plan", json=request), client.post("/v1/plan", json=request)
+    assert first.json()["cached"] is False and second.json()["cached"] is True
+    assert first.json()["plans"] == second.json()["plans"]
+
+
+def test_plan_explicit_shape_and_overrides(client: TestClient) -> None:
+    shape = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
+    request = {
+        **PLAN,
+        "model": shape,
+        "cluster": {"profile": "dgx-a100-80gb", "num_gpus": 16, "overrides": {"network": {"nics_per_node": 4}}},
+    }
+    r = client.post("/v1/plan", json=request)
+    assert r.status_code == 200, r.text
+    assert r.json()["plans"]
+
+
+def test_inline_profile(client: TestClient) -> None:
+    profile = client.get("/v1/hardware-profiles/dgx-h100").json()
+    inline = {k: profile[k] for k in ("gpu", "node", "network")} | {"num_gpus": 16}
+    r = client.post("/v1/plan", json={**PLAN, "cluster": inline})
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    ("patch", "loc"),
+    [
+        (
+            {"cluster": {"profile": "dgx-a100-80gb", "num_gpus": 16, "overrides": {"network": {"nics_per_node": -1}}}},
+            ["cluster", "overrides", "network", "nics_per_node"],
+        ),
+        ({"model": {"preset": "no-such-model"}}, ["model", "preset"]),
+        ({"cluster": {"profile": "no-such-gpu", "num_gpus": 8}}, ["cluster", "profile"]),
+        ({"constraints": {"tq": 2}}, ["constraints", "tq"]),
+        ({"training": {"global_batch_size": 0}}, ["body", "training", "global_batch_size"]),
+        ({"top_k": 1000}, ["body", "top_k"]),
+    ],
+)
+def test_bad_plan_requests_name_the_field(client: TestClient, patch: dict[str, Any], loc: list[str]) -> None:
+    body = _problem(client.post("/v1/plan", json=PLAN | patch), 422)
+    assert any(e["loc"][: len(loc)] == loc for e in body["errors"]), body
+
+
+def test_estimate_valid_and_rule_breaking(client: TestClient) -> None:
+    base = {k: PLAN[k] for k in ("model", "cluster", "training")}
+    good = {"tp": 8, "pp": 8, "dp": 1, "recompute": "selective", "sequence_parallel": True, "zero_stage": 1}
+    r = client.post("/v1/estimate", json=base | {"layout": good})
+    assert r.status_code == 200, r.text
+    assert r.json()["fits"] is True and r.json()["violations"] == []
+    assert set(r.json()["layout"]) >= LAYOUT_KEYS
+    bad = good | {"dp": 3, "num_microbatches": 5}
+    r = client.post("/v1/estimate", json=base | {"layout": bad})
+    assert r.status_code == 200
+    rules = {v["rule"] for v in r.json()["violations"]}
+    assert r.json()["fits"] is False and {"world_size", "num_microbatches"} <= rules
+
+
+def test_estimate_malformed_layout_is_422(client: TestClient) -> None:
+    base = {k: PLAN[k] for k in ("model", "cluster", "training")}
+    body = _problem(client.post("/v1/estimate", json=base | {"layout": {"tp": -1, "pp": 1, "dp": 1}}), 422)
+    assert body["errors"][0]["loc"] == ["body", "layout", "tp"]
+
+
+def test_catalog_routes(client: TestClient) -> None:
+    ids = {p["id"] for p in client.get("/v1/hardware-profiles").json()}
+    assert {"dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "mi300x"} <= ids
+    assert client.get("/v1/hardware-profiles/gb200-nvl72").json()["node"]["nvlink_domain_gpus"] == 72
+    models = {m["id"] for m in client.get("/v1/models").json()}
+    assert {"gpt3-175b", "llama3-405b", "megatron-1t", "mixtral-8x7b"} <= models
+    assert client.get("/v1/models/llama3-70b").json()["model"]["num_query_groups"] == 8
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/models/nope", "/v1/hardware-profiles/nope", "/v1/hardware-profiles/..%2F..%2Fetc%2Fpasswd"]
+)
+def test_unknown_ids_are_404_problems(client: TestClient, path: str) -> None:
+    body = _problem(client.get(path), 404)
+    assert "passwd" not in body.get("detail", "") or "unknown" in body["detail"]
+
+
+def test_operations_routes(client: TestClient) -> None:
+    assert client.get("/livez").json() == {"status": "ok"}
+    assert client.get("/readyz").status_code == 200
+    client.post("/v1/plan", json=PLAN)
+    text = client.get("/metrics").text
+    assert "planner_requests_total" in text and "planner_candidates_evaluated_total" in text
+    assert "planner_cache_hits_total" in text and "planner_search_seconds" in text
+    spec = client.get("/openapi.json").json()
+    assert spec["info"]["description"]
+    assert {"/v1/plan", "/v1/estimate", "/v1/hardware-profiles", "/v1/models", "/livez"} <= set(spec["paths"])
+    assert client.get("/").status_code == 200
+
+
+def test_malformed_and_oversize_bodies(client: TestClient) -> None:
+    r = client.post("/v1/plan", content=b"{not json", headers={"content-type": "application/json"})
+    _problem(r, 422)
+    big = b'{"x": "' + b"a" * (MAX_BODY_BYTES + 10) + b'"}'
+    _problem(client.post("/v1/plan", content=big, headers={"content-type": "application/json"}), 413)
+    _problem(client.post("/v1/plan", json=PLAN | {"unexpected": 1}), 422)

@@ -1,0 +1,171 @@
+"""Regenerate the recorded flag/key lists in this folder from the frameworks' own source.
+
+The lists are data for `tests/launch`: every flag or key that `planner.launch` emits must be in them.
+Nothing here is imported by the planner. Run it with local git mirrors of the repositories:
+
+    python tests/data/extract_launch_lists.py MEGATRON_GIT TORCHTITAN_GIT NEMO_GIT LIGHTNING_GIT
+
+Each argument is a git directory (bare or not). The pinned refs are below; change them, rerun, and
+update `planner.launch` (its version strings) in the same commit.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+MEGATRON_REF = "core_v0.15.0"  # last Megatron-Core release whose arguments.py spells out every flag
+TORCHTITAN_REF = "v0.2.2"  # last TorchTitan release with the TOML JobConfig (job_config.py)
+NEMO_REF = "HEAD"
+# NeMo's requirements/manifest.json pins Megatron-LM at this commit: its dataclasses are NeMo's model.config etc.
+NEMO_MEGATRON_REF = "b615e731080e83703ff3e93b11d3a9bc5bb281c3"
+LIGHTNING_REF = "2.4.0"  # NeMo's requirements_lightning.txt: lightning>2.2.1,<=2.4.0
+
+
+def _git(gitdir: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", gitdir, *args], check=True, capture_output=True, text=True).stdout
+
+
+def _source(gitdir: str, ref: str, path: str) -> ast.Module:
+    return ast.parse(_git(gitdir, "show", f"{ref}:{path}"))
+
+
+def _stamp(repo: str, gitdir: str, ref: str, path: str, what: str) -> str:
+    commit, date = _git(gitdir, "log", "-1", "--format=%H %cI", ref).split()
+    tag = f" ({ref})" if ref not in ("HEAD", commit) else ""
+    return f"# {repo} {commit}{tag} {date} {path}: {what}"
+
+
+def _class(tree: ast.Module, name: str) -> ast.ClassDef:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    raise KeyError(name)
+
+
+def _fields(cls: ast.ClassDef) -> Iterator[tuple[str, ast.expr]]:
+    """Annotated class-level names of a dataclass body (ClassVar excluded), with their annotation."""
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if "ClassVar" not in ast.unparse(node.annotation):
+                yield node.target.id, node.annotation
+
+
+def _init_params(cls: ast.ClassDef) -> list[str]:
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            args = node.args
+            return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.arg != "self"]
+    raise KeyError(f"{cls.name}.__init__")
+
+
+def megatron_flags(gitdir: str) -> list[str]:
+    path = "megatron/training/arguments.py"
+    flags: set[str] = set()
+    for node in ast.walk(_source(gitdir, MEGATRON_REF, path)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            for arg in node.args:
+                if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    raise ValueError(f"non-literal flag name at line {node.lineno}")
+                if arg.value.startswith("--"):
+                    flags.add(arg.value)
+    header = _stamp("NVIDIA/Megatron-LM", gitdir, MEGATRON_REF, path, "every --flag given to add_argument")
+    return [header, *sorted(flags)]
+
+
+def _dotted(tree: ast.Module, cls: ast.ClassDef, prefix: str) -> Iterator[str]:
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    for name, annotation in _fields(cls):
+        if isinstance(annotation, ast.Name) and annotation.id in classes:
+            yield from _dotted(tree, _class(tree, annotation.id), f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}"
+
+
+def torchtitan_keys(gitdir: str) -> list[str]:
+    path = "torchtitan/config/job_config.py"
+    tree = _source(gitdir, TORCHTITAN_REF, path)
+    keys = sorted(_dotted(tree, _class(tree, "JobConfig"), ""))
+    header = _stamp("pytorch/torchtitan", gitdir, TORCHTITAN_REF, path, "every dotted key of JobConfig")
+    return [header, *keys]
+
+
+def _dataclass_fields(gitdir: str, ref: str, path: str, name: str) -> list[str]:
+    tree = _source(gitdir, ref, path)
+    return [field for field, _ in _fields(_class(tree, name))]
+
+
+def nemo_keys(megatron_git: str, nemo_git: str, lightning_git: str) -> list[str]:
+    mcore = "megatron/core"
+    strategy = "nemo/lightning/pytorch/strategies/megatron_strategy.py"
+    sources: list[tuple[str, str, str, str, str, list[str]]] = [
+        # (repo, gitdir, ref, path, prefix, names)
+        (
+            "NVIDIA/NeMo",
+            nemo_git,
+            NEMO_REF,
+            strategy,
+            "trainer.strategy.",
+            _init_params(_class(_source(nemo_git, NEMO_REF, strategy), "MegatronStrategy")),
+        ),
+    ]
+    mcore_classes = [
+        (f"{mcore}/transformer/transformer_config.py", "TransformerConfig", "model.config."),
+        (f"{mcore}/model_parallel_config.py", "ModelParallelConfig", "model.config."),
+        (
+            f"{mcore}/distributed/distributed_data_parallel_config.py",
+            "DistributedDataParallelConfig",
+            "trainer.strategy.ddp.",
+        ),
+        (f"{mcore}/optimizer/optimizer_config.py", "OptimizerConfig", "optim.config."),
+    ]
+    for path, name, prefix in mcore_classes:
+        names = _dataclass_fields(megatron_git, NEMO_MEGATRON_REF, path, name)
+        sources.append(("NVIDIA/Megatron-LM", megatron_git, NEMO_MEGATRON_REF, path, prefix, names))
+    gpt = "nemo/collections/llm/gpt/model/base.py"
+    sources.append(
+        (
+            "NVIDIA/NeMo",
+            nemo_git,
+            NEMO_REF,
+            gpt,
+            "model.config.",
+            _dataclass_fields(nemo_git, NEMO_REF, gpt, "GPTConfig"),
+        )
+    )
+    for path, name, prefix in [
+        ("nemo/collections/llm/gpt/data/mock.py", "MockDataModule", "data."),
+        ("nemo/lightning/pytorch/plugins/mixed_precision.py", "MegatronMixedPrecision", "trainer.plugins."),
+    ]:
+        names = _init_params(_class(_source(nemo_git, NEMO_REF, path), name))
+        sources.append(("NVIDIA/NeMo", nemo_git, NEMO_REF, path, prefix, names))
+    trainer = "src/lightning/pytorch/trainer/trainer.py"
+    names = _init_params(_class(_source(lightning_git, LIGHTNING_REF, trainer), "Trainer"))
+    sources.append(("Lightning-AI/pytorch-lightning", lightning_git, LIGHTNING_REF, trainer, "trainer.", names))
+
+    headers: list[str] = []
+    keys: set[str] = set()
+    for repo, gitdir, ref, path, prefix, names in sources:
+        headers.append(_stamp(repo, gitdir, ref, path, f"{prefix}*"))
+        keys.update(prefix + n for n in names)
+    return [*headers, *sorted(keys)]
+
+
+def main(argv: list[str]) -> None:
+    megatron_git, torchtitan_git, nemo_git, lightning_git = argv
+    outputs = {
+        "megatron_lm_flags.txt": megatron_flags(megatron_git),
+        "torchtitan_config_keys.txt": torchtitan_keys(torchtitan_git),
+        "nemo_strategy_params.txt": nemo_keys(megatron_git, nemo_git, lightning_git),
+    }
+    for name, lines in outputs.items():
+        (HERE / name).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,165 @@
+"""Plans the launch tests run over: dense with biases, Llama-style GQA + SwiGLU, MoE, cp > 1, vp > 1,
+uneven splits, ZeRO 0-3, fp16 and fp8. Any test that takes a `case` argument runs on each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from planner.launch import LaunchArgs, launch_args
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    model: ModelSpec
+    training: TrainingSpec
+    layout: Layout
+    num_gpus: int
+    gpus_per_node: int = 8
+
+    def launch(self) -> LaunchArgs:
+        return launch_args(self.model, self.training, self.layout, self.num_gpus, self.gpus_per_node)
+
+
+def _model(preset: str) -> ModelSpec:
+    return get_preset(preset).model
+
+
+def _train(batch: int, precision: Precision = Precision.BF16, **runtime: bool) -> TrainingSpec:
+    return TrainingSpec(global_batch_size=batch, precision=precision, runtime=RuntimeFeatures(**runtime))
+
+
+SEL, FULL, NONE = Recompute.SELECTIVE, Recompute.FULL, Recompute.NONE
+
+# A made-up MoE shape no framework ships: every other layer MoE after one dense layer.
+CUSTOM_MOE = ModelSpec(
+    name="custom moe",
+    num_layers=12,
+    hidden_size=1024,
+    num_attention_heads=16,
+    num_query_groups=4,
+    ffn_hidden_size=4096,
+    gated_mlp=True,
+    vocab_size=32000,
+    seq_length=4096,
+    moe=MoESpec(num_experts=8, top_k=2, expert_ffn_hidden_size=1024, moe_layer_freq=2, first_k_dense_layers=1),
+)
+
+CASES = [
+    Case(
+        "gpt3-175b-fp16-full-zero0",
+        _model("gpt3-175b"),
+        _train(1536, Precision.FP16),
+        Layout(tp=8, pp=8, dp=16, micro_batch_size=2, recompute=FULL),
+        1024,
+    ),
+    Case(
+        "gpt3-175b-vp8-sp-zero1",
+        _model("gpt3-175b"),
+        _train(1536),
+        Layout(tp=8, pp=4, dp=32, vp=8, micro_batch_size=4, sequence_parallel=True, zero_stage=1),
+        1024,
+    ),
+    Case(
+        "llama3-8b-tp2-zero1",
+        _model("llama3-8b"),
+        _train(512),
+        Layout(tp=2, pp=1, dp=32, micro_batch_size=2, sequence_parallel=True, zero_stage=1),
+        64,
+    ),
+    Case(
+        "llama3-70b-cp2-vp5-selective",
+        _model("llama3-70b"),
+        _train(1024),
+        Layout(tp=4, pp=4, dp=32, cp=2, vp=5, recompute=SEL, sequence_parallel=True, zero_stage=1),
+        1024,
+    ),
+    Case(
+        "llama3-70b-pp8-vp5-zero0",
+        _model("llama3-70b"),
+        _train(1024),
+        Layout(tp=4, pp=8, dp=32, vp=5, sequence_parallel=True),
+        1024,
+    ),
+    Case(
+        "llama3-405b-uneven-zero2",
+        _model("llama3-405b"),
+        _train(2048),
+        Layout(tp=8, pp=16, dp=8, sequence_parallel=True, zero_stage=2, layers_per_stage=(7,) + (8,) * 14 + (7,)),
+        1024,
+    ),
+    Case(
+        "llama3-405b-uneven-vp2-zero3",
+        _model("llama3-405b"),
+        _train(2048),
+        Layout(tp=8, pp=16, dp=8, vp=2, sequence_parallel=True, zero_stage=3, layers_per_stage=(6,) + (8,) * 14 + (8,)),
+        1024,
+    ),
+    Case(
+        "mixtral-cp8-ep8-zero1",
+        _model("mixtral-8x7b"),
+        _train(512),
+        Layout(tp=1, pp=1, dp=32, cp=8, ep=8, zero_stage=1),
+        256,
+    ),
+    Case(
+        "mixtral-pp4-ep4-zero0",
+        _model("mixtral-8x7b"),
+        _train(512),
+        Layout(tp=2, pp=4, dp=8, ep=4, micro_batch_size=1, recompute=FULL, sequence_parallel=True),
+        64,
+    ),
+    Case(
+        "deepseek-v3-ep8-fp8-zero3",
+        _model("deepseek-v3"),
+        _train(2048, Precision.FP8),
+        Layout(tp=2, pp=8, dp=64, ep=8, recompute=FULL, sequence_parallel=True, zero_stage=3),
+        1024,
+    ),
+    Case(
+        "llama3-8b-fp8-tp-overlap-zero2",
+        _model("llama3-8b"),
+        _train(256, Precision.FP8, tp_comm_overlap=True),
+        Layout(tp=4, pp=2, dp=8, micro_batch_size=2, sequence_parallel=True, zero_stage=2),
+        64,
+    ),
+    Case(
+        "nemotron4-15b-no-flash-no-overlap",
+        _model("nemotron4-15b"),
+        _train(256, flash_attention=False, overlap_grad_reduce=False, overlap_param_gather=False),
+        Layout(tp=4, pp=2, dp=8, recompute=SEL, sequence_parallel=False, zero_stage=1),
+        64,
+    ),
+    Case(
+        "gpt-neox-20b-uneven-pp2",
+        _model("gpt-neox-20b"),
+        _train(512),
+        Layout(tp=2, pp=2, dp=4, micro_batch_size=4, sequence_parallel=True, zero_stage=1, layers_per_stage=(23, 21)),
+        16,
+    ),
+    Case(
+        "llama3-8b-half-node",
+        _model("llama3-8b"),
+        _train(64),
+        Layout(tp=4, pp=1, dp=1, micro_batch_size=1, sequence_parallel=True),
+        4,
+    ),
+    Case(
+        "custom-moe-freq2-first1",
+        CUSTOM_MOE,
+        _train(64),
+        Layout(tp=2, pp=2, dp=4, ep=2, micro_batch_size=2, sequence_parallel=True, zero_stage=1),
+        16,
+        gpus_per_node=4,
+    ),
+]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        metafunc.parametrize("case", CASES, ids=[c.id for c in CASES])

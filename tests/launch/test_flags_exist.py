@@ -1,0 +1,104 @@
+"""Every flag and key the launch builders emit exists in the pinned framework version.
+
+The lists in tests/data were extracted from each framework's source at the commit named on their
+first lines (tests/data/extract_launch_lists.py regenerates them).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.launch import FrameworkLaunch
+from planner.launch.megatron import MEGATRON_VERSION
+from planner.launch.nemo import NEMO_VERSION
+from planner.launch.torchtitan import TORCHTITAN_VERSION
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MEGATRON_FILE, TORCHTITAN_FILE, NEMO_FILE = (
+    "megatron_lm_flags.txt",
+    "torchtitan_config_keys.txt",
+    "nemo_strategy_params.txt",
+)
+
+
+@cache
+def _lines(name: str) -> tuple[list[str], frozenset[str]]:
+    lines = (DATA / name).read_text().splitlines()
+    return [x for x in lines if x.startswith("#")], frozenset(x for x in lines if x and not x.startswith("#"))
+
+
+def _names(name: str) -> frozenset[str]:
+    return _lines(name)[1]
+
+
+def _flags(tokens: list[str]) -> list[str]:
+    return [t.split("=", 1)[0] for t in tokens if t.startswith("--")]
+
+
+def _after(command: str, marker: str) -> list[str]:
+    tokens = shlex.split(command)
+    return tokens[tokens.index(marker) + 1 :]
+
+
+def _dotted(config: dict[str, Any], prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for key, value in config.items():
+        keys += _dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"]
+    return keys
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [(MEGATRON_FILE, MEGATRON_VERSION), (TORCHTITAN_FILE, TORCHTITAN_VERSION), (NEMO_FILE, NEMO_VERSION)],
+)
+def test_list_names_its_source_and_matches_the_version_stamp(name: str, version: str) -> None:
+    headers, names = _lines(name)
+    first = headers[0]
+    assert re.match(r"# \S+/\S+ [0-9a-f]{40} .*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+", first), first
+    commit = re.search(r"[0-9a-f]{40}", first)
+    assert commit is not None and commit[0][:12] in version
+    assert len(names) > 100
+
+
+def test_recorded_megatron_list_has_no_virtual_pipeline_size_flag() -> None:
+    names = _names(MEGATRON_FILE)
+    assert "--virtual-pipeline-model-parallel-size" not in names
+    assert {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"} <= names
+
+
+def test_megatron_flags_exist(case: Any) -> None:
+    launch: FrameworkLaunch = case.launch().megatron
+    known = _names(MEGATRON_FILE)
+    assert launch.script is not None
+    script_flags = _after(launch.script.split("srun ", 1)[1], "pretrain_gpt.py")
+    for flags in (_flags(launch.args), _flags(_after(launch.command, "pretrain_gpt.py")), _flags(script_flags)):
+        assert flags
+        assert [f for f in flags if f not in known] == []
+    assert set(launch.config) <= known
+
+
+def test_torchtitan_keys_exist(case: Any) -> None:
+    launch: FrameworkLaunch = case.launch().torchtitan
+    known = _names(TORCHTITAN_FILE)
+    from_args = [f.removeprefix("--") for f in _flags(launch.args)]
+    from_command = [f.removeprefix("--") for f in _flags(_after(launch.command, "torchtitan.train"))]
+    assert ("job.config_file" in from_command) != ("model.flavor" in from_command)
+    for keys in (from_args, from_command, _dotted(launch.config)):
+        assert keys
+        assert [k for k in keys if k not in known] == []
+
+
+def test_nemo_keys_exist(case: Any) -> None:
+    launch: FrameworkLaunch = case.launch().nemo
+    known = _names(NEMO_FILE)
+    from_args = [a.split("=", 1)[0] for a in launch.args]
+    from_command = [a.split("=", 1)[0] for a in _after(launch.command, "--yes")]
+    for keys in (from_args, from_command, list(launch.config)):
+        assert keys
+        assert [k for k in keys if k not in known] == []

@@ -1,0 +1,567 @@
+"""Launch arguments carry the plan: right flags with right values, node counts, shell-safe commands."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+
+import planner.launch
+from planner.errors import InvalidSpecError
+from planner.launch import FrameworkLaunch, LaunchArgs, launch_args
+from planner.launch.common import moe_layer_pattern, stage_layers
+from planner.launch.megatron import moe_layer_freq
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+
+LLAMA70 = get_preset("llama3-70b").model
+GPT3 = get_preset("gpt3-175b").model
+DEEPSEEK = get_preset("deepseek-v3").model
+
+
+def _flags(launch: FrameworkLaunch) -> dict[str, list[str]]:
+    """Megatron args as flag -> values."""
+    out: dict[str, list[str]] = {}
+    flag = ""
+    for token in launch.args:
+        if token.startswith("--"):
+            flag = token
+            out[flag] = []
+        else:
+            out[flag].append(token)
+    return out
+
+
+def _launch(model: ModelSpec, layout: Layout, batch: int = 1024, **training: Any) -> LaunchArgs:
+    return launch_args(model, TrainingSpec(global_batch_size=batch, **training), layout, layout.world_size, 8)
+
+
+def _option(tokens: list[str], name: str) -> str:
+    return tokens[tokens.index(name) + 1]
+
+
+# --- the plan the brief names: interleaving, GQA, SwiGLU, context parallel, distributed optimizer ---
+
+
+def test_interleaved_gqa_swiglu_cp_distributed_optimizer() -> None:
+    layout = Layout(tp=4, pp=4, dp=32, cp=2, vp=5, recompute=Recompute.SELECTIVE, sequence_parallel=True, zero_stage=1)
+    flags = _flags(_launch(LLAMA70, layout).megatron)
+    assert flags["--num-layers-per-virtual-pipeline-stage"] == ["4"]  # 80 / (4 * 5)
+    assert "--virtual-pipeline-model-parallel-size" not in flags
+    assert "--num-virtual-stages-per-pipeline-rank" not in flags
+    assert flags["--group-query-attention"] == []
+    assert flags["--num-query-groups"] == ["8"]
+    assert flags["--swiglu"] == []
+    assert flags["--context-parallel-size"] == ["2"]
+    assert flags["--use-distributed-optimizer"] == []
+    assert flags["--tensor-model-parallel-size"] == ["4"]
+    assert flags["--pipeline-model-parallel-size"] == ["4"]
+    assert flags["--sequence-parallel"] == []
+    assert flags["--recompute-granularity"] == ["selective"]
+    assert "--recompute-method" not in flags
+    assert flags["--micro-batch-size"] == ["1"]
+    assert flags["--global-batch-size"] == ["1024"]
+    assert flags["--num-layers"] == ["80"] and flags["--hidden-size"] == ["8192"]
+    assert flags["--ffn-hidden-size"] == ["28672"] and flags["--num-attention-heads"] == ["64"]
+    assert flags["--seq-length"] == ["8192"] and flags["--max-position-embeddings"] == ["8192"]
+    assert flags["--position-embedding-type"] == ["rope"]
+    assert flags["--normalization"] == ["RMSNorm"] and "--disable-bias-linear" in flags
+    assert "--untie-embeddings-and-output-weights" in flags
+    assert "--expert-model-parallel-size" not in flags and "--use-megatron-fsdp" not in flags
+    assert flags["--bf16"] == [] and "--fp8-format" not in flags
+    assert flags["--attention-backend"] == ["flash"]
+    assert "--overlap-grad-reduce" in flags and "--overlap-param-gather" in flags
+    # cp = 2 != ep = 1 with pp > 1: Megatron-Core rejects --use-tp-pp-dp-mapping for this layout.
+    assert "--use-tp-pp-dp-mapping" not in flags
+
+
+def test_same_plan_for_torchtitan_and_nemo() -> None:
+    layout = Layout(tp=4, pp=4, dp=32, cp=2, vp=5, recompute=Recompute.SELECTIVE, sequence_parallel=True, zero_stage=1)
+    launch = _launch(LLAMA70, layout)
+    parallelism = launch.torchtitan.config["parallelism"]
+    assert isinstance(parallelism, dict)
+    assert parallelism["tensor_parallel_degree"] == 4 and parallelism["pipeline_parallel_degree"] == 4
+    assert parallelism["context_parallel_degree"] == 2
+    assert parallelism["data_parallel_shard_degree"] == 32 and parallelism["data_parallel_replicate_degree"] == 1
+    assert parallelism["pipeline_parallel_schedule"] == "Interleaved1F1B"
+    assert parallelism["pipeline_parallel_layers_per_stage"] == 4
+    assert launch.torchtitan.config["activation_checkpoint"] == {"mode": "selective", "selective_ac_option": "op"}
+    nemo = launch.nemo.config
+    assert nemo["trainer.strategy.virtual_pipeline_model_parallel_size"] == 5
+    assert nemo["trainer.strategy.context_parallel_size"] == 2
+    assert nemo["trainer.strategy.sequence_parallel"] is True
+    assert nemo["optim.config.use_distributed_optimizer"] is True
+    assert nemo["model.config.num_query_groups"] == 8 and nemo["model.config.gated_linear_unit"] is True
+    assert nemo["trainer.num_nodes"] == 128 and nemo["trainer.devices"] == 8
+    assert "trainer.strategy.virtual_pipeline_model_parallel_size=5" in launch.nemo.args
+
+
+# --- every plan ---
+
+
+def test_num_query_groups_never_without_group_query_attention(case: Any) -> None:
+    flags = _flags(case.launch().megatron)
+    assert ("--num-query-groups" in flags) == ("--group-query-attention" in flags)
+    gqa = case.model.num_query_groups < case.model.num_attention_heads
+    assert ("--group-query-attention" in flags) == gqa
+    if gqa:
+        assert flags["--num-query-groups"] == [str(case.model.num_query_groups)]
+
+
+def test_no_virtual_pipeline_size_flag_anywhere(case: Any) -> None:
+    megatron = case.launch().megatron
+    assert megatron.script is not None
+    for text in (" ".join(megatron.args), megatron.command, megatron.script):
+        assert "--virtual-pipeline-model-parallel-size" not in text
+
+
+def test_torchrun_nodes_times_processes_is_num_gpus(case: Any) -> None:
+    launch = case.launch()
+    for command in (launch.megatron.command, launch.torchtitan.command):
+        tokens = _after_torchrun(command)
+        nnodes, nproc = int(_option(tokens, "--nnodes")), int(_option(tokens, "--nproc-per-node"))
+        assert nnodes * nproc == case.num_gpus
+        assert nproc == min(case.num_gpus, case.gpus_per_node)
+        assert _option(tokens, "--rdzv-backend") == "c10d"
+        assert _option(tokens, "--rdzv-endpoint") == "$MASTER_ADDR:$MASTER_PORT"
+    assert launch.nemo.config["trainer.num_nodes"] * launch.nemo.config["trainer.devices"] == case.num_gpus
+
+
+def _after_torchrun(command: str) -> list[str]:
+    tokens = shlex.split(command)
+    return tokens[tokens.index("torchrun") :]
+
+
+def test_sbatch_script_matches_the_torchrun_line(case: Any) -> None:
+    megatron = case.launch().megatron
+    script = megatron.script
+    assert script is not None and script.startswith("#!/bin/bash\n")
+    command_tokens = _after_torchrun(megatron.command)
+    nnodes = _option(command_tokens, "--nnodes")
+    nproc = _option(command_tokens, "--nproc-per-node")
+    assert re.search(rf"^#SBATCH --nodes={nnodes}$", script, re.M)
+    assert re.search(r"^#SBATCH --ntasks-per-node=1$", script, re.M)
+    assert re.search(rf"^#SBATCH --gpus-per-node={nproc}$", script, re.M)
+    assert re.search(r"^#SBATCH --exclusive$", script, re.M)
+    srun = shlex.split(script.split("\nsrun ", 1)[1].replace("\\\n", " "))
+    assert srun[0] == "torchrun"
+    assert _option(srun, "--nnodes") == nnodes and _option(srun, "--nproc-per-node") == nproc
+    assert _option(srun, "--rdzv-id") == "$SLURM_JOB_ID"
+    assert srun[srun.index("pretrain_gpt.py") :] == command_tokens[command_tokens.index("pretrain_gpt.py") :]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_script_and_commands_parse_as_shell(case: Any) -> None:
+    launch = case.launch()
+    assert launch.megatron.script is not None
+    for text in (launch.megatron.script, launch.megatron.command, launch.torchtitan.command, launch.nemo.command):
+        subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+
+
+def test_args_appear_verbatim_in_the_command(case: Any) -> None:
+    launch = case.launch()
+    megatron = shlex.split(launch.megatron.command)
+    start = megatron.index("pretrain_gpt.py") + 1
+    assert megatron[start : start + len(launch.megatron.args)] == launch.megatron.args
+    titan = shlex.split(launch.torchtitan.command)
+    assert titan[-len(launch.torchtitan.args) :] == launch.torchtitan.args
+    nemo = shlex.split(launch.nemo.command)
+    assert nemo[-len(launch.nemo.args) :] == launch.nemo.args
+    assert nemo[:5] == ["nemo", "llm", "pretrain", "--factory", nemo[4]]
+
+
+def test_parallel_sizes_are_the_layouts(case: Any) -> None:
+    x = case.layout
+    launch = case.launch()
+    flags = _flags(launch.megatron)
+    assert flags["--tensor-model-parallel-size"] == [str(x.tp)]
+    assert flags["--pipeline-model-parallel-size"] == [str(x.pp)]
+    assert flags.get("--context-parallel-size", ["1"]) == [str(x.cp)]
+    assert flags.get("--expert-model-parallel-size", ["1"]) == [str(x.ep)]
+    assert ("--sequence-parallel" in flags) == (x.sequence_parallel and x.tp > 1)
+    par = launch.torchtitan.config["parallelism"]
+    assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == x.dp
+    dims = ("tensor_parallel_degree", "pipeline_parallel_degree", "context_parallel_degree", "expert_parallel_degree")
+    assert [par[k] for k in dims] == [x.tp, x.pp, x.cp, x.ep]
+    nemo = launch.nemo.config
+    s = "trainer.strategy."
+    assert nemo[f"{s}tensor_model_parallel_size"] == x.tp and nemo[f"{s}pipeline_model_parallel_size"] == x.pp
+    assert nemo[f"{s}context_parallel_size"] == x.cp and nemo[f"{s}expert_model_parallel_size"] == x.ep
+    assert nemo[f"{s}virtual_pipeline_model_parallel_size"] == (x.vp if x.vp > 1 else None)
+
+
+def test_megatron_config_is_the_args(case: Any) -> None:
+    megatron = case.launch().megatron
+    flags = _flags(megatron)
+    assert list(megatron.config) == list(flags)
+    for flag, values in flags.items():
+        expected: object = True if not values else values[0] if len(values) == 1 else values
+        assert megatron.config[flag] == expected
+
+
+def test_torchtitan_batch_gives_the_planned_micro_batches(case: Any) -> None:
+    x, batch = case.layout, case.training.global_batch_size
+    titan = case.launch().torchtitan.config
+    training, par = titan["training"], titan["parallelism"]
+    assert training["global_batch_size"] == batch and training["seq_len"] == case.model.seq_length
+    accumulation = batch // (training["local_batch_size"] * x.dp)
+    if x.pp > 1:
+        pipeline_micro_batches = training["local_batch_size"] // par["pipeline_parallel_microbatch_size"]
+        assert par["pipeline_parallel_microbatch_size"] == x.micro_batch_size
+        assert accumulation * pipeline_micro_batches == x.num_microbatches(batch)
+    else:
+        assert training["local_batch_size"] == x.micro_batch_size
+        assert accumulation == x.num_microbatches(batch)
+
+
+def test_torchtitan_expert_parallel_fits_in_its_fsdp_dimension(case: Any) -> None:
+    par = case.launch().torchtitan.config["parallelism"]
+    fsdp = par["data_parallel_shard_degree"] * par["context_parallel_degree"]
+    etp = par["expert_tensor_parallel_degree"]
+    assert etp in (1, par["tensor_parallel_degree"])
+    assert (fsdp * par["tensor_parallel_degree"]) % (etp * par["expert_parallel_degree"]) == 0
+
+
+def test_torchtitan_stage_split_is_the_planned_one(case: Any) -> None:
+    """Replays TorchTitan's generate_llm_fqn_per_model_part on the emitted keys."""
+    x = case.layout
+    if x.pp == 1:
+        return
+    par = case.launch().torchtitan.config["parallelism"]
+    stages = stage_layers(case.model, x)
+    expected = [n // x.vp for _ in range(x.vp) for n in stages]
+    if "module_fqns_per_model_part" in par:
+        parts = par["module_fqns_per_model_part"]
+        counts = [sum(name.startswith("layers.") for name in part) for part in parts]
+        names = [name for part in parts for name in part]
+        layers = [f"layers.{i}" for i in range(case.model.num_layers)]
+        assert names == ["tok_embeddings", *layers, "norm", "output"]
+    else:
+        counts = _titan_split(case.model.num_layers, x.pp * x.vp, par)
+    assert counts == expected
+
+
+def _titan_split(num_layers: int, num_stages: int, par: dict[str, int]) -> list[int]:
+    first, last = par["pipeline_parallel_first_stage_less_layers"], par["pipeline_parallel_last_stage_less_layers"]
+    effective = num_layers + first + last
+    assert -(-effective // par["pipeline_parallel_layers_per_stage"]) == num_stages
+    per, extra = divmod(effective, num_stages)
+    counts = [per + (i < extra) for i in range(num_stages)]
+    counts[0] -= first
+    counts[-1] -= last
+    return counts
+
+
+def test_nemo_sets_every_parallel_key_even_at_its_default(case: Any) -> None:
+    keys = set(case.launch().nemo.config)
+    s = "trainer.strategy."
+    for name in (
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "virtual_pipeline_model_parallel_size",
+        "num_layers_in_first_pipeline_stage",
+        "num_layers_in_last_pipeline_stage",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "sequence_parallel",
+        "use_tp_pp_dp_mapping",
+    ):
+        assert s + name in keys
+
+
+# --- pipeline splits ---
+
+
+def test_uneven_split_uses_first_and_last_stage_flags() -> None:
+    model = get_preset("llama3-405b").model
+    layout = Layout(tp=8, pp=16, dp=8, sequence_parallel=True, zero_stage=1, layers_per_stage=(7,) + (8,) * 14 + (7,))
+    launch = _launch(model, layout, batch=2048)
+    flags = _flags(launch.megatron)
+    assert flags["--decoder-first-pipeline-num-layers"] == ["7"]
+    assert flags["--decoder-last-pipeline-num-layers"] == ["7"]
+    assert flags["--use-tp-pp-dp-mapping"] == []
+    par = launch.torchtitan.config["parallelism"]
+    assert isinstance(par, dict)
+    assert par["pipeline_parallel_layers_per_stage"] == 8
+    assert (
+        par["pipeline_parallel_first_stage_less_layers"] == 1 and par["pipeline_parallel_last_stage_less_layers"] == 1
+    )
+    assert launch.nemo.config["trainer.strategy.num_layers_in_first_pipeline_stage"] == 7
+    assert launch.nemo.config["trainer.strategy.num_layers_in_last_pipeline_stage"] == 7
+
+
+def test_uneven_interleaved_split_gives_stages_per_rank() -> None:
+    model = get_preset("llama3-405b").model
+    layout = Layout(tp=8, pp=16, dp=8, vp=2, sequence_parallel=True, layers_per_stage=(6,) + (8,) * 14 + (8,))
+    launch = _launch(model, layout, batch=2048)
+    flags = _flags(launch.megatron)
+    assert flags["--num-virtual-stages-per-pipeline-rank"] == ["2"]
+    assert "--num-layers-per-virtual-pipeline-stage" not in flags
+    assert flags["--decoder-first-pipeline-num-layers"] == ["6"]
+    assert flags["--decoder-last-pipeline-num-layers"] == ["8"]
+    par = launch.torchtitan.config["parallelism"]
+    assert isinstance(par, dict)
+    assert len(par["module_fqns_per_model_part"]) == 32
+    assert not any("module_fqns_per_model_part" in a for a in launch.torchtitan.args)  # TOML only
+
+
+def test_default_split_of_an_indivisible_model_is_the_cost_models() -> None:
+    """61 layers over 8 stages: the cost model's default split is 7, 8 x 6, 6; Megatron must be told."""
+    layout = Layout(tp=2, pp=8, dp=64, ep=8, sequence_parallel=True, zero_stage=1)
+    flags = _flags(_launch(DEEPSEEK, layout, batch=2048).megatron)
+    assert stage_layers(DEEPSEEK, layout) == (7, 8, 8, 8, 8, 8, 8, 6)
+    assert flags["--decoder-first-pipeline-num-layers"] == ["7"]
+    assert flags["--decoder-last-pipeline-num-layers"] == ["6"]
+
+
+def test_even_split_sets_no_stage_flags() -> None:
+    flags = _flags(_launch(LLAMA70, Layout(tp=8, pp=4, dp=32)).megatron)
+    assert not any(f.startswith("--decoder-") for f in flags)
+    assert "--num-layers-per-virtual-pipeline-stage" not in flags
+
+
+# --- data parallel, recompute, precision, runtime ---
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+def test_zero_stage_flags(zero: int) -> None:
+    launch = _launch(LLAMA70, Layout(tp=8, pp=1, dp=128, sequence_parallel=True, zero_stage=zero))
+    flags = _flags(launch.megatron)
+    assert ("--use-distributed-optimizer" in flags) == (zero >= 1)
+    assert ("--overlap-param-gather" in flags) == (zero >= 1)
+    if zero >= 2:
+        strategy = {2: "optim_grads", 3: "optim_grads_params"}[zero]
+        assert flags["--use-megatron-fsdp"] == []
+        assert flags["--data-parallel-sharding-strategy"] == [strategy]
+        assert flags["--ckpt-format"] == ["fsdp_dtensor"]
+        assert launch.nemo.config["trainer.strategy.fsdp"] == "megatron"
+        assert launch.nemo.config["trainer.strategy.ddp.data_parallel_sharding_strategy"] == strategy
+        assert launch.megatron.command.startswith("env -u CUDA_DEVICE_MAX_CONNECTIONS ")
+    else:
+        assert "--use-megatron-fsdp" not in flags and "trainer.strategy.fsdp" not in launch.nemo.config
+        assert launch.megatron.command.startswith("CUDA_DEVICE_MAX_CONNECTIONS=1 ")
+    par = launch.torchtitan.config["parallelism"]
+    assert isinstance(par, dict)
+    expected = (128, 1) if zero == 0 else (1, 128)
+    assert (par["data_parallel_replicate_degree"], par["data_parallel_shard_degree"]) == expected
+    assert par["fsdp_reshard_after_forward"] == ("always" if zero == 3 else "never")
+    assert launch.nemo.config["optim.config.use_distributed_optimizer"] is (zero >= 1)
+
+
+def test_zero0_with_expert_parallel_shards_just_enough_for_torchtitan() -> None:
+    model = get_preset("mixtral-8x7b").model
+    par = _launch(model, Layout(tp=2, pp=4, dp=8, ep=4), batch=512).torchtitan.config["parallelism"]
+    assert isinstance(par, dict)
+    assert (par["data_parallel_replicate_degree"], par["data_parallel_shard_degree"]) == (2, 4)
+    assert par["expert_tensor_parallel_degree"] == 2
+
+
+@pytest.mark.parametrize(
+    ("recompute", "megatron", "titan", "nemo"),
+    [
+        (Recompute.NONE, [], "none", None),
+        (Recompute.SELECTIVE, ["--recompute-granularity", "selective"], "selective", "selective"),
+        (
+            Recompute.FULL,
+            ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"],
+            "full",
+            "full",
+        ),
+    ],
+)
+def test_recompute(recompute: Recompute, megatron: list[str], titan: str, nemo: str | None) -> None:
+    launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32, recompute=recompute))
+    args = launch.megatron.args
+    recompute_args = [
+        a for i, a in enumerate(args) if a.startswith("--recompute") or args[i - 1].startswith("--recompute")
+    ]
+    assert recompute_args == megatron
+    checkpointing = launch.torchtitan.config["activation_checkpoint"]
+    assert isinstance(checkpointing, dict) and checkpointing["mode"] == titan
+    assert launch.nemo.config["model.config.recompute_granularity"] == nemo
+
+
+@pytest.mark.parametrize(
+    ("precision", "flags", "absent", "plugin", "fp8"),
+    [
+        (Precision.BF16, ["--bf16"], ["--fp16", "--fp8-format"], "bf16-mixed", None),
+        (Precision.FP16, ["--fp16"], ["--bf16", "--fp8-format"], "16-mixed", None),
+        (Precision.FP8, ["--bf16", "--fp8-format"], ["--fp16"], "bf16-mixed", "hybrid"),
+    ],
+)
+def test_precision(precision: Precision, flags: list[str], absent: list[str], plugin: str, fp8: str | None) -> None:
+    launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32), precision=precision)
+    megatron = _flags(launch.megatron)
+    assert all(f in megatron for f in flags) and not any(f in megatron for f in absent)
+    if precision is Precision.FP8:
+        assert megatron["--fp8-format"] == ["hybrid"]
+        model = launch.torchtitan.config["model"]
+        assert isinstance(model, dict) and model["converters"] == ["quantize.linear.float8"]
+    assert launch.nemo.config["trainer.plugins.precision"] == plugin
+    assert launch.nemo.config["trainer.plugins.fp8"] == fp8
+
+
+def test_runtime_features() -> None:
+    runtime = RuntimeFeatures(flash_attention=False, tp_comm_overlap=True, overlap_param_gather=True)
+    layout = Layout(tp=8, pp=4, dp=32, sequence_parallel=True, zero_stage=1)
+    launch = _launch(LLAMA70, layout, runtime=runtime)
+    flags = _flags(launch.megatron)
+    assert flags["--attention-backend"] == ["unfused"]
+    assert "--tp-comm-overlap" in flags and "--overlap-grad-reduce" in flags and "--overlap-param-gather" in flags
+    assert "--parallelism.enable_async_tensor_parallel" in launch.torchtitan.args
+    assert "--compile.enable" in launch.torchtitan.args
+    no_sp = _flags(_launch(LLAMA70, dataclasses.replace(layout, sequence_parallel=False), runtime=runtime).megatron)
+    assert "--tp-comm-overlap" not in no_sp  # Megatron: TP overlap needs sequence parallelism
+
+
+def test_tp_pp_dp_mapping_only_where_megatron_accepts_it() -> None:
+    model = get_preset("mixtral-8x7b").model
+    cases = [
+        (Layout(tp=8, pp=4, dp=32), True),
+        (Layout(tp=4, pp=4, dp=32, cp=2), False),  # expert dp = 2 * dense dp
+        (Layout(tp=1, pp=1, dp=32, cp=8, ep=8), True),
+        (Layout(tp=2, pp=4, dp=8, ep=4), False),
+        (Layout(tp=2, pp=4, dp=8, cp=2, ep=2), True),
+    ]
+    for layout, allowed in cases:
+        launch = _launch(model, layout, batch=512)
+        assert ("--use-tp-pp-dp-mapping" in launch.megatron.args) is allowed
+        assert launch.nemo.config["trainer.strategy.use_tp_pp_dp_mapping"] is allowed
+
+
+# --- model shapes ---
+
+
+def test_gpt3_style_dense_model_with_biases() -> None:
+    flags = _flags(_launch(GPT3, Layout(tp=8, pp=8, dp=16), batch=1536).megatron)
+    assert flags["--position-embedding-type"] == ["learned_absolute"]
+    assert flags["--normalization"] == ["LayerNorm"]
+    for absent in ("--disable-bias-linear", "--swiglu", "--untie-embeddings-and-output-weights", "--num-experts"):
+        assert absent not in flags
+    assert "--group-query-attention" not in flags and "--num-query-groups" not in flags
+
+
+def test_moe_flags_for_deepseek_v3() -> None:
+    layout = Layout(tp=2, pp=8, dp=64, ep=8, sequence_parallel=True, zero_stage=1)
+    launch = _launch(DEEPSEEK, layout, batch=2048)
+    flags = _flags(launch.megatron)
+    assert flags["--num-experts"] == ["256"] and flags["--moe-router-topk"] == ["8"]
+    assert flags["--moe-ffn-hidden-size"] == ["2048"]
+    assert flags["--moe-shared-expert-intermediate-size"] == ["2048"]  # 1 shared expert x 2048
+    assert flags["--moe-layer-freq"] == ["[0]*3+[1]*58"]  # first 3 layers dense
+    assert flags["--expert-model-parallel-size"] == ["8"]
+    assert launch.nemo.config["model.config.moe_layer_freq"] == [0, 0, 0] + [1] * 58
+    assert launch.nemo.config["model.config.num_moe_experts"] == 256
+
+
+@pytest.mark.parametrize(
+    ("layers", "freq", "first_k"),
+    [(32, 1, 0), (32, 2, 0), (61, 1, 3), (12, 2, 1), (13, 3, 2), (10, 4, 1), (8, 1, 8)],
+)
+def test_moe_layer_freq_reproduces_the_planners_moe_layers(layers: int, freq: int, first_k: int) -> None:
+    moe = MoESpec(num_experts=8, top_k=2, expert_ffn_hidden_size=64, moe_layer_freq=freq, first_k_dense_layers=first_k)
+    model = ModelSpec(num_layers=layers, hidden_size=64, num_attention_heads=4, vocab_size=100, seq_length=128, moe=moe)
+    value = moe_layer_freq(model)
+    if first_k == 0:
+        pattern = [int(i % int(value) == 0) for i in range(layers)]  # Megatron's reading of an integer
+    else:
+        pattern = eval(value, {"__builtins__": {}})  # Megatron evaluates the list expression the same way
+    assert pattern == moe_layer_pattern(model)
+    assert sum(pattern) == model.num_moe_layers
+
+
+def test_custom_moe_model_falls_back_to_family_recipes() -> None:
+    moe = MoESpec(num_experts=8, top_k=2, expert_ffn_hidden_size=1024, moe_layer_freq=2, first_k_dense_layers=1)
+    model = ModelSpec(
+        num_layers=12,
+        hidden_size=1024,
+        num_attention_heads=16,
+        num_query_groups=4,
+        gated_mlp=True,
+        vocab_size=32000,
+        seq_length=4096,
+        moe=moe,
+    )
+    launch = launch_args(model, TrainingSpec(global_batch_size=64), Layout(tp=2, pp=2, dp=4, ep=2), 16, 4)
+    assert "--factory mixtral_8x7b" in launch.nemo.command
+    assert "--job.config_file CONFIG.toml" in launch.torchtitan.command
+    assert "model" not in launch.torchtitan.config
+    assert _flags(launch.megatron)["--moe-layer-freq"] == ["[0]*1+([1]+[0]*1)*5+[1]"]
+
+
+@pytest.mark.parametrize(
+    ("preset", "recipe", "flavor"),
+    [
+        ("llama3-8b", "llama31_8b", ("llama3", "8B")),
+        ("llama3-70b", "llama31_70b", ("llama3", "70B")),
+        ("llama3-405b", "llama31_405b", ("llama3", "405B")),
+        ("deepseek-v3", "deepseek_v3", ("deepseek_v3", "671B")),
+        ("mixtral-8x7b", "mixtral_8x7b", None),
+        ("gpt3-175b", "gpt3_175b", None),
+        ("nemotron4-340b", "nemotron4_340b", None),
+        ("megatron-1.7b", "gpt3_175b", None),
+    ],
+)
+def test_known_models_use_the_frameworks_own_recipes(preset: str, recipe: str, flavor: tuple[str, str] | None) -> None:
+    model = get_preset(preset).model
+    tp = 8 if model.num_attention_heads % 8 == 0 else 4
+    launch = launch_args(model, TrainingSpec(global_batch_size=64), Layout(tp=tp, pp=1, dp=8), tp * 8, 8)
+    assert shlex.split(launch.nemo.command)[4] == recipe
+    titan = shlex.split(launch.torchtitan.command)
+    if flavor is None:
+        assert _option(titan, "--job.config_file") == "CONFIG.toml" and "--model.flavor" not in titan
+    else:
+        assert "--job.config_file" not in titan  # shipped TOMLs set features (float8 for 405B) the CLI cannot unset
+        assert (_option(titan, "--model.name"), _option(titan, "--model.flavor")) == flavor
+
+
+# --- API ---
+
+
+def test_public_api() -> None:
+    assert set(planner.launch.__all__) == {"FrameworkLaunch", "LaunchArgs", "launch_args"}
+    launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32))
+    assert launch.megatron.script is not None
+    assert launch.torchtitan.script is None and launch.nemo.script is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        launch.megatron.command = "x"  # type: ignore[misc]
+    for framework in (launch.megatron, launch.torchtitan, launch.nemo):
+        assert framework.framework_version and "commit" in framework.framework_version
+
+
+def test_version_stamps_name_the_pinned_releases() -> None:
+    launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32))
+    assert launch.megatron.framework_version.startswith("Megatron-LM core_v0.15.0")
+    assert launch.torchtitan.framework_version.startswith("TorchTitan v0.2.2")
+    assert launch.nemo.framework_version.startswith("NeMo")
+
+
+def test_pure_same_inputs_same_outputs() -> None:
+    layout = Layout(tp=4, pp=4, dp=32, cp=2, vp=5, sequence_parallel=True, zero_stage=1)
+    assert _launch(LLAMA70, layout) == _launch(LLAMA70, layout)
+
+
+@pytest.mark.parametrize(
+    ("layout", "num_gpus", "gpus_per_node", "field"),
+    [
+        (Layout(tp=8, pp=4, dp=32), 512, 8, "layout"),  # world size 1024 != 512
+        (Layout(tp=8, pp=4, dp=3), 96, 64, "num_gpus"),  # 96 GPUs do not fill 64-GPU nodes
+        (Layout(tp=8, pp=4, dp=32), 1024, 0, "gpus_per_node"),
+    ],
+)
+def test_bad_inputs_raise(layout: Layout, num_gpus: int, gpus_per_node: int, field: str) -> None:
+    with pytest.raises(InvalidSpecError) as err:
+        launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), layout, num_gpus, gpus_per_node)
+    assert err.value.field == field
+
+
+def test_illegal_layout_is_refused_with_the_rule() -> None:
+    bad = Layout(tp=8, pp=4, dp=32, vp=3)  # 80 % (4 * 3) != 0
+    with pytest.raises(InvalidSpecError, match="stage_split"):
+        launch_args(LLAMA70, TrainingSpec(global_batch_size=1024), bad, 1024, 8)

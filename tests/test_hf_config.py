@@ -1,0 +1,702 @@
+"""Hugging Face config.json -> ModelSpec: real configs, parameter totals, and error cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planner.costmodel.params import total_params
+from planner.errors import InvalidSpecError
+from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config
+
+# config.json of meta-llama/Meta-Llama-3-8B.
+LLAMA3_8B: dict[str, Any] = {
+    "_name_or_path": "meta-llama/Meta-Llama-3-8B",
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 128000,
+    "eos_token_id": 128001,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 8192,
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.38.2",
+    "use_cache": True,
+    "vocab_size": 128256,
+}
+
+# config.json of mistralai/Mixtral-8x7B-v0.1.
+MIXTRAL_8X7B: dict[str, Any] = {
+    "architectures": ["MixtralForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 32768,
+    "model_type": "mixtral",
+    "num_attention_heads": 32,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000.0,
+    "router_aux_loss_coef": 0.02,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": True,
+    "vocab_size": 32000,
+}
+
+# config.json of Qwen/Qwen2-7B.
+QWEN2_7B: dict[str, Any] = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "attention_dropout": 0.0,
+    "bos_token_id": 151643,
+    "eos_token_id": 151643,
+    "hidden_act": "silu",
+    "hidden_size": 3584,
+    "initializer_range": 0.02,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 131072,
+    "max_window_layers": 28,
+    "model_type": "qwen2",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "sliding_window": 131072,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.41.2",
+    "use_cache": False,
+    "use_sliding_window": False,
+    "vocab_size": 152064,
+}
+
+# config.json of gpt2 (openai-community/gpt2): no n_inner key, so the MLP is 4 * n_embd.
+GPT2: dict[str, Any] = {
+    "activation_function": "gelu_new",
+    "architectures": ["GPT2LMHeadModel"],
+    "attn_pdrop": 0.1,
+    "bos_token_id": 50256,
+    "embd_pdrop": 0.1,
+    "eos_token_id": 50256,
+    "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "gpt2",
+    "n_ctx": 1024,
+    "n_embd": 768,
+    "n_head": 12,
+    "n_layer": 12,
+    "n_positions": 1024,
+    "resid_pdrop": 0.1,
+    "summary_activation": None,
+    "summary_first_dropout": 0.1,
+    "summary_proj_to_labels": True,
+    "summary_type": "cls_index",
+    "summary_use_proj": True,
+    "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+    "vocab_size": 50257,
+}
+
+# config.json of EleutherAI/gpt-neox-20b.
+GPT_NEOX_20B: dict[str, Any] = {
+    "architectures": ["GPTNeoXForCausalLM"],
+    "attention_probs_dropout_prob": 0,
+    "bos_token_id": 0,
+    "eos_token_id": 0,
+    "hidden_act": "gelu_fast",
+    "hidden_dropout_prob": 0,
+    "hidden_size": 6144,
+    "initializer_range": 0.02,
+    "intermediate_size": 24576,
+    "layer_norm_eps": 1e-05,
+    "max_position_embeddings": 2048,
+    "model_type": "gpt_neox",
+    "num_attention_heads": 64,
+    "num_hidden_layers": 44,
+    "rotary_emb_base": 10000,
+    "rotary_pct": 0.25,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+    "use_cache": True,
+    "use_parallel_residual": True,
+    "vocab_size": 50432,
+}
+
+# config.json of deepseek-ai/DeepSeek-V3.
+DEEPSEEK_V3: dict[str, Any] = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "auto_map": {
+        "AutoConfig": "configuration_deepseek.DeepseekV3Config",
+        "AutoModel": "modeling_deepseek.DeepseekV3Model",
+        "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM",
+    },
+    "aux_loss_alpha": 0.001,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "ep_size": 1,
+    "first_k_dense_replace": 3,
+    "hidden_act": "silu",
+    "hidden_size": 7168,
+    "initializer_range": 0.02,
+    "intermediate_size": 18432,
+    "kv_lora_rank": 512,
+    "max_position_embeddings": 163840,
+    "model_type": "deepseek_v3",
+    "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1,
+    "n_group": 8,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "norm_topk_prob": True,
+    "num_attention_heads": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 61,
+    "num_key_value_heads": 128,
+    "num_nextn_predict_layers": 1,
+    "pretraining_tp": 1,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "quantization_config": {
+        "activation_scheme": "dynamic",
+        "fmt": "e4m3",
+        "quant_method": "fp8",
+        "weight_block_size": [128, 128],
+    },
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {
+        "beta_fast": 32,
+        "beta_slow": 1,
+        "factor": 40,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096,
+        "type": "yarn",
+    },
+    "rope_theta": 10000,
+    "routed_scaling_factor": 2.5,
+    "scoring_func": "sigmoid",
+    "seq_aux": True,
+    "tie_word_embeddings": False,
+    "topk_group": 4,
+    "topk_method": "noaux_tc",
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.46.3",
+    "use_cache": True,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+}
+
+# config.json of Qwen/Qwen1.5-MoE-A2.7B (the shape keys): shared expert 5632 = 4 x 1408.
+QWEN15_MOE_A27B: dict[str, Any] = {
+    "architectures": ["Qwen2MoeForCausalLM"],
+    "decoder_sparse_step": 1,
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "max_position_embeddings": 8192,
+    "max_window_layers": 21,
+    "model_type": "qwen2_moe",
+    "moe_intermediate_size": 1408,
+    "norm_topk_prob": False,
+    "num_attention_heads": 16,
+    "num_experts": 60,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 16,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "shared_expert_intermediate_size": 5632,
+    "sliding_window": 32768,
+    "tie_word_embeddings": False,
+    "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+
+# config.json of Qwen/Qwen3-30B-A3B (the shape keys). head_dim 128 != 2048 / 32: ModelSpec uses 64, so the
+# attention projections are undercounted (about 0.45B of 30.5B).
+QWEN3_30B_A3B: dict[str, Any] = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "decoder_sparse_step": 1,
+    "head_dim": 128,
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "mlp_only_layers": [],
+    "model_type": "qwen3_moe",
+    "moe_intermediate_size": 768,
+    "norm_topk_prob": True,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": False,
+    "vocab_size": 151936,
+}
+
+
+def _without(config: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in keys}
+
+
+_ROPE_GATED = {"gated_mlp": True, "linear_bias": False, "learned_position_embeddings": False}
+_GPT_STYLE = {"gated_mlp": False, "linear_bias": True}
+
+REAL_CONFIGS = [
+    pytest.param(
+        LLAMA3_8B,
+        None,
+        {
+            "name": "meta-llama/Meta-Llama-3-8B",
+            "num_layers": 32,
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_query_groups": 8,
+            "ffn_hidden_size": 14336,
+            "vocab_size": 128256,
+            "seq_length": 8192,
+            "tied_embeddings": False,
+            "moe": None,
+            **_ROPE_GATED,
+        },
+        8.03e9,
+        0.02,
+        id="llama3-8b",
+    ),
+    pytest.param(
+        MIXTRAL_8X7B,
+        None,
+        {
+            "name": None,
+            "num_layers": 32,
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_query_groups": 8,
+            "ffn_hidden_size": 14336,
+            "vocab_size": 32000,
+            "seq_length": 32768,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 8,
+                "top_k": 2,
+                "expert_ffn_hidden_size": 14336,
+                "num_shared_experts": 0,
+                "moe_layer_freq": 1,
+                "first_k_dense_layers": 0,
+            },
+            **_ROPE_GATED,
+        },
+        46.7e9,
+        0.02,
+        id="mixtral-8x7b",
+    ),
+    pytest.param(
+        QWEN2_7B,
+        None,
+        {
+            "name": None,
+            "num_layers": 28,
+            "hidden_size": 3584,
+            "num_attention_heads": 28,
+            "num_query_groups": 4,
+            "ffn_hidden_size": 18944,
+            "vocab_size": 152064,
+            "seq_length": 131072,
+            "tied_embeddings": False,
+            "moe": None,
+            **_ROPE_GATED,
+        },
+        7.6e9,
+        0.02,
+        id="qwen2-7b",
+    ),
+    pytest.param(
+        GPT2,
+        None,
+        {
+            "name": None,
+            "num_layers": 12,
+            "hidden_size": 768,
+            "num_attention_heads": 12,
+            "num_query_groups": 12,
+            "ffn_hidden_size": 3072,
+            "vocab_size": 50257,
+            "seq_length": 1024,
+            "tied_embeddings": True,
+            "learned_position_embeddings": True,
+            "moe": None,
+            **_GPT_STYLE,
+        },
+        124e6,
+        0.02,
+        id="gpt2",
+    ),
+    pytest.param(
+        GPT_NEOX_20B,
+        None,
+        {
+            "name": None,
+            "num_layers": 44,
+            "hidden_size": 6144,
+            "num_attention_heads": 64,
+            "num_query_groups": 64,
+            "ffn_hidden_size": 24576,
+            "vocab_size": 50432,
+            "seq_length": 2048,
+            "tied_embeddings": False,
+            "learned_position_embeddings": False,
+            "moe": None,
+            **_GPT_STYLE,
+        },
+        20.6e9,
+        0.02,
+        id="gpt-neox-20b",
+    ),
+    pytest.param(
+        DEEPSEEK_V3,
+        None,
+        {
+            "name": None,
+            "num_layers": 61,
+            "hidden_size": 7168,
+            "num_attention_heads": 128,
+            "num_query_groups": 128,
+            "ffn_hidden_size": 18432,
+            "vocab_size": 129280,
+            "seq_length": 163840,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 256,
+                "top_k": 8,
+                "expert_ffn_hidden_size": 2048,
+                "num_shared_experts": 1,
+                "moe_layer_freq": 1,
+                "first_k_dense_layers": 3,
+            },
+            **_ROPE_GATED,
+        },
+        671e9,
+        0.03,
+        id="deepseek-v3",
+    ),
+    pytest.param(
+        QWEN15_MOE_A27B,
+        None,
+        {
+            "name": None,
+            "num_layers": 24,
+            "hidden_size": 2048,
+            "num_attention_heads": 16,
+            "num_query_groups": 16,
+            "ffn_hidden_size": 5632,
+            "vocab_size": 151936,
+            "seq_length": 8192,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 60,
+                "top_k": 4,
+                "expert_ffn_hidden_size": 1408,
+                "num_shared_experts": 4,
+                "moe_layer_freq": 1,
+                "first_k_dense_layers": 0,
+            },
+            **_ROPE_GATED,
+        },
+        14.3e9,
+        0.02,
+        id="qwen1.5-moe-a2.7b",
+    ),
+    pytest.param(
+        QWEN3_30B_A3B,
+        4096,
+        {
+            "name": None,
+            "num_layers": 48,
+            "hidden_size": 2048,
+            "num_attention_heads": 32,
+            "num_query_groups": 4,
+            "ffn_hidden_size": 6144,
+            "vocab_size": 151936,
+            "seq_length": 4096,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 128,
+                "top_k": 8,
+                "expert_ffn_hidden_size": 768,
+                "num_shared_experts": 0,
+                "moe_layer_freq": 1,
+                "first_k_dense_layers": 0,
+            },
+            **_ROPE_GATED,
+        },
+        30.5e9,
+        0.02,
+        id="qwen3-30b-a3b",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "seq_length", "expected", "advertised", "rel"), REAL_CONFIGS)
+def test_real_config(
+    config: dict[str, Any], seq_length: int | None, expected: dict[str, Any], advertised: float, rel: float
+) -> None:
+    model = model_from_hf_config(config, seq_length=seq_length)
+    assert model.model_dump() == expected
+    assert total_params(model) == pytest.approx(advertised, rel=rel)
+
+
+def test_seq_length_argument_overrides_max_position_embeddings() -> None:
+    assert model_from_hf_config(LLAMA3_8B, seq_length=4096).seq_length == 4096
+    assert model_from_hf_config(GPT2, seq_length=512).seq_length == 512
+
+
+def test_seq_length_argument_stands_in_for_a_missing_position_key() -> None:
+    config = _without(LLAMA3_8B, "max_position_embeddings")
+    assert model_from_hf_config(config, seq_length=2048).seq_length == 2048
+
+
+def test_gpt2_explicit_n_inner_and_untied() -> None:
+    model = model_from_hf_config({**GPT2, "n_inner": 2048, "tie_word_embeddings": False})
+    assert (model.ffn_hidden_size, model.tied_embeddings) == (2048, False)
+
+
+def test_llama_without_num_key_value_heads_is_mha() -> None:
+    config = _without(LLAMA3_8B, "num_key_value_heads")
+    assert model_from_hf_config(config).num_query_groups == 32
+
+
+@pytest.mark.parametrize(
+    ("config", "model_type"),
+    [
+        pytest.param(_without(MIXTRAL_8X7B, "model_type"), "mixtral", id="architectures"),
+        pytest.param(
+            _without(DEEPSEEK_V3, "model_type", "architectures"),
+            "deepseek_v3",
+            id="keys-deepseek",
+        ),
+        pytest.param(_without(GPT2, "model_type", "architectures"), "gpt2", id="keys-gpt2"),
+    ],
+)
+def test_model_type_inferred_when_absent(config: dict[str, Any], model_type: str) -> None:
+    with_type = {**config, "model_type": model_type}
+    assert model_from_hf_config(config) == model_from_hf_config(with_type)
+
+
+def test_qwen_moe_sparse_step_maps_onto_the_same_layers() -> None:
+    # Qwen: layer i is MoE when (i + 1) % step == 0 -> layers 1, 3, ..., 23 of 24.
+    model = model_from_hf_config({**QWEN15_MOE_A27B, "decoder_sparse_step": 2})
+    assert model.moe is not None
+    assert (model.moe.first_k_dense_layers, model.moe.moe_layer_freq) == (1, 2)
+    assert (model.num_moe_layers, model.num_dense_layers) == (12, 12)
+
+
+def test_qwen_moe_leading_mlp_only_layers_become_first_k_dense() -> None:
+    model = model_from_hf_config({**QWEN3_30B_A3B, "mlp_only_layers": [0, 1]}, seq_length=4096)
+    assert model.moe is not None
+    assert (model.moe.first_k_dense_layers, model.moe.moe_layer_freq, model.num_moe_layers) == (2, 1, 46)
+
+
+def test_qwen_moe_without_intermediate_size_when_every_layer_is_moe() -> None:
+    config = _without(QWEN3_30B_A3B, "intermediate_size")
+    model = model_from_hf_config(config, seq_length=4096)
+    assert model.num_dense_layers == 0
+
+
+def test_deepseek_moe_layer_freq_maps_onto_the_same_layers() -> None:
+    # DeepSeek: layer i is MoE when i >= 3 and i % 2 == 0 -> layers 4, 6, ..., 60 of 61.
+    model = model_from_hf_config({**DEEPSEEK_V3, "moe_layer_freq": 2})
+    assert model.moe is not None
+    assert (model.moe.first_k_dense_layers, model.moe.moe_layer_freq, model.num_moe_layers) == (4, 2, 29)
+
+
+def test_supported_model_types() -> None:
+    assert set(SUPPORTED_MODEL_TYPES) == {
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "mixtral",
+        "qwen2_moe",
+        "qwen3_moe",
+        "deepseek_v3",
+        "gpt2",
+        "gpt_neox",
+    }
+
+
+ERROR_CASES = [
+    pytest.param(
+        _without(LLAMA3_8B, "num_attention_heads"),
+        None,
+        "model.hf_config.num_attention_heads",
+        ["num_attention_heads", "llama", "missing"],
+        id="missing-num-attention-heads",
+    ),
+    pytest.param(
+        _without(GPT2, "n_head"), None, "model.hf_config.n_head", ["n_head", "gpt2"], id="missing-gpt2-n-head"
+    ),
+    pytest.param(
+        _without(DEEPSEEK_V3, "n_routed_experts"),
+        None,
+        "model.hf_config.n_routed_experts",
+        ["n_routed_experts", "deepseek_v3"],
+        id="missing-deepseek-experts",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "model_type": "bert"},
+        None,
+        "model.hf_config.model_type",
+        ["'bert'", "supported:", "llama", "deepseek_v3", "gpt_neox"],
+        id="unsupported-model-type",
+    ),
+    pytest.param(
+        {"hidden_size": 768, "num_layers": 12},
+        None,
+        "model.hf_config.model_type",
+        ["no model_type", "supported:"],
+        id="no-model-type-unrecognised-keys",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "num_hidden_layers": -32},
+        None,
+        "model.hf_config.num_hidden_layers",
+        ["num_hidden_layers", "positive", "-32"],
+        id="negative-value",
+    ),
+    pytest.param(
+        {**GPT2, "vocab_size": 0},
+        None,
+        "model.hf_config.vocab_size",
+        ["vocab_size", "positive"],
+        id="zero-value",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "hidden_size": "4096"},
+        None,
+        "model.hf_config.hidden_size",
+        ["hidden_size", "integer", "'4096'"],
+        id="string-value",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "hidden_size": 4096.5},
+        None,
+        "model.hf_config.hidden_size",
+        ["hidden_size", "integer"],
+        id="float-value",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "num_hidden_layers": True},
+        None,
+        "model.hf_config.num_hidden_layers",
+        ["num_hidden_layers", "integer"],
+        id="bool-value",
+    ),
+    pytest.param(
+        {**DEEPSEEK_V3, "n_shared_experts": -1},
+        None,
+        "model.hf_config.n_shared_experts",
+        ["n_shared_experts", ">= 0"],
+        id="negative-shared-experts",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "tie_word_embeddings": "no"},
+        None,
+        "model.hf_config.tie_word_embeddings",
+        ["tie_word_embeddings", "true or false"],
+        id="non-bool-flag",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "num_attention_heads": 24, "num_key_value_heads": 8},
+        None,
+        "model.hf_config",
+        ["hidden_size(4096) % num_attention_heads(24)", "llama"],
+        id="heads-not-dividing-hidden",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "num_key_value_heads": 5},
+        None,
+        "model.hf_config",
+        ["num_attention_heads(32) % num_query_groups(5)"],
+        id="kv-heads-not-dividing-heads",
+    ),
+    pytest.param(
+        {**MIXTRAL_8X7B, "num_experts_per_tok": 9},
+        None,
+        "model.hf_config",
+        ["top_k(9) must be <= num_experts(8)"],
+        id="top-k-over-experts",
+    ),
+    pytest.param(
+        {**LLAMA3_8B, "max_position_embeddings": 10_000_000},
+        None,
+        "model.hf_config",
+        ["seq_length", "10000000"],
+        id="context-over-spec-limit",
+    ),
+    pytest.param(
+        _without(GPT_NEOX_20B, "max_position_embeddings"),
+        None,
+        "model.hf_config.max_position_embeddings",
+        ["max_position_embeddings", "seq_length", "gpt_neox"],
+        id="no-seq-length-anywhere",
+    ),
+    pytest.param(LLAMA3_8B, 0, "model.seq_length", ["seq_length", "positive"], id="bad-seq-length-argument"),
+    pytest.param(
+        {**QWEN3_30B_A3B, "mlp_only_layers": [5, 9]},
+        4096,
+        "model.hf_config.mlp_only_layers",
+        ["cannot express"],
+        id="irregular-mlp-only-layers",
+    ),
+    pytest.param(
+        {**QWEN3_30B_A3B, "mlp_only_layers": [48]},
+        4096,
+        "model.hf_config.mlp_only_layers",
+        ["layer indices"],
+        id="mlp-only-layer-out-of-range",
+    ),
+    pytest.param(
+        {**_without(QWEN3_30B_A3B, "intermediate_size"), "decoder_sparse_step": 2},
+        4096,
+        "model.hf_config.intermediate_size",
+        ["intermediate_size", "qwen3_moe"],
+        id="qwen-moe-dense-layers-need-intermediate-size",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "seq_length", "field", "fragments"), ERROR_CASES)
+def test_invalid_config(config: dict[str, Any], seq_length: int | None, field: str, fragments: list[str]) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        model_from_hf_config(config, seq_length=seq_length)
+    assert info.value.field == field
+    for fragment in fragments:
+        assert fragment in info.value.message
+    # A pydantic ValidationError never leaks, not even as the exception's cause.
+    assert info.value.__cause__ is None
