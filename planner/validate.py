@@ -97,6 +97,14 @@ def _stages(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> 
         yield f"every stage's layer count must be a multiple of vp({x.vp}); got {list(stages)}"
 
 
+def _interleave(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> Iterator[str]:
+    if x.vp == 1 or x.pp == 1:
+        return
+    m = x.num_microbatches(train.global_batch_size)
+    if m % x.pp:
+        yield f"interleaving needs num_microbatches({m}) % pp({x.pp}) = 0, got {m % x.pp} (Megatron-LM schedule)"
+
+
 def _sequence_parallel(x: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int) -> Iterator[str]:
     if x.sequence_parallel and x.tp == 1:
         yield "sequence_parallel needs tp > 1"
@@ -110,6 +118,7 @@ RULES: dict[str, Check] = {
     "context_split": _context,
     "expert_split": _experts,
     "stage_split": _stages,
+    "interleave_microbatches": _interleave,
     "sequence_parallel_needs_tp": _sequence_parallel,
 }
 

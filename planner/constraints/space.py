@@ -122,7 +122,13 @@ def _inner_options(
     per_replica = train.global_batch_size // dp
     mbs = [b for b in divisors(per_replica) if b <= MAX_MICRO_BATCH]
     mbs = [b for b in mbs if not key_rejects(b, "micro_batch_size", allowed, rejected)]
-    return list(itertools.product(eps, vps, mbs))
+    options = []
+    for ep, vp, b in itertools.product(eps, vps, mbs):
+        if vp > 1 and (per_replica // b) % pp:
+            rejected["interleave_microbatches"] += 1
+        else:
+            options.append((ep, vp, b))
+    return options
 
 
 def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, int]]:

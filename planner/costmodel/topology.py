@@ -1,8 +1,11 @@
 """Where each parallel group's ranks land: inside one NVLink domain or across the network.
 
-Ranks are numbered with tp innermost, then cp, then pp, then dp (Megatron-LM's
-rank order with `--use-tp-pp-dp-mapping`); an expert-parallel group takes the
-same stage's cp ranks first, then its dp ranks. NVLink domains are contiguous
+Ranks are numbered the way Megatron-LM will number them. With
+`--use-tp-pp-dp-mapping` the order is tp innermost, then cp, pp, dp, which
+keeps pipeline neighbours close; Megatron-Core accepts that order only when
+pp = 1 or ep = cp (`tp_pp_dp_order`), and otherwise uses its default tp, cp,
+(ep,) dp, pp, with pp outermost. An expert-parallel group takes the same
+stage's cp ranks first, then its dp ranks. NVLink domains are contiguous
 blocks of `nvlink_domain_gpus` ranks.
 
 For time, a collective runs at the pace of its slowest group, so a kind of
@@ -21,7 +24,17 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, IntArray
 
-__all__ = ["Crossings", "GroupPlacement", "Placement", "count_crossings", "place"]
+__all__ = ["Crossings", "GroupPlacement", "Placement", "count_crossings", "place", "tp_pp_dp_order"]
+
+
+def tp_pp_dp_order(pp: IntArray | int, cp: IntArray | int, ep: IntArray | int) -> np.ndarray:
+    """Whether Megatron-Core accepts the tp-cp-pp-dp rank order (`--use-tp-pp-dp-mapping`).
+
+    `initialize_model_parallel` asserts, for an order that does not end in pp
+    with pp > 1, that the expert data-parallel size equals the dense one, i.e.
+    ep == cp; every model builds the expert grid, MoE or not.
+    """
+    return np.asarray((np.asarray(pp) == 1) | (np.asarray(ep) == np.asarray(cp)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +67,12 @@ def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: int) ->
     )
 
 
-def _expert_group(c: Candidates, num_gpus: IntArray, domain: int) -> GroupPlacement:
-    """EP ranks: up to cp of them at stride tp, the rest from dp at stride tp*cp*pp."""
+def _expert_group(c: Candidates, dp_stride: IntArray, num_gpus: IntArray, domain: int) -> GroupPlacement:
+    """EP ranks: up to cp of them at stride tp, the rest from dp at the dp stride."""
     from_cp = np.minimum(c.ep, c.cp)
     within_cp = _group(c.ep, c.tp, num_gpus, domain)
     from_dp = np.maximum(c.ep // np.maximum(from_cp, 1), 1)
-    across = _group(from_dp, c.tp * c.cp * c.pp, num_gpus, domain)
+    across = _group(from_dp, dp_stride, num_gpus, domain)
     cp_part = _group(from_cp, c.tp, num_gpus, domain)
     spills = c.ep > c.cp
     return GroupPlacement(
@@ -76,12 +89,15 @@ def place(c: Candidates, nvlink_domain_gpus: int) -> Placement:
     d = nvlink_domain_gpus
     n = c.tp * c.cp * c.pp * c.dp
     one = np.ones_like(c.tp)
+    pp_inside = tp_pp_dp_order(c.pp, c.cp, c.ep)
+    pp_stride = np.where(pp_inside, c.tp * c.cp, c.tp * c.cp * c.dp)
+    dp_stride = np.where(pp_inside, c.tp * c.cp * c.pp, c.tp * c.cp)
     return Placement(
         tp=_group(c.tp, one, n, d),
         cp=_group(c.cp, c.tp, n, d),
-        pp=_group(c.pp, c.tp * c.cp, n, d),
-        dp=_group(c.dp, c.tp * c.cp * c.pp, n, d),
-        ep=_expert_group(c, n, d),
+        pp=_group(c.pp, pp_stride, n, d),
+        dp=_group(c.dp, dp_stride, n, d),
+        ep=_expert_group(c, dp_stride, n, d),
         num_gpus=n,
     )
 
@@ -101,7 +117,11 @@ class Crossings:
 
 def count_crossings(tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int) -> Crossings:
     """Exact counts for one layout, from every rank's domain. A pipeline is one (dp, cp, tp) chain of pp ranks."""
-    domain = (np.arange(tp * cp * pp * dp) // nvlink_domain_gpus).reshape(dp, pp, cp, tp)
+    ranks = np.arange(tp * cp * pp * dp) // nvlink_domain_gpus
+    if tp_pp_dp_order(pp, cp, ep):
+        domain = ranks.reshape(dp, pp, cp, tp)
+    else:
+        domain = ranks.reshape(pp, dp, cp, tp).transpose(1, 0, 2, 3)
 
     def spanning(groups: np.ndarray) -> int:
         return int(np.sum(groups.min(axis=-1) != groups.max(axis=-1)))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import default_stage_layers
+from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
 from planner.specs import ModelSpec, TrainingSpec
@@ -83,13 +84,8 @@ def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
 
 
 def tp_pp_dp_mapping_allowed(layout: Layout) -> bool:
-    """Whether Megatron-Core accepts its tp-cp-ep-pp-dp rank order for this layout.
-
-    `initialize_model_parallel` asserts, for an order that does not end in pp with pp > 1, that the
-    expert data-parallel size (world / (etp * ep * pp), etp = tp) equals the dense one
-    (world / (tp * cp * pp)), i.e. ep == cp; every model builds the expert grid, MoE or not.
-    """
-    return layout.pp == 1 or layout.ep == layout.cp
+    """Whether Megatron-Core accepts its tp-cp-ep-pp-dp rank order for this layout (the cost model's rule)."""
+    return bool(tp_pp_dp_order(layout.pp, layout.cp, layout.ep))
 
 
 def moe_layer_pattern(model: ModelSpec) -> list[int]:

@@ -103,3 +103,18 @@ def test_misaligned_tp_group_is_priced_as_crossing() -> None:
     # On NVL72, tp=16 over 144 GPUs: one tp group straddles two domains, so TP traffic pays the network.
     p = place(Candidates.from_layouts([Layout(tp=16, pp=1, dp=9)], 16, 144), 72)
     assert bool(p.tp.crosses_network[0])
+
+
+def test_megatron_default_order_when_tp_pp_dp_mapping_is_refused() -> None:
+    # Dense model with cp=2, pp=2: ep(1) != cp(2), so Megatron keeps tp-cp-dp-pp (pp outermost).
+    # On 8-GPU domains, tp2 x cp2 x dp2 = 8 ranks share a node and every pipeline hop leaves it.
+    layout = Layout(tp=2, cp=2, pp=2, dp=2)
+    p = place(Candidates.from_layouts([layout], 16, 16), 8)
+    assert bool(p.pp.crosses_network[0]) and not bool(p.dp.crosses_network[0])
+    from planner.costmodel.topology import count_crossings
+
+    counts = count_crossings(tp=2, cp=2, pp=2, dp=2, ep=1, nvlink_domain_gpus=8)
+    assert (counts.pp_hops_over_network, counts.dp_groups_over_network) == (8, 0)
+    # With cp = ep the tp-cp-pp-dp order applies: the pipeline stays inside the node, dp leaves it.
+    same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, nvlink_domain_gpus=8)
+    assert (same.pp_hops_over_network, same.dp_groups_over_network) == (0, 4)

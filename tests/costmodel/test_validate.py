@@ -70,6 +70,14 @@ ROWS = [
         ["sum(layers_per_stage)(7) != num_layers(8)"],
     ),
     (
+        "interleave_microbatches",
+        Layout(tp=1, pp=2, dp=1, vp=2),
+        DENSE,
+        3,
+        2,
+        ["interleaving needs num_microbatches(3) % pp(2) = 0, got 1 (Megatron-LM schedule)"],
+    ),
+    (
         "sequence_parallel_needs_tp",
         Layout(tp=1, pp=1, dp=1, sequence_parallel=True),
         DENSE,
@@ -92,6 +100,7 @@ IDS = [
     "pp-gt-layers",
     "stages-len",
     "stages-sum",
+    "interleave-microbatches",
     "sp",
 ]
 
