@@ -16,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,21 +43,27 @@ def _phase(url: str, clients: int, requests: list[dict[str, Any]], seconds: floa
     latencies: list[float] = []
     errors = 0
     deadline = time.monotonic() + seconds
+    local = threading.local()
+    opened: list[httpx.Client] = []
 
     def one(body: dict[str, Any]) -> None:
         nonlocal errors
         if time.monotonic() > deadline:
             return
-        with httpx.Client(timeout=60) as http:
-            start = time.perf_counter()
-            r = http.post(url + "/v1/plan", json=body)
-            latencies.append(time.perf_counter() - start)
-            errors += r.status_code != 200
+        if not hasattr(local, "http"):
+            local.http = httpx.Client(timeout=60)  # one keep-alive connection per client thread
+            opened.append(local.http)
+        start = time.perf_counter()
+        r = local.http.post(url + "/v1/plan", json=body)
+        latencies.append(time.perf_counter() - start)
+        errors += r.status_code != 200
 
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(one, requests))
     wall = time.perf_counter() - started
+    for http in opened:
+        http.close()
     latencies.sort()
     return {
         "requests": len(latencies),
