@@ -223,10 +223,12 @@ class BaselineOut(BaseModel):
 
 
 class SearchOut(BaseModel):
-    candidates: int
-    feasible: int
+    candidates: int = Field(description="Legal layouts in the space.")
+    evaluated: int = Field(description="Layouts the cost model evaluated (all of them unless the budget ran out).")
+    feasible: int = Field(description="Evaluated layouts that fit in memory.")
     elapsed_ms: float
-    rejected: dict[str, int]
+    complete: bool = Field(description="False when the time budget ran out: plans are the best found so far.")
+    rejected: dict[str, int] = Field(description="Partial layouts removed, by rule.")
 
 
 class DiagnosisOut(BaseModel):

@@ -25,7 +25,7 @@ MAX_MICRO_BATCH = 16
 """Largest micro-batch searched: beyond it GEMMs are saturated and activations only grow."""
 MAX_VP = 8
 """Largest interleaving depth searched."""
-MAX_CANDIDATES = 5_000_000
+MAX_CANDIDATES = 2_000_000
 """Bound on one search's candidates; a request past it is refused before any work."""
 
 AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -29,8 +30,10 @@ class Diagnosis:
     rejected: dict[str, int]
 
 
-def _any_fits(model: ModelSpec, train: TrainingSpec, n: int, hw: Hardware, allowed: Allowed) -> bool:
-    ev = evaluate(model, train, build_space(model, train, n, allowed), hw)
+def _any_fits(
+    model: ModelSpec, train: TrainingSpec, n: int, hw: Hardware, allowed: Allowed, deadline: float | None
+) -> bool:
+    ev = evaluate(model, train, build_space(model, train, n, allowed), hw, deadline)
     return bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
 
 
@@ -42,14 +45,29 @@ def diagnose(
     ev: Evaluated,
     allowed: Allowed,
     rejected: Counter[str],
+    deadline: float | None = None,
 ) -> Diagnosis:
-    """Explain an empty plan list in words a user can act on."""
+    """Explain an empty plan list in words a user can act on (constraints to relax: while time allows)."""
     capacity = hw.hbm_bytes / GIB
-    relax = [key for key in allowed if _any_fits(model, train, cluster.num_gpus, hw, _without(allowed, key))]
+    relax = [
+        key
+        for key in allowed
+        if (deadline is None or time.perf_counter() < deadline)
+        and _any_fits(model, train, cluster.num_gpus, hw, _without(allowed, key), deadline)
+    ]
     if len(ev) == 0:
         reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))
         return Diagnosis(
             message=f"no layout of {cluster.num_gpus} GPUs passes the divisibility rules; most rejected by: {reasons}",
+            least_memory_layout=None,
+            least_memory_gib=None,
+            capacity_gib=capacity,
+            relax=relax,
+            rejected=dict(rejected),
+        )
+    if ev.evaluated == 0:
+        return Diagnosis(
+            message="the search budget ran out before any layout was evaluated; pin some dimensions",
             least_memory_layout=None,
             least_memory_gib=None,
             capacity_gib=capacity,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,18 +29,30 @@ class Evaluated:
     step_time_s: FloatArray
     peak_bytes: FloatArray
     num_gpus: IntArray
+    evaluated: int
 
     def __len__(self) -> int:
         return len(self.candidates)
 
 
-def evaluate(model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware) -> Evaluated:
-    """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit."""
+def evaluate(
+    model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware, deadline: float | None = None
+) -> Evaluated:
+    """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit.
+
+    Past `deadline` (a `time.perf_counter()` value) the remaining chunks are
+    left unevaluated: their peak and step time are inf and `evaluated` says
+    how many were.
+    """
     c = space.candidates
     shared = layer_quantities(model, train, space.layer_candidates, hw)
     steps, peaks = [], []
     for start in range(0, len(c), CHUNK):
         chunk = np.arange(start, min(start + CHUNK, len(c)))
+        if deadline is not None and time.perf_counter() > deadline:
+            steps.append(np.full(len(chunk), np.inf))
+            peaks.append(np.full(len(chunk), np.inf))
+            continue
         part, q = c.take(chunk), shared.take(space.layer_index[chunk])
         peak = peak_memory(model, train, part, q).peak
         fits = np.flatnonzero(peak <= hw.hbm_bytes)
@@ -50,11 +63,13 @@ def evaluate(model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware) 
         steps.append(step)
         peaks.append(peak)
     empty = np.zeros(0)
+    peak_bytes = np.concatenate(peaks) if peaks else empty
     return Evaluated(
         candidates=c,
         step_time_s=np.concatenate(steps) if steps else empty,
-        peak_bytes=np.concatenate(peaks) if peaks else empty,
+        peak_bytes=peak_bytes,
         num_gpus=np.full(len(c), space.num_gpus, dtype=np.int64),
+        evaluated=int(np.count_nonzero(np.isfinite(peak_bytes))),
     )
 
 
@@ -66,4 +81,5 @@ def concatenate(parts: list[Evaluated]) -> Evaluated:
         step_time_s=np.concatenate([p.step_time_s for p in parts]),
         peak_bytes=np.concatenate([p.peak_bytes for p in parts]),
         num_gpus=np.concatenate([p.num_gpus for p in parts]),
+        evaluated=sum(p.evaluated for p in parts),
     )

@@ -29,6 +29,8 @@ from planner.specs import ModelSpec, Recompute, TrainingSpec
 __all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
 
 MAX_TOP_K = 100
+SEARCH_BUDGET_S = 1.0
+"""Wall-clock budget of one search; past it the best found so far is returned, marked incomplete."""
 _RECOMPUTE = list(Recompute)
 
 
@@ -50,8 +52,11 @@ class Baseline:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchStats:
     candidates: int
+    evaluated: int
     feasible: int
     elapsed_ms: float
+    complete: bool
+    """False when the time budget ran out: the plans are the best of the `evaluated` candidates."""
     rejected: dict[str, int]
 
 
@@ -108,7 +113,13 @@ def _better_split(model: ModelSpec, layout: Layout, default: Estimate, costs: St
 
 
 def _refine_all(
-    model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, hw: Hardware, layouts: list[Layout], partition: bool
+    model: ModelSpec,
+    train: TrainingSpec,
+    cluster: ClusterSpec,
+    hw: Hardware,
+    layouts: list[Layout],
+    partition: bool,
+    deadline: float | None = None,
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
     defaults = estimate_many(model, cluster, train, layouts)
@@ -116,11 +127,12 @@ def _refine_all(
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
     costs = stage_costs_many(model, train, [layouts[i] for i in piped], hw)
-    splits = {
-        i: split
-        for i, cost in zip(piped, costs, strict=True)
-        if (split := _better_split(model, layouts[i], defaults[i], cost)) is not None
-    }
+    splits = {}
+    for i, cost in zip(piped, costs, strict=True):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if (split := _better_split(model, layouts[i], defaults[i], cost)) is not None:
+            splits[i] = split
     alternatives = dict(zip(splits, estimate_many(model, cluster, train, list(splits.values())), strict=True))
     out = []
     for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
@@ -142,26 +154,37 @@ def plan(
     top_k: int = 10,
     objective: Objective = Objective.STEP_TIME,
     partition: bool = True,
+    budget_s: float = SEARCH_BUDGET_S,
 ) -> PlanResult:
-    """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics."""
+    """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics.
+
+    Exact when `search.complete`; past `budget_s` seconds the rest of the space is skipped and
+    the plans are the best of what was evaluated.
+    """
     started = time.perf_counter()
+    deadline = started + budget_s
     allowed: Allowed = parse_constraints(constraints)
     hw = cluster.profile.hardware(training.precision)
     parts, rejected = [], Counter[str]()
-    for n in _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective):
+    counts = _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective)
+    for n in counts:
+        if parts and time.perf_counter() > deadline:
+            break
         space = build_space(model, training, n, allowed)
         rejected.update(space.rejected)
-        parts.append(evaluate(model, training, space, hw))
+        parts.append(evaluate(model, training, space, hw, deadline))
     ev: Evaluated = concatenate(parts)
     order = rank(ev, hw.hbm_bytes, objective, top=top_k)
     feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
-    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition)
-    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected)
+    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, deadline)
+    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, deadline)
     baseline = _baseline(model, training, cluster, hw, plans, objective)
     stats = SearchStats(
         candidates=len(ev),
+        evaluated=ev.evaluated,
         feasible=feasible,
         elapsed_ms=(time.perf_counter() - started) * 1e3,
+        complete=ev.evaluated == len(ev) and len(parts) == len(counts),
         rejected=dict(rejected.most_common()),
     )
     return PlanResult(plans=plans, baseline=baseline, search=stats, diagnosis=diagnosis)
@@ -177,6 +200,7 @@ def _top_plans(
     top_k: int,
     objective: Objective,
     partition: bool,
+    deadline: float | None = None,
 ) -> list[Plan]:
     shortlist = [int(i) for i in order[:top_k]]
     by_gpus: dict[int, list[int]] = {}

@@ -132,3 +132,13 @@ def test_uneven_layers_get_a_megatron_split() -> None:
         assert stages is not None and sum(stages) == 126 and len(stages) == 16
         assert len(set(stages[1:-1])) == 1
     assert isinstance(result.plans[0].layout, Layout)
+
+
+def test_budget_returns_the_best_found_so_far_marked_incomplete() -> None:
+    cluster = ClusterSpec(profile=A100, num_gpus=1024)
+    training = TrainingSpec(global_batch_size=1536)
+    nothing = plan(GPT3, cluster, training, budget_s=0.0)
+    assert not nothing.search.complete and nothing.search.evaluated == 0 and nothing.plans == []
+    assert nothing.diagnosis is not None and "budget" in nothing.diagnosis.message
+    full = plan(GPT3, cluster, training, top_k=1)
+    assert full.search.complete and full.search.evaluated == full.search.candidates
