@@ -165,7 +165,8 @@ def plan(
     deadline = started + budget_s
     allowed: Allowed = parse_constraints(constraints)
     hw = cluster.profile.hardware(training.precision)
-    parts, rejected = [], Counter[str]()
+    parts: list[Evaluated] = []
+    rejected: Counter[str] = Counter()
     counts = _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective)
     for n in counts:
         if parts and time.perf_counter() > deadline:
