@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -12,6 +13,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.metrics import Metrics
 
 __all__ = ["MAX_BODY_BYTES", "ServiceMiddleware"]
+
+access = logging.getLogger("planner.access")
 
 MAX_BODY_BYTES = 1_000_000
 """Largest request body accepted (bytes); a larger one gets 413 before it is parsed."""
@@ -38,7 +41,7 @@ class ServiceMiddleware:
         status = {"code": 500}
         if int(headers.get("content-length", "0") or 0) > MAX_BODY_BYTES:
             await self._too_large(scope, send, request_id)
-            self._observe(scope, 413, started)
+            self._observe(scope, 413, started, request_id)
             return
         received = {"bytes": 0}
 
@@ -62,12 +65,23 @@ class ServiceMiddleware:
         except _TooLarge:
             await self._too_large(scope, send, request_id)
             status["code"] = 413
-        self._observe(scope, status["code"], started)
+        self._observe(scope, status["code"], started, request_id)
 
-    def _observe(self, scope: Scope, status: int, started: float) -> None:
+    def _observe(self, scope: Scope, status: int, started: float, request_id: str = "") -> None:
         route = _route_label(scope)
+        elapsed = time.perf_counter() - started
         self.metrics.requests.labels(route, scope.get("method", ""), str(status)).inc()
-        self.metrics.latency.labels(route).observe(time.perf_counter() - started)
+        self.metrics.latency.labels(route).observe(elapsed)
+        access.info(
+            "request",
+            extra={
+                "request_id": request_id,
+                "method": scope.get("method"),
+                "route": route,
+                "status": status,
+                "duration_ms": round(elapsed * 1e3, 2),
+            },
+        )
 
     @staticmethod
     async def _too_large(scope: Scope, send: Send, request_id: str) -> None:
