@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from planner.launch import launch_args
 from pydantic import ValidationError
 
 from api.schemas import (
@@ -29,6 +28,7 @@ from api.schemas import (
 from planner.errors import InvalidSpecError, PlannerError
 from planner.estimate import Estimate
 from planner.hf_config import model_from_hf_config
+from planner.launch import launch_args
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
@@ -138,6 +138,8 @@ def _estimate_out(e: Estimate) -> EstimateOut:
         time_breakdown_s=e.time_breakdown_s,
         memory=asdict(e.memory),
         network=asdict(e.network),
+        microbatch_forward_s=e.microbatch_forward_s,
+        microbatch_backward_s=e.microbatch_backward_s,
         days_to_train=e.days_to_train,
         gpu_hours=e.gpu_hours,
     )

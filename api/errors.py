@@ -25,6 +25,36 @@ _TITLES = {
     422: "Invalid request",
     500: "Internal error",
 }
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "type": "object",
+    "required": ["type", "title", "status", "detail", "instance"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "instance": {"type": ["string", "null"]},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {
+                    "loc": {"type": "array", "items": {"type": ["string", "integer"]}},
+                    "msg": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+"""RFC 9457 problem details, as every error response carries them (documented in the OpenAPI schema)."""
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "description": "Client error (400, 404, 405, 413, 415, 422): problem+json naming the field where there is one",
+        "content": {PROBLEM: {"schema": PROBLEM_SCHEMA}},
+    },
+}
 
 
 def problem(status: int, detail: str, request: Request | None = None, **extra: Any) -> JSONResponse:
@@ -71,6 +101,8 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """Map every error to problem+json, and document that in the OpenAPI schema of routes included after this."""
+    app.router.responses = {**ERROR_RESPONSES, **app.router.responses}
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(PlannerError, _planner)
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from api.cache import ResponseCache
 from api.errors import install_error_handlers
 from api.metrics import Metrics
 from api.middleware import ServiceMiddleware
-from api.routes import catalog, health, plan
+from api.routes import catalog, health, plan, timeline
 from planner.presets import load_presets
 from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
 
@@ -40,6 +40,7 @@ def create_app(profiles_dir: Path = DEFAULT_PROFILES_DIR, cache_entries: int = 2
     app.include_router(plan.router)
     app.include_router(catalog.router)
     app.include_router(health.router)
+    app.include_router(timeline.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> HTMLResponse:

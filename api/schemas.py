@@ -196,6 +196,8 @@ class EstimateOut(BaseModel):
     time_breakdown_s: dict[str, float]
     memory: MemoryOut
     network: NetworkOut
+    microbatch_forward_s: float = Field(description="One micro-batch's forward on the slowest stage.")
+    microbatch_backward_s: float = Field(description="One micro-batch's backward (with recompute) there.")
     days_to_train: float | None = None
     gpu_hours: float | None = None
 

@@ -40,6 +40,9 @@ class Estimate:
     network: Crossings
     fits: bool
     violations: list[Violation]
+    microbatch_forward_s: float = 0.0
+    """One micro-batch's forward on the slowest stage (for drawing the pipeline schedule)."""
+    microbatch_backward_s: float = 0.0
     days_to_train: float | None = None
     gpu_hours: float | None = None
 
@@ -119,6 +122,8 @@ def _to_estimate(
         ),
         fits=True,
         violations=[],
+        microbatch_forward_s=float(s.forward_s[i]),
+        microbatch_backward_s=float(s.backward_s[i]),
         days_to_train=days,
         gpu_hours=gpu_hours,
     )

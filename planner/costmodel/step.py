@@ -38,6 +38,10 @@ class StepEstimates:
     hardware_flop: FloatArray
     memory: MemoryBreakdown
     placement: Placement
+    forward_s: FloatArray
+    """One micro-batch's forward on the slowest stage (all its chunks), for drawing the schedule."""
+    backward_s: FloatArray
+    """One micro-batch's backward (with recomputation) on the slowest stage."""
 
     @property
     def step_time_s(self) -> FloatArray:
@@ -85,6 +89,8 @@ def estimate_steps(
         hardware_flop=model_flop + sequences * by_mode[c.recompute],
         memory=peak_memory(model, train, c, q),
         placement=q.placement,
+        forward_s=q.slowest_stage_s["forward"],
+        backward_s=q.slowest_stage_s["backward"],
     )
 
 

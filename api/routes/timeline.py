@@ -1,0 +1,28 @@
+"""GET /v1/timeline.svg: a plan's pipeline schedule, drawn by `planner.timeline` (as the CLI and page do)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from planner.errors import InvalidSpecError
+from planner.timeline import schedule_svg
+
+router = APIRouter(prefix="/v1", tags=["planning"])
+
+
+@router.get("/timeline.svg", summary="The pipeline schedule of one step as SVG", response_class=Response)
+def timeline_svg(
+    pp: Annotated[int, Query(ge=1, le=256, description="Pipeline ranks.")],
+    num_microbatches: Annotated[int, Query(ge=1, le=1_048_576, description="Micro-batches per step.")],
+    vp: Annotated[int, Query(ge=1, le=64, description="Model chunks per rank.")] = 1,
+    forward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's forward on a stage.")] = 1.0,
+    backward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's backward on a stage.")] = 2.0,
+) -> Response:
+    if vp > 1 and num_microbatches % pp:
+        raise InvalidSpecError(
+            "num_microbatches", f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0"
+        )
+    svg = schedule_svg(pp, vp, num_microbatches, forward_s, backward_s)
+    return Response(svg, media_type="image/svg+xml")
