@@ -7,7 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 
 from api.cache import ResponseCache
 from api.errors import install_error_handlers
@@ -18,6 +19,9 @@ from planner.presets import load_presets
 from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
 
 __all__ = ["create_app"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+"""The web page: plain HTML, CSS and JavaScript served as they are (no build step, no CDN)."""
 
 DESCRIPTION = """Searches tensor, pipeline, data, context and expert parallel layouts for transformer training
 under the GPUs' memory limit, with the analytical cost model of Narayanan et al. 2021 generalised to today's
@@ -42,12 +46,11 @@ def create_app(profiles_dir: Path = DEFAULT_PROFILES_DIR, cache_entries: int = 2
     app.include_router(health.router)
     app.include_router(timeline.router)
 
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
     @app.get("/", include_in_schema=False)
-    def index() -> HTMLResponse:
-        return HTMLResponse(
-            "<!doctype html><title>Parallel-layout planner</title><h1>Parallel-layout planner</h1>"
-            '<p>API: <a href="/docs">/docs</a>, <a href="/openapi.json">/openapi.json</a></p>'
-        )
+    def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
     app.add_middleware(ServiceMiddleware, metrics=metrics)
     return app

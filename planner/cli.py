@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +25,7 @@ from planner.search.compare import heuristic_rows, published_rows
 from planner.search.plan import PlanResult, plan
 from planner.search.rank import Objective
 from planner.specs import Precision, Recompute, TrainingSpec
+from planner.timeline import schedule_svg
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parallel-layout planner for transformer training.")
 console = Console(width=200)
@@ -199,6 +201,7 @@ def plan_cmd(
     ] = None,
     train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
     server: Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of planning here.")] = None,
+    svg: Annotated[Path | None, typer.Option(help="Write the best plan's pipeline schedule to this SVG file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Search every legal layout and print the best, with the heuristic baseline."""
@@ -217,6 +220,12 @@ def plan_cmd(
     except PlannerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if svg is not None and result.plans:
+        best = result.plans[0]
+        x, e = best.layout, best.estimate
+        svg.write_text(
+            schedule_svg(x.pp, x.vp, e.num_microbatches, e.microbatch_forward_s or 1.0, e.microbatch_backward_s or 2.0)
+        )
     if as_json:
         typer.echo(_json(result))
         return
