@@ -29,8 +29,11 @@ __all__ = [
     "activation_bytes_per_layer",
     "memory_by_stage",
     "memory_per_gpu",
+    "StageTerms",
+    "all_stage_terms",
     "peak_stage",
     "stage_memory",
+    "stage_terms",
     "state_bytes_per_param",
     "working_bytes",
 ]
@@ -115,77 +118,92 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Float
     return np.asarray(working, dtype=np.float64)
 
 
-def _stage_activations(
+@dataclass(frozen=True, slots=True)
+class StageTerms:
+    """What a stage's memory is made of, before the ZeRO stage and the in-flight count are applied.
+
+    Everything here depends only on the candidate's layer-level key, so a
+    search computes it once per key (`costmodel.shared`).
+    """
+
+    weights: FloatArray
+    """Parameters one GPU of the stage holds, unsharded (dense + expert)."""
+    sharded_weights: FloatArray
+    """The same over the ZeRO group: dense / (dp x cp) + expert / expert-dp."""
+    layer_activations: FloatArray
+    """Bytes one in-flight micro-batch keeps: its layers and, on the first stage, the embedding output."""
+    fixed_activations: FloatArray
+    """Bytes held once: the output stage's fp32 logits and the recompute working set."""
+    zero3_buffer: FloatArray
+    """Bytes of one layer's gathered bf16 weights (held under ZeRO-3)."""
+    single_microbatch: BoolArray
+    """The last stage of a non-trivial pipeline: one micro-batch in flight under 1F1B."""
+
+
+def stage_terms(
     model: ModelSpec,
     c: Candidates,
+    params: tuple[FloatArray, FloatArray],
     per_layer: FloatArray,
     working: FloatArray,
     kind: tuple[IntArray, BoolArray, BoolArray],
-    in_flight_first: FloatArray,
-) -> FloatArray:
-    """Activations one GPU of a stage keeps: its layers times the micro-batches in flight there.
-
-    The first (and any middle) stage holds `in_flight_microbatches`; the last
-    stage one micro-batch under 1F1B. Full recompute adds the working set of
-    the one layer being recomputed, selective recompute (without flash
-    attention) that layer's attention scores; the embedding stage its output,
-    the output stage the fp32 logits.
-    """
+) -> StageTerms:
+    """The memory terms of one stage kind (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer."""
     layers, embedding, output = kind
+    dense, expert = params
     tokens = c.micro_batch_size * model.seq_length / c.cp
     tp = c.tp.astype(np.float64)
-    in_flight = np.where(output & (c.pp > 1) & (c.vp == 1), 1.0, in_flight_first)
-    embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
-    logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
-    return in_flight * (per_layer * layers + embedding_bytes) + logits + np.where(layers > 0, working, 0.0)
-
-
-def stage_memory(
-    model: ModelSpec,
-    c: Candidates,
-    precision: Precision,
-    params: tuple[FloatArray, FloatArray],
-    activations: FloatArray,
-    layers: IntArray,
-) -> MemoryBreakdown:
-    """Bytes per GPU of one stage holding `params` (dense, expert) and `activations`."""
-    dense, expert = params
-    grad_bytes, opt_bytes = state_bytes_per_param(precision)
     dense_shard = (c.dp * c.cp).astype(np.float64)
     expert_shard = np.maximum(dense_shard / c.ep, 1.0)
-
-    def sharded(stage: int) -> FloatArray:
-        return np.where(c.zero_stage >= stage, dense / dense_shard + expert / expert_shard, dense + expert)
-
-    zero3_layer = np.where(c.zero_stage == 3, WEIGHT_BYTES * (dense + expert) / np.maximum(layers, 1), 0.0)
-    return MemoryBreakdown(
-        parameters=WEIGHT_BYTES * sharded(3),
-        gradients=grad_bytes * sharded(2),
-        optimizer_states=opt_bytes * sharded(1),
-        activations=activations,
-        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + zero3_layer,
+    weights = dense + expert
+    embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
+    logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    return StageTerms(
+        weights=weights,
+        sharded_weights=dense / dense_shard + expert / expert_shard,
+        layer_activations=per_layer * layers + embedding_bytes,
+        fixed_activations=logits + np.where(layers > 0, working, 0.0),
+        zero3_buffer=WEIGHT_BYTES * weights / np.maximum(layers, 1),
+        single_microbatch=np.asarray(output & (c.pp > 1)),
     )
 
 
-def memory_by_stage(
-    model: ModelSpec,
-    c: Candidates,
-    precision: Precision,
-    stage_params: tuple[tuple[FloatArray, FloatArray], ...],
-    per_layer: FloatArray,
-    working: FloatArray,
-) -> list[MemoryBreakdown]:
-    """Memory of the first, last and middle stage (`params.stage_kinds` order).
+def stage_memory(c: Candidates, precision: Precision, t: StageTerms, in_flight_first: FloatArray) -> MemoryBreakdown:
+    """Bytes per GPU of one stage: states by ZeRO stage, activations by micro-batches in flight.
 
-    ZeRO-3 adds the gathered bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
+    The first (and any middle) stage holds `in_flight_first` micro-batches; the
+    last stage one under 1F1B (interleaving keeps more). ZeRO-3 adds the gathered
+    bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
     """
+    grad_bytes, opt_bytes = state_bytes_per_param(precision)
+    z = c.zero_stage
+    in_flight = np.where(t.single_microbatch & (c.vp == 1), 1.0, in_flight_first)
+    activations = in_flight * t.layer_activations + t.fixed_activations
+    return MemoryBreakdown(
+        parameters=WEIGHT_BYTES * np.where(z >= 3, t.sharded_weights, t.weights),
+        gradients=grad_bytes * np.where(z >= 2, t.sharded_weights, t.weights),
+        optimizer_states=opt_bytes * np.where(z >= 1, t.sharded_weights, t.weights),
+        activations=activations,
+        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + np.where(z == 3, t.zero3_buffer, 0.0),
+    )
+
+
+def memory_by_stage(c: Candidates, precision: Precision, terms: tuple[StageTerms, ...]) -> list[MemoryBreakdown]:
+    """Memory of each stage kind (`params.stage_kinds` order) from its terms."""
     in_flight = in_flight_microbatches(c)
-    return [
-        stage_memory(
-            model, c, precision, params, _stage_activations(model, c, per_layer, working, kind, in_flight), kind[0]
-        )
+    return [stage_memory(c, precision, t, in_flight) for t in terms]
+
+
+def all_stage_terms(
+    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, stage_params: tuple[tuple[FloatArray, FloatArray], ...]
+) -> tuple[StageTerms, ...]:
+    """`stage_terms` of the first, last and middle stage."""
+    per_layer = activation_bytes_per_layer(model, c, rt)
+    working = working_bytes(model, c, rt)
+    return tuple(
+        stage_terms(model, c, params, per_layer, working, kind)
         for params, kind in zip(stage_params, stage_kinds(c), strict=True)
-    ]
+    )
 
 
 def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
@@ -198,5 +216,4 @@ def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
 def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
     params = tuple(stage_params(model, c, *kind) for kind in stage_kinds(c))
-    per_layer = activation_bytes_per_layer(model, c, rt)
-    return peak_stage(memory_by_stage(model, c, precision, params, per_layer, working_bytes(model, c, rt)))
+    return peak_stage(memory_by_stage(c, precision, all_stage_terms(model, c, rt, params)))

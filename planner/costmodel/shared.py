@@ -23,7 +23,7 @@ from planner.costmodel.comm import (
     tp_comm_per_layer_s,
 )
 from planner.costmodel.data_parallel import dp_collectives_s
-from planner.costmodel.memory import activation_bytes_per_layer, working_bytes
+from planner.costmodel.memory import StageTerms, all_stage_terms
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.topology import GroupPlacement, Placement, place
 from planner.profiles import Hardware
@@ -41,12 +41,10 @@ class LayerQuantities:
     layer_s: dict[str, FloatArray]
     """Seconds of one layer and micro-batch by LAYER_KEYS, plus `forward` and `backward` (with recompute)."""
     logits_s: FloatArray
-    activation_bytes: FloatArray
-    """Bytes one layer keeps per micro-batch."""
-    working_bytes: FloatArray
-    """Bytes of the one layer being recomputed (full: all of it; selective without flash: its scores)."""
     stage_params: tuple[tuple[FloatArray, FloatArray], ...]
     """(dense, expert) parameters per GPU of the first, last and middle stage (`params.stage_kinds` order)."""
+    stage_terms: tuple[StageTerms, ...]
+    """The memory terms of the same stages."""
     largest_params: tuple[FloatArray, FloatArray]
     """(dense, expert) parameters per GPU of the stage holding the most."""
     dp_collectives_s: dict[str, FloatArray]
@@ -71,9 +69,10 @@ class LayerQuantities:
             ),
             layer_s={k: v[index] for k, v in self.layer_s.items()},
             logits_s=self.logits_s[index],
-            activation_bytes=self.activation_bytes[index],
-            working_bytes=self.working_bytes[index],
             stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
+            stage_terms=tuple(
+                StageTerms(*(getattr(t, f)[index] for f in StageTerms.__slots__)) for t in self.stage_terms
+            ),
             largest_params=(self.largest_params[0][index], self.largest_params[1][index]),
             dp_collectives_s={k: v[index] for k, v in self.dp_collectives_s.items()},
             slowest_stage_s={k: v[index] for k, v in self.slowest_stage_s.items()},
@@ -126,9 +125,8 @@ def layer_quantities(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: H
         placement=placement,
         layer_s=layer_s,
         logits_s=logits_s,
-        activation_bytes=activation_bytes_per_layer(model, c, train.runtime),
-        working_bytes=working_bytes(model, c, train.runtime),
         stage_params=params,
+        stage_terms=all_stage_terms(model, c, train.runtime, params),
         largest_params=(dense, expert),
         dp_collectives_s=dp_collectives_s(c, (dense, expert), placement, hw, train.precision),
         slowest_stage_s=_slowest_stage(model, c, layer_s, logits_s),

@@ -24,7 +24,15 @@ from planner.costmodel.topology import Placement
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LAYER_KEYS", "StepEstimates", "TIME_KEYS", "estimate_steps", "peak_memory", "step_times_s"]
+__all__ = [
+    "LAYER_KEYS",
+    "StepEstimates",
+    "TIME_KEYS",
+    "estimate_steps",
+    "peak_memory",
+    "step_times_s",
+    "updated_params",
+]
 
 TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
 
@@ -60,14 +68,13 @@ def step_times_s(
     time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
     dp_raw = data_parallel_times(c, q.dp_collectives_s)
     time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
-    time_s["optimizer"] = compute.optimizer_step_time_s(_updated_params(c, q.largest_params), hw)
+    time_s["optimizer"] = compute.optimizer_step_time_s(updated_params(c, q.largest_params), hw)
     return time_s
 
 
 def peak_memory(model: ModelSpec, train: TrainingSpec, c: Candidates, q: LayerQuantities) -> MemoryBreakdown:
     """Memory per GPU of the most loaded stage, with breakdown."""
-    stages = memory_by_stage(model, c, train.precision, q.stage_params, q.activation_bytes, q.working_bytes)
-    return peak_stage(stages)
+    return peak_stage(memory_by_stage(c, train.precision, q.stage_terms))
 
 
 def estimate_steps(
@@ -94,7 +101,7 @@ def estimate_steps(
     )
 
 
-def _updated_params(c: Candidates, params: tuple[FloatArray, FloatArray]) -> FloatArray:
+def updated_params(c: Candidates, params: tuple[FloatArray, FloatArray]) -> FloatArray:
     """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
     dense, expert = params
     dense_shard = np.where(c.zero_stage >= 1, c.dp * c.cp, 1)

@@ -10,7 +10,7 @@ import numpy as np
 from planner.constraints.space import Space
 from planner.costmodel.candidates import Candidates, FloatArray, IntArray
 from planner.costmodel.shared import layer_quantities
-from planner.costmodel.step import TIME_KEYS, peak_memory, step_times_s
+from planner.costmodel.tables import key_tables, step_time_and_peak
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -45,7 +45,8 @@ def evaluate(
     how many were.
     """
     c = space.candidates
-    shared = layer_quantities(model, train, space.layer_candidates, hw)
+    keys = space.layer_candidates
+    tables = key_tables(model, train, keys, layer_quantities(model, train, keys, hw), hw)
     steps, peaks = [], []
     for start in range(0, len(c), CHUNK):
         chunk = np.arange(start, min(start + CHUNK, len(c)))
@@ -53,14 +54,8 @@ def evaluate(
             steps.append(np.full(len(chunk), np.inf))
             peaks.append(np.full(len(chunk), np.inf))
             continue
-        part, q = c.take(chunk), shared.take(space.layer_index[chunk])
-        peak = peak_memory(model, train, part, q).peak
-        fits = np.flatnonzero(peak <= hw.hbm_bytes)
-        step = np.full(len(chunk), np.inf)
-        if len(fits):
-            times = step_times_s(model, train, part.take(fits), hw, q.take(fits))
-            step[fits] = np.sum([times[k] for k in TIME_KEYS], axis=0)
-        steps.append(step)
+        step, peak = step_time_and_peak(tables, space.layer_index[chunk], c.take(chunk))
+        steps.append(np.where(peak <= hw.hbm_bytes, step, np.inf))
         peaks.append(peak)
     empty = np.zeros(0)
     peak_bytes = np.concatenate(peaks) if peaks else empty

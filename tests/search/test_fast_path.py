@@ -1,0 +1,36 @@
+"""The search's table path agrees with the cost model's reference path on every candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.constraints.space import build_space
+from planner.costmodel.shared import layer_quantities
+from planner.costmodel.step import estimate_steps
+from planner.costmodel.tables import key_tables, step_time_and_peak
+from planner.presets import get_preset
+from planner.profiles import load_profiles
+from planner.specs import RuntimeFeatures, TrainingSpec
+
+CASES = [
+    ("gpt3-175b", "dgx-a100-80gb", 64, 128, RuntimeFeatures()),
+    ("llama3-70b", "gb200-nvl72", 144, 144, RuntimeFeatures(overlap_grad_reduce=False, tp_comm_overlap=True)),
+    ("mixtral-8x7b", "dgx-h100", 32, 64, RuntimeFeatures(flash_attention=False, overlap_param_gather=False)),
+    ("megatron-1.7b", "dgx-a100-40gb", 16, 64, RuntimeFeatures()),
+]
+
+
+@pytest.mark.parametrize(("preset", "profile", "gpus", "batch", "runtime"), CASES, ids=[c[0] for c in CASES])
+def test_tables_match_the_reference(preset: str, profile: str, gpus: int, batch: int, runtime: RuntimeFeatures) -> None:
+    model = get_preset(preset).model
+    training = TrainingSpec(global_batch_size=batch, runtime=runtime)
+    hw = load_profiles()[profile].hardware(training.precision)
+    space = build_space(model, training, gpus, {})
+    keys = space.layer_candidates
+    q = layer_quantities(model, training, keys, hw)
+    step, peak = step_time_and_peak(key_tables(model, training, keys, q, hw), space.layer_index, space.candidates)
+    reference = estimate_steps(model, training, space.candidates, hw, q.take(space.layer_index))
+    assert len(step) > 100
+    np.testing.assert_allclose(peak, reference.memory.peak, rtol=1e-12)
+    np.testing.assert_allclose(step, reference.step_time_s, rtol=1e-12)
