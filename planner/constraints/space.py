@@ -157,28 +157,36 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
     layer_of_row = np.asarray([layer_ids.setdefault(row[:5] + row[6:], len(layer_ids)) for row in rows], np.int64)
     layer_rows = np.asarray(list(layer_ids), dtype=np.int64).reshape(-1, 6)
     layer_modes = np.asarray([(r, s, 0) for r in range(3) for s in (0, 1)], dtype=np.int64)
-    layer_candidates = _columns(model, train, np.insert(layer_rows, 5, 1, axis=1), layer_modes)
+    layer_grid = np.insert(layer_rows, 5, 1, axis=1)
+    layer_candidates = _columns(model, train, layer_grid, layer_modes, *_product(len(layer_grid), len(layer_modes)))
     # Sequence parallelism needs tp > 1: rows with tp = 1 get only the modes without it.
     single = base[:, 0] == 1
-    single_modes = modes[modes[:, 1] == 0]
-    rejected["sequence_parallel_needs_tp"] += int(single.sum()) * (len(modes) - len(single_modes))
-    parts = [(base[~single], layer_of_row[~single], modes), (base[single], layer_of_row[single], single_modes)]
-    columns = [_columns(model, train, rows_, modes_) for rows_, _, modes_ in parts]
-    layer_index = [
-        np.repeat(ids * len(layer_modes), len(modes_)) + np.tile(modes_[:, 0] * 2 + modes_[:, 1], len(ids))
-        for _, ids, modes_ in parts
-    ]
+    sp_rows, plain_rows = np.flatnonzero(~single), np.flatnonzero(single)
+    plain_modes = np.flatnonzero(modes[:, 1] == 0)
+    rejected["sequence_parallel_needs_tp"] += len(plain_rows) * (len(modes) - len(plain_modes))
+    row_a, mode_a = _product(len(sp_rows), len(modes))
+    row_b, mode_b = _product(len(plain_rows), len(plain_modes))
+    row = np.concatenate([sp_rows[row_a], plain_rows[row_b]])
+    mode = np.concatenate([mode_a, plain_modes[mode_b]])
+    layer_index = layer_of_row[row] * len(layer_modes) + modes[mode, 0] * 2 + modes[mode, 1]
     return Space(
-        candidates=Candidates(**{f: np.concatenate([getattr(c, f) for c in columns]) for f in Candidates.__slots__}),
+        candidates=_columns(model, train, base, modes, row, mode),
         num_gpus=num_gpus,
         layer_candidates=layer_candidates,
-        layer_index=np.concatenate(layer_index),
+        layer_index=layer_index,
         rejected=rejected,
     )
 
 
-def _columns(model: ModelSpec, train: TrainingSpec, rows: np.ndarray, modes: np.ndarray) -> Candidates:
-    """The product of (tp, cp, pp, dp, ep, vp, micro_batch_size) rows and (recompute, sp, zero) modes."""
+def _product(rows: int, modes: int) -> tuple[IntArray, IntArray]:
+    """Row and mode indices of the product, rows outer."""
+    return np.repeat(np.arange(rows), modes), np.tile(np.arange(modes), rows)
+
+
+def _columns(
+    model: ModelSpec, train: TrainingSpec, rows: np.ndarray, modes: np.ndarray, row: IntArray, mode: IntArray
+) -> Candidates:
+    """Candidates pairing (tp, cp, pp, dp, ep, vp, micro_batch_size) rows with (recompute, sp, zero) modes."""
     tp, cp, pp, dp, ep, vp, mbs = rows.T
     first, middle, last = default_stage_layers(model.num_layers, pp)
     per_row = {
@@ -194,9 +202,8 @@ def _columns(model: ModelSpec, train: TrainingSpec, rows: np.ndarray, modes: np.
         "first_stage_layers": first,
         "last_stage_layers": last,
     }
-    m = len(modes)
-    columns = {name: np.repeat(values, m) for name, values in per_row.items()}
-    columns["recompute"] = np.tile(modes[:, 0], len(rows))
-    columns["sequence_parallel"] = np.tile(modes[:, 1].astype(bool), len(rows))
-    columns["zero_stage"] = np.tile(modes[:, 2], len(rows))
+    columns = {name: values[row] for name, values in per_row.items()}
+    columns["recompute"] = modes[mode, 0]
+    columns["sequence_parallel"] = modes[mode, 1].astype(bool)
+    columns["zero_stage"] = modes[mode, 2]
     return Candidates(**columns)
