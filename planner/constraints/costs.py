@@ -58,9 +58,7 @@ def stage_costs_many(model: ModelSpec, train: TrainingSpec, layouts: list[Layout
     n = np.repeat([1, 2], k)
     at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
     qa = layer_quantities(model, train, at, hw)
-    first, last, middle = memory_by_stage(
-        model, at, train.precision, qa.stage_params, qa.activation_bytes, qa.working_bytes
-    )
+    first, last, middle = memory_by_stage(at, train.precision, qa.stage_terms)
     peaks = np.stack([first.peak, middle.peak, last.peak])  # (FIRST, MIDDLE, LAST) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
     intercept = peaks[:, :k] - slope
