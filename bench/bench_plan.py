@@ -22,7 +22,7 @@ from planner.constraints.space import build_space
 from planner.estimate import estimate
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
-from planner.search.plan import layout_at, plan
+from planner.search.plan import plan
 from planner.specs import ModelSpec, TrainingSpec
 
 CASES = [
@@ -60,7 +60,7 @@ def main() -> None:
         sample = rng.choice(len(space.candidates), size=min(args.sample, len(space.candidates)), replace=False)
         start = time.perf_counter()
         for i in sample:
-            estimate(model, cluster, training, layout_at(space.candidates, int(i), model.num_layers))
+            estimate(model, cluster, training, space.candidates.layout(int(i), model.num_layers))
         per_candidate_s = (time.perf_counter() - start) / len(sample)
         reference_s = per_candidate_s * result.search.candidates
         print(

@@ -7,7 +7,7 @@ a single layout is a batch of one. The recompute mode is stored as a code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -15,13 +15,23 @@ import numpy.typing as npt
 from planner.layout import Layout
 from planner.specs import Recompute
 
-__all__ = ["RECOMPUTE_CODE", "BoolArray", "Candidates", "FloatArray", "IntArray", "default_stage_layers", "select_max"]
+__all__ = [
+    "RECOMPUTE_CODE",
+    "BoolArray",
+    "Candidates",
+    "FloatArray",
+    "IntArray",
+    "default_stage_layers",
+    "select_max",
+    "stages_of",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 RECOMPUTE_CODE: dict[Recompute, int] = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
+_RECOMPUTE_BY_CODE = {code: mode for mode, code in RECOMPUTE_CODE.items()}
 NONE, SELECTIVE, FULL = 0, 1, 2
 
 
@@ -69,10 +79,26 @@ class Candidates:
             recompute=col([RECOMPUTE_CODE[x.recompute] for x in layouts]),
             sequence_parallel=np.asarray([x.sequence_parallel for x in layouts], dtype=np.bool_),
             zero_stage=col([x.zero_stage for x in layouts]),
-            stage_layers=col([max(_stages(x, num_layers)) for x in layouts]),
-            first_stage_layers=col([_stages(x, num_layers)[0] for x in layouts]),
-            last_stage_layers=col([_stages(x, num_layers)[-1] for x in layouts]),
+            stage_layers=col([max(stages_of(x, num_layers)) for x in layouts]),
+            first_stage_layers=col([stages_of(x, num_layers)[0] for x in layouts]),
+            last_stage_layers=col([stages_of(x, num_layers)[-1] for x in layouts]),
         )
+
+    def layout(self, i: int, num_layers: int) -> Layout:
+        """The i-th candidate as a `Layout`, with its stage split written out."""
+        layout = Layout(
+            tp=int(self.tp[i]),
+            pp=int(self.pp[i]),
+            dp=int(self.dp[i]),
+            cp=int(self.cp[i]),
+            ep=int(self.ep[i]),
+            vp=int(self.vp[i]),
+            micro_batch_size=int(self.micro_batch_size[i]),
+            recompute=_RECOMPUTE_BY_CODE[int(self.recompute[i])],
+            sequence_parallel=bool(self.sequence_parallel[i]),
+            zero_stage=int(self.zero_stage[i]),
+        )
+        return replace(layout, layers_per_stage=stages_of(layout, num_layers))
 
     def take(self, index: IntArray | BoolArray) -> Candidates:
         """The candidates selected by an index or mask."""
@@ -108,8 +134,8 @@ def default_stage_layers(num_layers: int, pp: IntArray) -> tuple[IntArray, IntAr
     return first, np.where(pp > 2, middle, 0), last
 
 
-def _stages(layout: Layout, num_layers: int) -> tuple[int, ...]:
-    """Layers per stage: as given, else the default split."""
+def stages_of(layout: Layout, num_layers: int) -> tuple[int, ...]:
+    """Layers per stage (length pp): as the layout gives them, else the default split."""
     if layout.layers_per_stage:
         return layout.layers_per_stage
     first, middle, last = (int(x[0]) for x in default_stage_layers(num_layers, np.asarray([layout.pp])))

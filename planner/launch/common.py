@@ -5,9 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-import numpy as np
-
-from planner.costmodel.candidates import default_stage_layers
+from planner.costmodel.candidates import stages_of
 from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
@@ -75,12 +73,7 @@ def node_count(num_gpus: int, gpus_per_node: int) -> tuple[int, int]:
 
 def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
     """Layers per pipeline stage (length pp): as planned, else the cost model's default split."""
-    if layout.layers_per_stage is not None:
-        return layout.layers_per_stage
-    first, middle, last = (int(x[0]) for x in default_stage_layers(model.num_layers, np.asarray([layout.pp])))
-    if layout.pp == 1:
-        return (first,)
-    return (first,) + (middle,) * (layout.pp - 2) + (last,)
+    return stages_of(layout, model.num_layers)
 
 
 def tp_pp_dp_mapping_allowed(layout: Layout) -> bool:

@@ -12,12 +12,10 @@ from planner.constraints.space import Allowed, build_space
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.search.evaluate import Evaluated, evaluate
-from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB
 
 __all__ = ["Diagnosis", "diagnose"]
-
-_RECOMPUTE = list(Recompute)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,18 +75,7 @@ def diagnose(
     i = int(np.argmin(ev.peak_bytes))
     need = float(ev.peak_bytes[i]) / GIB
     c = ev.candidates
-    layout = Layout(
-        tp=int(c.tp[i]),
-        pp=int(c.pp[i]),
-        dp=int(c.dp[i]),
-        cp=int(c.cp[i]),
-        ep=int(c.ep[i]),
-        vp=int(c.vp[i]),
-        micro_batch_size=int(c.micro_batch_size[i]),
-        recompute=_RECOMPUTE[int(c.recompute[i])],
-        sequence_parallel=bool(c.sequence_parallel[i]),
-        zero_stage=int(c.zero_stage[i]),
-    )
+    layout = c.layout(i, model.num_layers)
     hint = f"relax constraints: {', '.join(relax)}" if relax else "use more GPUs or GPUs with more memory"
     return Diagnosis(
         message=(

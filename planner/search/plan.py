@@ -14,7 +14,6 @@ from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import solve_partition
 from planner.constraints.space import Allowed, build_space
-from planner.costmodel.candidates import Candidates, default_stage_layers
 from planner.errors import InfeasibleError, SolverTimeoutError
 from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
@@ -24,14 +23,13 @@ from planner.search.constraints import parse_constraints
 from planner.search.diagnose import Diagnosis, diagnose
 from planner.search.evaluate import Evaluated, concatenate, evaluate
 from planner.search.rank import Objective, rank
-from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
 
 MAX_TOP_K = 100
 SEARCH_BUDGET_S = 1.0
 """Wall-clock budget of one search; past it the best found so far is returned, marked incomplete."""
-_RECOMPUTE = list(Recompute)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,26 +64,6 @@ class PlanResult:
     baseline: Baseline
     search: SearchStats
     diagnosis: Diagnosis | None
-
-
-def layout_at(c: Candidates, i: int, num_layers: int) -> Layout:
-    """The i-th candidate as a `Layout`, with its default stage split written out."""
-    pp = int(c.pp[i])
-    first, middle, last = (int(x[0]) for x in default_stage_layers(num_layers, np.asarray([pp])))
-    stages = (first,) if pp == 1 else (first,) + (middle,) * (pp - 2) + (last,)
-    return Layout(
-        tp=int(c.tp[i]),
-        pp=pp,
-        dp=int(c.dp[i]),
-        cp=int(c.cp[i]),
-        ep=int(c.ep[i]),
-        vp=int(c.vp[i]),
-        micro_batch_size=int(c.micro_batch_size[i]),
-        recompute=_RECOMPUTE[int(c.recompute[i])],
-        sequence_parallel=bool(c.sequence_parallel[i]),
-        zero_stage=int(c.zero_stage[i]),
-        layers_per_stage=stages,
-    )
 
 
 def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list[int]:
@@ -209,7 +187,7 @@ def _top_plans(
         by_gpus.setdefault(int(ev.num_gpus[i]), []).append(i)
     scored: list[tuple[float, int, int, Estimate, Layout]] = []
     for n, indexes in by_gpus.items():
-        layouts = [layout_at(ev.candidates, i, model.num_layers) for i in indexes]
+        layouts = [ev.candidates.layout(i, model.num_layers) for i in indexes]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         for i, (layout, e) in zip(
             indexes, _refine_all(model, training, cluster_n, hw, layouts, partition), strict=True
@@ -231,7 +209,7 @@ def _baseline(
     if found is None:
         return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
     ev, i = found
-    layout = layout_at(ev.candidates, i, model.num_layers)
+    layout = ev.candidates.layout(i, model.num_layers)
     e = estimate(model, cluster, training, layout)
     base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
     if not plans:
