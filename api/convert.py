@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
@@ -127,7 +128,21 @@ def _layout_out(layout: Layout, num_microbatches: int) -> LayoutOut:
     )
 
 
+def _check_finite(e: Estimate) -> None:
+    """Refuse (422) an estimate that overflowed: rates within bounds but so small that a time is inf, not a number."""
+    core = [e.step_time_s, e.tokens_per_s, e.model_tflops_per_gpu, e.hardware_tflops_per_gpu, e.mfu, e.bubble_fraction]
+    core += [*e.time_breakdown_s.values(), e.memory.peak_gib, e.memory.capacity_gib, *e.memory.breakdown_gib.values()]
+    core += [e.microbatch_forward_s, e.microbatch_backward_s]
+    if not all(math.isfinite(x) for x in core):
+        raise InvalidSpecError(
+            "cluster", "the hardware's rates are too small for a finite estimate (a time overflows); check the profile"
+        )
+    if not all(math.isfinite(x) for x in (e.days_to_train, e.gpu_hours) if x is not None):
+        raise InvalidSpecError("training.train_tokens", "days_to_train overflows on this hardware; give fewer tokens")
+
+
 def _estimate_out(e: Estimate) -> EstimateOut:
+    _check_finite(e)
     return EstimateOut(
         step_time_s=e.step_time_s,
         tokens_per_s=e.tokens_per_s,

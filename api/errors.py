@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -57,7 +58,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def problem(status: int, detail: str, request: Request | None = None, **extra: Any) -> JSONResponse:
+def problem(
+    status: int, detail: str, request: Request | None = None, headers: Mapping[str, str] | None = None, **extra: Any
+) -> JSONResponse:
     body = {
         "type": "about:blank",
         "title": _TITLES.get(status, "Error"),
@@ -66,7 +69,7 @@ def problem(status: int, detail: str, request: Request | None = None, **extra: A
         "instance": request.url.path if request is not None else None,
         **extra,
     }
-    return JSONResponse(body, status_code=status, media_type=PROBLEM)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
 def _loc(loc: tuple[Any, ...]) -> list[str | int]:
@@ -92,7 +95,8 @@ async def _planner(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    return problem(exc.status_code, str(exc.detail), request)
+    # Keep the exception's headers: a 405 must say which methods are allowed (RFC 9110 `Allow`).
+    return problem(exc.status_code, str(exc.detail), request, headers=exc.headers)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.metrics import Metrics
@@ -20,8 +21,15 @@ MAX_BODY_BYTES = 1_000_000
 """Largest request body accepted (bytes); a larger one gets 413 before it is parsed."""
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """Raised from `receive` once a body without a (truthful) content-length passes the limit.
+
+    An HTTPException, because FastAPI turns any other error raised while it reads the body into a 400;
+    this one it re-raises, and the app's handler answers 413 as problem+json.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(413, f"request body exceeds the limit of {MAX_BODY_BYTES} bytes")
 
 
 class ServiceMiddleware:

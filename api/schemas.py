@@ -7,9 +7,9 @@ them is `api/convert.py`'s job; no math here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from planner.profiles import (
     Calibration,
@@ -36,6 +36,23 @@ __all__ = [
 
 _STRICT = ConfigDict(extra="forbid")
 MAX_JSON_OBJECT_KEYS = 500
+MAX_JSON_DEPTH = 32
+"""Deepest nesting accepted in the free-form objects (hf_config, overrides); a real config.json nests 3 or 4."""
+
+
+def _bounded_depth(value: dict[str, Any]) -> dict[str, Any]:
+    # Deeper objects validate but then overflow JSON serialisation (the cache key): refuse them here, as a 422.
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_bounded_depth)]
 
 
 class PresetModel(BaseModel):
@@ -52,7 +69,7 @@ class PresetModel(BaseModel):
 class HfConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    hf_config: dict[str, Any] = Field(
+    hf_config: JsonObject = Field(
         description="A Hugging Face config.json (Llama, Mistral/Mixtral, Qwen, DeepSeek-V3, GPT-2, GPT-NeoX keys).",
         json_schema_extra={
             "examples": [
@@ -88,7 +105,7 @@ class ClusterIn(BaseModel):
     profile: str | None = Field(
         default=None, max_length=64, pattern=r"^[a-z0-9][a-z0-9.-]*$", description="Built-in profile id."
     )
-    overrides: dict[str, Any] | None = Field(
+    overrides: JsonObject | None = Field(
         default=None,
         description="Partial profile deep-merged over the built-in one, e.g. {network: {nics_per_node: 4}}.",
     )
@@ -144,6 +161,14 @@ class LayoutIn(BaseModel):
     sequence_parallel: bool = False
     zero_stage: Literal[0, 1, 2, 3] = 0
     layers_per_stage: list[int] | None = Field(default=None, max_length=4096, description="Layers per pipeline stage.")
+
+    @model_validator(mode="after")
+    def _at_most_the_largest_cluster(self) -> Self:
+        # The cost model places every rank (arrays of tp*pp*dp*cp entries): bound the product, not only each factor.
+        gpus = self.tp * self.pp * self.dp * self.cp
+        if gpus > 1_048_576:
+            raise ValueError(f"tp * pp * dp * cp = {gpus} GPUs exceeds the largest cluster accepted (1048576)")
+        return self
 
 
 class EstimateRequest(BaseModel):

