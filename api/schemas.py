@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid")
-MAX_JSON_OBJECT_KEYS = 500
 MAX_JSON_DEPTH = 32
 """Deepest nesting accepted in the free-form objects (hf_config, overrides); a real config.json nests 3 or 4."""
 

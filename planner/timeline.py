@@ -16,6 +16,8 @@ __all__ = ["MAX_DRAWN_MICROBATCHES", "Pass", "Schedule", "schedule", "schedule_s
 
 MAX_DRAWN_MICROBATCHES = 24
 """Past this the drawing shows a shorter step with the same warm-up and cool-down, and says so."""
+MAX_SIMULATED_PASSES = 100_000
+"""Bound on the passes one drawing simulates (2 x pp x vp x micro-batches drawn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,11 @@ def schedule_svg(
     drawn = num_microbatches
     if num_microbatches > MAX_DRAWN_MICROBATCHES:
         drawn = max(pp, (MAX_DRAWN_MICROBATCHES // pp) * pp) if vp > 1 else MAX_DRAWN_MICROBATCHES
+    if 2 * pp * vp * drawn > MAX_SIMULATED_PASSES:
+        raise ValueError(
+            f"2 * pp({pp}) * vp({vp}) * {drawn} micro-batches = {2 * pp * vp * drawn} passes to draw"
+            f" > {MAX_SIMULATED_PASSES}"
+        )
     s = schedule(pp, vp, drawn, forward_s, backward_s)
     row, top, left = 22, 28, 64
     height = top + row * pp + 26
@@ -145,14 +152,16 @@ def schedule_svg(
             f"rank {r}</text>"
             f'<rect x="{left}" y="{y}" width="{width - left - 10}" height="{row - 4}" fill="#eeeeee"/>'
         )
-        for p in (p for p in s.passes if p.rank == r):
+        for p, count, end in _visible_runs([p for p in s.passes if p.rank == r], scale):
             colors = _BACKWARD if p.backward else _FORWARD
             kind = "B" if p.backward else "F"
+            label = f"{kind} micro-batch {p.microbatch}{f' chunk {p.chunk}' if vp > 1 else ''}"
+            if count > 1:
+                label = f"{count} {kind} passes from micro-batch {p.microbatch}"
             parts.append(
                 f'<rect class="pass {kind.lower()}" x="{left + p.start * scale:.2f}" y="{y}" '
-                f'width="{max((p.end - p.start) * scale - 0.5, 0.5):.2f}" height="{row - 4}" '
-                f'fill="{colors[p.chunk % len(colors)]}"><title>{kind} micro-batch {p.microbatch}'
-                f"{f' chunk {p.chunk}' if vp > 1 else ''}</title></rect>"
+                f'width="{max((end - p.start) * scale - 0.5, 0.5):.2f}" height="{row - 4}" '
+                f'fill="{colors[p.chunk % len(colors)]}"><title>{label}</title></rect>'
             )
         parts.append("</g>")
     legend_y = top + row * pp + 16
@@ -161,6 +170,24 @@ def schedule_svg(
         "blue: forward, orange: backward (shade: model chunk); grey: idle (the bubble)</text></svg>"
     )
     return "".join(parts)
+
+
+def _visible_runs(passes: list[Pass], scale: float) -> list[tuple[Pass, int, float]]:
+    """Passes of one rank as drawn: neighbours of the same kind closer than a pixel merge into one run.
+
+    Returns (first pass, passes in the run, end of the run); the count of runs stays within
+    about twice the drawing's width in pixels, whatever the schedule's size.
+    """
+    runs: list[tuple[Pass, int, float]] = []
+    for p in sorted(passes, key=lambda x: x.start):
+        if runs:
+            first, count, end = runs[-1]
+            tiny = (end - first.start) * scale < 2 or (p.end - p.start) * scale < 2
+            if first.backward == p.backward and tiny and (p.start - end) * scale < 1:
+                runs[-1] = (first, count + 1, p.end)
+                continue
+        runs.append((p, 1, p.end))
+    return runs
 
 
 def _caption(pp: int, vp: int, m: int, drawn: int) -> str:

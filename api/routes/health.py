@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.deps import MetricsDep
@@ -22,6 +23,6 @@ def readyz(request: Request) -> Response:
     return Response(b'{"status":"ready"}' if ready else b'{"status":"loading"}', status, media_type="application/json")
 
 
-@router.get("/metrics", summary="Prometheus text format")
+@router.get("/metrics", summary="Prometheus text format", response_class=PlainTextResponse)
 def metrics(m: MetricsDep) -> Response:
     return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

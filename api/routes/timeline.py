@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from planner.constraints.space import MAX_VP
 from planner.errors import InvalidSpecError
 from planner.timeline import schedule_svg
 
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/v1", tags=["planning"])
 def timeline_svg(
     pp: Annotated[int, Query(ge=1, le=256, description="Pipeline ranks.")],
     num_microbatches: Annotated[int, Query(ge=1, le=1_048_576, description="Micro-batches per step.")],
-    vp: Annotated[int, Query(ge=1, le=64, description="Model chunks per rank.")] = 1,
+    vp: Annotated[int, Query(ge=1, le=MAX_VP, description="Model chunks per rank.")] = 1,
     forward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's forward on a stage.")] = 1.0,
     backward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's backward on a stage.")] = 2.0,
 ) -> Response:
@@ -24,5 +25,8 @@ def timeline_svg(
         raise InvalidSpecError(
             "num_microbatches", f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0"
         )
-    svg = schedule_svg(pp, vp, num_microbatches, forward_s, backward_s)
+    try:
+        svg = schedule_svg(pp, vp, num_microbatches, forward_s, backward_s)
+    except ValueError as exc:
+        raise InvalidSpecError("pp", f"too large to draw: {exc}") from None
     return Response(svg, media_type="image/svg+xml")

@@ -145,13 +145,13 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
     rows: list[tuple[int, ...]] = []
     for outer in _outer_degrees(model, train, num_gpus, allowed, rejected):
-        for inner in _inner_options(model, train, outer, allowed, rejected):
-            rows.append(outer + inner)
-    if len(rows) * len(modes) > MAX_CANDIDATES:
-        raise InvalidSpecError(
-            "cluster.num_gpus",
-            f"{len(rows) * len(modes)} candidates exceed the search bound of {MAX_CANDIDATES}; pin some dimensions",
-        )
+        rows.extend(outer + inner for inner in _inner_options(model, train, outer, allowed, rejected))
+        if len(rows) * len(modes) > MAX_CANDIDATES:  # refused as soon as it is known, before the space is built
+            raise InvalidSpecError(
+                "cluster.num_gpus",
+                f"more than {MAX_CANDIDATES} candidates ({len(rows) * len(modes)} so far) exceed the search bound;"
+                " pin some dimensions",
+            )
     base = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
     layer_ids: dict[tuple[int, ...], int] = {}
     layer_of_row = np.asarray([layer_ids.setdefault(row[:5] + row[6:], len(layer_ids)) for row in rows], np.int64)

@@ -18,6 +18,7 @@ the groups and hops that cross, exactly, for reporting.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,8 +116,12 @@ class Crossings:
     pp_hops: int
 
 
+@functools.lru_cache(maxsize=4096)
 def count_crossings(tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int) -> Crossings:
-    """Exact counts for one layout, from every rank's domain. A pipeline is one (dp, cp, tp) chain of pp ranks."""
+    """Exact counts for one layout, from every rank's domain. A pipeline is one (dp, cp, tp) chain of pp ranks.
+
+    Linear in the GPU count, so results are memoised: the plans of one request share a few shapes.
+    """
     ranks = np.arange(tp * cp * pp * dp) // nvlink_domain_gpus
     if tp_pp_dp_order(pp, cp, ep):
         domain = ranks.reshape(dp, pp, cp, tp)

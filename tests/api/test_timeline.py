@@ -61,3 +61,12 @@ def test_timeline_route(client: TestClient) -> None:
     bad = client.get("/v1/timeline.svg", params={"pp": 4, "vp": 2, "num_microbatches": 6})
     assert bad.status_code == 422 and bad.json()["errors"][0]["loc"] == ["num_microbatches"]
     assert client.get("/v1/timeline.svg", params={"pp": 0, "num_microbatches": 6}).status_code == 422
+
+
+def test_huge_schedules_are_refused_or_summarised(client: TestClient) -> None:
+    refused = client.get("/v1/timeline.svg", params={"pp": 128, "vp": 8, "num_microbatches": 128})
+    assert refused.status_code == 422 and "too large to draw" in refused.json()["detail"]
+    assert client.get("/v1/timeline.svg", params={"pp": 512, "num_microbatches": 512}).status_code == 422
+    big = schedule_svg(256, 1, 4096)
+    # Sub-pixel neighbours merge: the drawing stays within a few rectangles per pixel column and row.
+    assert big.count("<rect") < 256 * 40
