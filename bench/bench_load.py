@@ -12,10 +12,7 @@ the server when done.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,11 +20,7 @@ from typing import Any
 
 import httpx
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from api.localserver import local_service
 
 
 def _request(i: int) -> dict[str, Any]:
@@ -80,32 +73,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "api.main:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(args.workers),
-            "--log-level",
-            "warning",
-        ]
-    )
-    try:
-        for _ in range(150):
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    with local_service(workers=args.workers) as url:
         httpx.post(url + "/v1/plan", json=_request(-1), timeout=60)  # warm each import path once
         print(f"{'phase':28s} {'requests':>8s} {'errors':>6s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s}")
         offset = 0
@@ -118,9 +86,6 @@ def main() -> None:
                     f"{name + f', {clients} client(s)':28s} {r['requests']:>8.0f} {r['errors']:>6.0f}"
                     f" {r['rps']:>8.1f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}"
                 )
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 if __name__ == "__main__":

@@ -17,17 +17,14 @@ routes under test:
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
 
-import httpx
 import pytest
 import schemathesis
 
+from api.localserver import local_service
 from planner.presets import load_presets
 from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
 
@@ -89,32 +86,10 @@ CALLS: list[tuple[str, int, float]] = []
 """(operation, status, seconds) of every request the fuzzer sent, for the count and the report."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory", "--host", "127.0.0.1"]
-    proc = subprocess.Popen([*cmd, "--port", str(port), "--log-level", "warning"])
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("the service did not become ready in 30 s")
+    with local_service() as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")

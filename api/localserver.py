@@ -1,0 +1,65 @@
+"""Run the service on loopback in a child process, for tests and benchmarks (never a public address)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+__all__ = ["ServiceNotReady", "local_service"]
+
+
+class ServiceNotReady(RuntimeError):
+    """The child did not answer /readyz in time."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def local_service(workers: int = 1, ready_timeout_s: float = 60.0) -> Iterator[str]:
+    """Start uvicorn on 127.0.0.1 on a free port; yield its URL once ready; stop it on exit."""
+    port = _free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "api.main:create_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout_s
+        while True:
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise ServiceNotReady(f"the service on {url} was not ready within {ready_timeout_s:.0f} s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
