@@ -70,6 +70,8 @@ def evaluate(
 
 def concatenate(parts: list[Evaluated]) -> Evaluated:
     """One `Evaluated` from several (the GPU-efficiency objective searches several GPU counts)."""
+    if len(parts) == 1:
+        return parts[0]
     fields = Candidates.__slots__
     return Evaluated(
         candidates=Candidates(**{f: np.concatenate([getattr(p.candidates, f) for p in parts]) for f in fields}),

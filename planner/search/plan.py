@@ -27,7 +27,6 @@ from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
 
-MAX_TOP_K = 100
 SEARCH_BUDGET_S = 1.0
 """Wall-clock budget of one search; past it the best found so far is returned, marked incomplete."""
 
