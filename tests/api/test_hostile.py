@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +14,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from api.localserver import local_service
 from api.middleware import MAX_BODY_BYTES
 from planner.search.constraints import MAX_VALUES_PER_KEY
 
@@ -529,32 +528,10 @@ def test_hf_configs_that_are_not_configs(client: TestClient, config: Any) -> Non
 # --- the wire: a real server -------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, int]]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory", "--host", "127.0.0.1"]
-    proc = subprocess.Popen([*cmd, "--port", str(port), "--log-level", "warning"])
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("the service did not become ready in 30 s")
-        yield url, port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with local_service() as url:
+        yield url, int(url.rsplit(":", 1)[1])
 
 
 def _raw_request(port: int, request: bytes, timeout: float = 5.0) -> bytes:
