@@ -11,24 +11,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from planner.calibration.report import VALIDATION_PROFILE, Report, build_report, refit
+from planner.calibration.report import VALIDATION_PROFILE, build_report, refit
 from planner.calibration.write import gpu_kind, write_calibration
+from planner.cli_output import layout_cell, print_estimate, print_plans, print_report
 from planner.errors import PlannerError
-from planner.estimate import Estimate, estimate
+from planner.estimate import estimate
 from planner.layout import Layout
 from planner.presets import get_preset, load_presets
 from planner.profiles import ClusterSpec, get_profile, load_profiles
 from planner.search.compare import heuristic_rows, published_rows
-from planner.search.plan import PlanResult, plan
+from planner.search.plan import plan
 from planner.search.rank import Objective
 from planner.specs import Precision, Recompute, TrainingSpec
 from planner.timeline import schedule_svg
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parallel-layout planner for transformer training.")
-console = Console(width=200)
 
 
 def _json(obj: Any) -> str:
@@ -45,49 +43,7 @@ def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-reada
     if as_json:
         typer.echo(_json(report))
         return
-    _print_report(report)
-
-
-def _print_report(report: Report) -> None:
-    cal = report.calibration
-    console.print(
-        f"A100 constants: gemm_peak_efficiency={cal.gemm_peak_efficiency}, gemm_overhead_us={cal.gemm_overhead_us}"
-        f" (fitted on {len(cal.fitted_on)} rows: {', '.join(cal.fitted_on) or '-'})"
-    )
-    table = Table(title="Predicted vs published (throughput error = predicted/published - 1)")
-    for col in ("run", "variant", "layout", "TFLOP/s pub", "pred", "step s pub", "pred", "error", "LOO", "mem GiB"):
-        table.add_column(col, justify="left" if col in ("run", "variant", "layout") else "right")
-    for r in report.runs:
-        table.add_row(
-            r.id,
-            r.variant,
-            r.layout,
-            f"{r.published_tflops:.1f}",
-            f"{r.predicted_tflops:.1f}",
-            f"{r.published_step_s:.2f}",
-            f"{r.predicted_step_s:.2f}",
-            f"{r.error:+.1%}",
-            "-" if r.loo_error is None else f"{r.loo_error:+.1%}",
-            f"{r.peak_memory_gib:.1f}/{r.capacity_gib:.0f}",
-        )
-    console.print(table)
-    summary = Table(title="Per table")
-    for col in ("group", "variant", "rows", "mean |error|", "max |error|"):
-        summary.add_column(col)
-    for g in report.groups:
-        summary.add_row(g.group, g.variant, str(g.rows), f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}")
-    console.print(summary)
-    console.print(
-        f"Leave-one-out over the fit rows: mean |error| {report.loo_mean_abs_error:.1%},"
-        f" max {report.loo_max_abs_error:.1%}"
-    )
-    for gain in report.gains:
-        console.print(
-            f"Korthikanti 2022 {gain.id}: SP + selective over full recompute: published +{gain.published_pct:.1f}%,"
-            f" predicted +{gain.predicted_pct:.1f}% ({gain.predicted_pct - gain.published_pct:+.1f} points)"
-        )
-    for fig in report.figures:
-        console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
+    print_report(report)
 
 
 @app.command()
@@ -144,26 +100,7 @@ def estimate_cmd(
     if as_json:
         typer.echo(_json(result))
         return
-    _print_estimate(result)
-
-
-def _print_estimate(e: Estimate) -> None:
-    console.print(
-        f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
-        f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={e.num_microbatches}"
-    )
-    console.print("time: " + ", ".join(f"{k} {v:.3f}s" for k, v in e.time_breakdown_s.items() if v > 0))
-    mem = e.memory
-    console.print(
-        f"memory {mem.peak_gib:.1f} / {mem.capacity_gib:.0f} GiB: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in mem.breakdown_gib.items())
-    )
-    n = e.network
-    console.print(
-        f"network: pp hops {n.pp_hops_over_network}/{n.pp_hops}, dp groups {n.dp_groups_over_network}/{n.dp_groups},"
-        f" tp groups {n.tp_groups_over_network}"
-    )
-    console.print("fits" if e.fits else "DOES NOT FIT: " + "; ".join(f"[{v.rule}] {v.message}" for v in e.violations))
+    print_estimate(result)
 
 
 @app.command()
@@ -229,7 +166,7 @@ def plan_cmd(
     if as_json:
         typer.echo(_json(result))
         return
-    _print_plans(result)
+    print_plans(result)
 
 
 def _parse_constraints(items: list[str]) -> dict[str, Any]:
@@ -248,51 +185,6 @@ def _scalar(text: str) -> Any:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def _layout_cell(x: Layout) -> str:
-    extra = f" ep{x.ep}" if x.ep > 1 else ""
-    return (
-        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
-        f"{' sp' if x.sequence_parallel else ''} zero{x.zero_stage}"
-    )
-
-
-def _print_plans(result: PlanResult) -> None:
-    table = Table(
-        title=f"Ranked plans ({result.search.candidates:,} candidates, {result.search.feasible:,} fit,"
-        f" {result.search.elapsed_ms:.0f} ms)"
-    )
-    for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem GiB"):
-        table.add_column(col)
-    rows = [(str(p.rank), p) for p in result.plans]
-    if result.baseline.plan is not None:
-        rows.append(("base", result.baseline.plan))
-    for label, p in rows:
-        e = p.estimate
-        stages = p.layout.layers_per_stage or ()
-        shown = ",".join(map(str, stages)) if len(stages) <= 8 else f"{stages[0]},{stages[1]}..{stages[-1]}"
-        table.add_row(
-            label,
-            str(p.num_gpus),
-            _layout_cell(p.layout),
-            shown,
-            f"{e.step_time_s:.3f}",
-            f"{e.tokens_per_s:,.0f}",
-            f"{e.mfu:.1%}",
-            f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
-        )
-    console.print(table)
-    b = result.baseline
-    if b.speedup_of_best is not None:
-        console.print(f"baseline ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster")
-    elif b.plan is None:
-        console.print(f"baseline ({b.rule}): nothing fits")
-    if result.diagnosis is not None:
-        console.print(result.diagnosis.message)
-    if result.plans and result.plans[0].estimate.days_to_train is not None:
-        e = result.plans[0].estimate
-        console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")
-
-
 @app.command()
 def compare(
     table1: Annotated[bool, typer.Option(help="Also compare Narayanan 2021 Table 1's published layouts.")] = True,
@@ -302,10 +194,10 @@ def compare(
     print("| case | baseline (tp = GPUs per server) | step s | best plan | step s | speedup |")
     print("|---|---|---|---|---|---|")
     for row in heuristic_rows(profiles):
-        base = _layout_cell(row.baseline) if row.baseline else "nothing fits"
+        base = layout_cell(row.baseline) if row.baseline else "nothing fits"
         base_s = f"{row.baseline_step_s:.2f}" if row.baseline_step_s is not None else "-"
         speed = f"{row.speedup:.2f}x" if row.speedup is not None else "-"
-        print(f"| {row.case} | {base} | {base_s} | {_layout_cell(row.best)} | {row.best_step_s:.2f} | {speed} |")
+        print(f"| {row.case} | {base} | {base_s} | {layout_cell(row.best)} | {row.best_step_s:.2f} | {speed} |")
     if not table1:
         return
     print()
@@ -313,9 +205,9 @@ def compare(
     print("|---|---|---|---|---|---|---|")
     for p in published_rows(profiles[VALIDATION_PROFILE]):
         print(
-            f"| {p.run_id} | {_layout_cell(p.published)}{'' if p.in_space and p.fits else ' (!)'} |"
-            f" {p.published_step_s:.2f} | {_layout_cell(p.paper_space_best)} | {p.paper_space_step_s:.2f}"
-            f" ({p.published_step_s / p.paper_space_step_s:.2f}x) | {_layout_cell(p.modern_best)} |"
+            f"| {p.run_id} | {layout_cell(p.published)}{'' if p.in_space and p.fits else ' (!)'} |"
+            f" {p.published_step_s:.2f} | {layout_cell(p.paper_space_best)} | {p.paper_space_step_s:.2f}"
+            f" ({p.published_step_s / p.paper_space_step_s:.2f}x) | {layout_cell(p.modern_best)} |"
             f" {p.modern_step_s:.2f} ({p.published_step_s / p.modern_step_s:.2f}x) |"
         )
 

@@ -1,0 +1,121 @@
+"""How the command line shows reports, estimates and plans (rich tables). Formatting only."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.calibration.report import Report
+from planner.estimate import Estimate
+from planner.layout import Layout
+from planner.search.plan import PlanResult
+
+__all__ = ["console", "layout_cell", "print_estimate", "print_plans", "print_report"]
+
+console = Console(width=200)
+
+
+def print_report(report: Report) -> None:
+    cal = report.calibration
+    console.print(
+        f"A100 constants: gemm_peak_efficiency={cal.gemm_peak_efficiency}, gemm_overhead_us={cal.gemm_overhead_us}"
+        f" (fitted on {len(cal.fitted_on)} rows: {', '.join(cal.fitted_on) or '-'})"
+    )
+    table = Table(title="Predicted vs published (throughput error = predicted/published - 1)")
+    for col in ("run", "variant", "layout", "TFLOP/s pub", "pred", "step s pub", "pred", "error", "LOO", "mem GiB"):
+        table.add_column(col, justify="left" if col in ("run", "variant", "layout") else "right")
+    for r in report.runs:
+        table.add_row(
+            r.id,
+            r.variant,
+            r.layout,
+            f"{r.published_tflops:.1f}",
+            f"{r.predicted_tflops:.1f}",
+            f"{r.published_step_s:.2f}",
+            f"{r.predicted_step_s:.2f}",
+            f"{r.error:+.1%}",
+            "-" if r.loo_error is None else f"{r.loo_error:+.1%}",
+            f"{r.peak_memory_gib:.1f}/{r.capacity_gib:.0f}",
+        )
+    console.print(table)
+    summary = Table(title="Per table")
+    for col in ("group", "variant", "rows", "mean |error|", "max |error|"):
+        summary.add_column(col)
+    for g in report.groups:
+        summary.add_row(g.group, g.variant, str(g.rows), f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}")
+    console.print(summary)
+    console.print(
+        f"Leave-one-out over the fit rows: mean |error| {report.loo_mean_abs_error:.1%},"
+        f" max {report.loo_max_abs_error:.1%}"
+    )
+    for gain in report.gains:
+        console.print(
+            f"Korthikanti 2022 {gain.id}: SP + selective over full recompute: published +{gain.published_pct:.1f}%,"
+            f" predicted +{gain.predicted_pct:.1f}% ({gain.predicted_pct - gain.published_pct:+.1f} points)"
+        )
+    for fig in report.figures:
+        console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
+
+
+def print_estimate(e: Estimate) -> None:
+    console.print(
+        f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
+        f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={e.num_microbatches}"
+    )
+    console.print("time: " + ", ".join(f"{k} {v:.3f}s" for k, v in e.time_breakdown_s.items() if v > 0))
+    mem = e.memory
+    console.print(
+        f"memory {mem.peak_gib:.1f} / {mem.capacity_gib:.0f} GiB: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in mem.breakdown_gib.items())
+    )
+    n = e.network
+    console.print(
+        f"network: pp hops {n.pp_hops_over_network}/{n.pp_hops}, dp groups {n.dp_groups_over_network}/{n.dp_groups},"
+        f" tp groups {n.tp_groups_over_network}"
+    )
+    console.print("fits" if e.fits else "DOES NOT FIT: " + "; ".join(f"[{v.rule}] {v.message}" for v in e.violations))
+
+
+def layout_cell(x: Layout) -> str:
+    extra = f" ep{x.ep}" if x.ep > 1 else ""
+    return (
+        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
+        f"{' sp' if x.sequence_parallel else ''} zero{x.zero_stage}"
+    )
+
+
+def print_plans(result: PlanResult) -> None:
+    table = Table(
+        title=f"Ranked plans ({result.search.candidates:,} candidates, {result.search.feasible:,} fit,"
+        f" {result.search.elapsed_ms:.0f} ms)"
+    )
+    for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem GiB"):
+        table.add_column(col)
+    rows = [(str(p.rank), p) for p in result.plans]
+    if result.baseline.plan is not None:
+        rows.append(("base", result.baseline.plan))
+    for label, p in rows:
+        e = p.estimate
+        stages = p.layout.layers_per_stage or ()
+        shown = ",".join(map(str, stages)) if len(stages) <= 8 else f"{stages[0]},{stages[1]}..{stages[-1]}"
+        table.add_row(
+            label,
+            str(p.num_gpus),
+            layout_cell(p.layout),
+            shown,
+            f"{e.step_time_s:.3f}",
+            f"{e.tokens_per_s:,.0f}",
+            f"{e.mfu:.1%}",
+            f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
+        )
+    console.print(table)
+    b = result.baseline
+    if b.speedup_of_best is not None:
+        console.print(f"baseline ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster")
+    elif b.plan is None:
+        console.print(f"baseline ({b.rule}): nothing fits")
+    if result.diagnosis is not None:
+        console.print(result.diagnosis.message)
+    if result.plans and result.plans[0].estimate.days_to_train is not None:
+        e = result.plans[0].estimate
+        console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")
