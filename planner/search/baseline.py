@@ -33,10 +33,20 @@ def _heuristic_tp(model: ModelSpec, num_gpus: int, gpus_per_node: int) -> int:
 
 
 def baseline_candidates(
-    model: ModelSpec, train: TrainingSpec, num_gpus: int, hw: Hardware
+    model: ModelSpec, train: TrainingSpec, num_gpus: int, hw: Hardware, searched: Evaluated | None = None
 ) -> tuple[Evaluated, int] | None:
-    """The evaluated heuristic space and the index of its chosen layout, or None when nothing fits."""
+    """The evaluated heuristic space and the index of its chosen layout, or None when nothing fits.
+
+    `searched`, a complete unconstrained evaluation on `num_gpus`, already holds the heuristic's
+    layouts and is reused; otherwise they are evaluated here.
+    """
     tp = _heuristic_tp(model, num_gpus, hw.gpus_per_node)
+    if searched is not None:
+        c = searched.candidates
+        rule = (c.tp == tp) & (c.cp == 1) & (c.ep == 1) & (c.vp == 1) & (c.recompute == 2)
+        ev = searched
+        fits = rule & ~c.sequence_parallel & (c.zero_stage == 0) & (searched.peak_bytes <= hw.hbm_bytes)
+        return _choose(ev, fits)
     allowed: Allowed = {
         "tp": [tp],
         "cp": [1],
@@ -48,7 +58,11 @@ def baseline_candidates(
     }
     space = build_space(model, train, num_gpus, allowed)
     ev = evaluate(model, train, space, hw)
-    fits = ev.peak_bytes <= hw.hbm_bytes
+    return _choose(ev, ev.peak_bytes <= hw.hbm_bytes)
+
+
+def _choose(ev: Evaluated, fits: np.ndarray) -> tuple[Evaluated, int] | None:
+    """The smallest pipeline that fits, at its best micro-batch."""
     if not fits.any():
         return None
     c = ev.candidates

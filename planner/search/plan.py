@@ -12,9 +12,8 @@ import numpy as np
 
 from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
-from planner.constraints.partition import solve_partition
+from planner.constraints.partition import PartitionProblem, solve_partitions
 from planner.constraints.space import Allowed, build_space
-from planner.errors import InfeasibleError, SolverTimeoutError
 from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
@@ -74,19 +73,11 @@ def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list
     return sorted({n * gpus_per_node for n in steps} | {num_gpus})
 
 
-def _better_split(model: ModelSpec, layout: Layout, default: Estimate, costs: StageCosts) -> Layout | None:
-    """CP-SAT's split when the default one leaves room to gain, it is valid, and it differs."""
+def _needs_split(model: ModelSpec, layout: Layout, default: Estimate, costs: StageCosts) -> bool:
+    """Whether CP-SAT could beat the default split: it does not fit, or its slowest stage is above the ideal."""
     stages = layout.layers_per_stage or ()
     ideal = (model.num_layers * costs.layer_time_s + costs.last_extra_s) / layout.pp
-    if default.fits and slowest_stage_s(stages, costs) <= max(ideal, layout.vp * costs.layer_time_s) * (1 + 1e-9):
-        return None
-    try:
-        split = solve_partition(model.num_layers, layout.pp, layout.vp, costs)
-    except (InfeasibleError, SolverTimeoutError):
-        return None
-    if partition_problems(split, model.num_layers, layout.pp, layout.vp, costs) or split == stages:
-        return None
-    return replace(layout, layers_per_stage=split)
+    return not default.fits or slowest_stage_s(stages, costs) > max(ideal, layout.vp * costs.layer_time_s) * (1 + 1e-9)
 
 
 def _refine_all(
@@ -104,12 +95,16 @@ def _refine_all(
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
     costs = stage_costs_many(model, train, [layouts[i] for i in piped], hw)
+    todo = [(i, c) for i, c in zip(piped, costs, strict=True) if _needs_split(model, layouts[i], defaults[i], c)]
+    if deadline is not None and time.perf_counter() > deadline:
+        todo = []
+    problems = [PartitionProblem(model.num_layers, layouts[i].pp, layouts[i].vp, c) for i, c in todo]
     splits = {}
-    for i, cost in zip(piped, costs, strict=True):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        if (split := _better_split(model, layouts[i], defaults[i], cost)) is not None:
-            splits[i] = split
+    for (i, c), split in zip(todo, solve_partitions(problems), strict=True):
+        x = layouts[i]
+        valid = split is not None and not partition_problems(split, model.num_layers, x.pp, x.vp, c)
+        if split is not None and valid and split != x.layers_per_stage:
+            splits[i] = replace(x, layers_per_stage=split)
     alternatives = dict(zip(splits, estimate_many(model, cluster, train, list(splits.values())), strict=True))
     out = []
     for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
@@ -156,7 +151,8 @@ def plan(
     feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
     plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, deadline)
     diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, deadline)
-    baseline = _baseline(model, training, cluster, hw, plans, objective)
+    reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
+    baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None)
     stats = SearchStats(
         candidates=len(ev),
         evaluated=ev.evaluated,
@@ -203,8 +199,9 @@ def _baseline(
     hw: Hardware,
     plans: list[Plan],
     objective: Objective,
+    searched: Evaluated | None = None,
 ) -> Baseline:
-    found = baseline_candidates(model, training, cluster.num_gpus, hw)
+    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched)
     if found is None:
         return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
     ev, i = found

@@ -142,3 +142,26 @@ def test_budget_returns_the_best_found_so_far_marked_incomplete() -> None:
     assert nothing.diagnosis is not None and "budget" in nothing.diagnosis.message
     full = plan(GPT3, cluster, training, top_k=1)
     assert full.search.complete and full.search.evaluated == full.search.candidates
+
+
+@pytest.mark.parametrize(
+    ("preset", "profile", "gpus", "batch"),
+    [("gpt3-175b", "dgx-a100-80gb", 1024, 1536), ("mixtral-8x7b", "dgx-h100", 64, 128)],
+)
+def test_baseline_from_the_search_equals_its_own_evaluation(preset: str, profile: str, gpus: int, batch: int) -> None:
+    from planner.constraints.space import build_space
+    from planner.search.baseline import baseline_candidates
+    from planner.search.evaluate import evaluate
+
+    model, training = get_preset(preset).model, TrainingSpec(global_batch_size=batch)
+    hw = load_profiles()[profile].hardware(training.precision)
+    searched = evaluate(model, training, build_space(model, training, gpus, {}), hw)
+    alone, reused = (
+        baseline_candidates(model, training, gpus, hw),
+        baseline_candidates(model, training, gpus, hw, searched),
+    )
+    assert alone is not None and reused is not None
+    assert alone[0].candidates.layout(alone[1], model.num_layers) == reused[0].candidates.layout(
+        reused[1], model.num_layers
+    )
+    assert alone[0].step_time_s[alone[1]] == pytest.approx(reused[0].step_time_s[reused[1]], rel=1e-12)
