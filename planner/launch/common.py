@@ -52,23 +52,21 @@ class LaunchArgs:
 
 
 def check_inputs(model: ModelSpec, training: TrainingSpec, layout: Layout, num_gpus: int, gpus_per_node: int) -> None:
-    """Raise InvalidSpecError unless the layout is legal and the GPUs fill whole nodes (or part of one)."""
+    """Raise InvalidSpecError unless the layout is legal for `num_gpus` and `gpus_per_node` is positive."""
     violations = layout_violations(layout, model, training, num_gpus)
     if violations:
         raise InvalidSpecError("layout", "; ".join(f"{v.rule}: {v.message}" for v in violations))
     if gpus_per_node < 1:
         raise InvalidSpecError("gpus_per_node", f"gpus_per_node({gpus_per_node}) must be >= 1")
-    if num_gpus > gpus_per_node and num_gpus % gpus_per_node:
-        raise InvalidSpecError(
-            "num_gpus", f"num_gpus({num_gpus}) % gpus_per_node({gpus_per_node}) = {num_gpus % gpus_per_node}, must be 0"
-        )
 
 
 def node_count(num_gpus: int, gpus_per_node: int) -> tuple[int, int]:
-    """(nodes, processes per node): one partly used node when the job is smaller than a node."""
+    """(nodes, processes per node): whole nodes when the GPUs fill them; one partly used node for a small job;
+    otherwise equal shares of as few nodes as possible (12 GPUs on 8-GPU nodes: 2 x 6)."""
     if num_gpus <= gpus_per_node:
         return 1, num_gpus
-    return num_gpus // gpus_per_node, gpus_per_node
+    per_node = max(d for d in range(1, gpus_per_node + 1) if num_gpus % d == 0)
+    return num_gpus // per_node, per_node
 
 
 def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:

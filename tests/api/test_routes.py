@@ -182,3 +182,15 @@ def test_malformed_and_oversize_bodies(client: TestClient) -> None:
     big = b'{"x": "' + b"a" * (MAX_BODY_BYTES + 10) + b'"}'
     _problem(client.post("/v1/plan", content=big, headers={"content-type": "application/json"}), 413)
     _problem(client.post("/v1/plan", json=PLAN | {"unexpected": 1}), 422)
+
+
+def test_plan_on_gpus_that_do_not_fill_nodes(client: TestClient) -> None:
+    request = {
+        **PLAN,
+        "model": {"preset": "llama3-8b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 12},
+        "training": {"global_batch_size": 48},
+    }
+    r = client.post("/v1/plan", json=request)
+    assert r.status_code == 200, r.text
+    assert "--nnodes 2 --nproc-per-node 6" in r.json()["plans"][0]["launch"]["megatron"]["command"]

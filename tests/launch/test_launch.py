@@ -551,7 +551,6 @@ def test_pure_same_inputs_same_outputs() -> None:
     ("layout", "num_gpus", "gpus_per_node", "field"),
     [
         (Layout(tp=8, pp=4, dp=32), 512, 8, "layout"),  # world size 1024 != 512
-        (Layout(tp=8, pp=4, dp=3), 96, 64, "num_gpus"),  # 96 GPUs do not fill 64-GPU nodes
         (Layout(tp=8, pp=4, dp=32), 1024, 0, "gpus_per_node"),
     ],
 )
@@ -565,3 +564,11 @@ def test_illegal_layout_is_refused_with_the_rule() -> None:
     bad = Layout(tp=8, pp=4, dp=32, vp=3)  # 80 % (4 * 3) != 0
     with pytest.raises(InvalidSpecError, match="stage_split"):
         launch_args(LLAMA70, TrainingSpec(global_batch_size=1024), bad, 1024, 8)
+
+
+def test_gpus_that_do_not_fill_nodes_share_them_equally() -> None:
+    # 96 GPUs on 64-GPU nodes: 2 nodes x 48; 12 on 8-GPU nodes: 2 x 6.
+    launch = launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), Layout(tp=8, pp=4, dp=3), 96, 64)
+    assert "--nnodes 2 --nproc-per-node 48" in launch.megatron.command
+    small = launch_args(LLAMA70, TrainingSpec(global_batch_size=12), Layout(tp=4, pp=1, dp=3), 12, 8)
+    assert "--nnodes 2 --nproc-per-node 6" in small.megatron.command
