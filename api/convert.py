@@ -95,37 +95,19 @@ def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) ->
     return ClusterSpec(profile=_validated_profile(inline, "cluster"), num_gpus=cluster.num_gpus)
 
 
+_LAYOUT_SIZES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
+"""Fields the request layout, the planner's Layout and the response layout share by name."""
+
+
 def layout_from(layout: LayoutIn) -> Layout:
-    return Layout(
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        cp=layout.cp,
-        ep=layout.ep,
-        vp=layout.vp,
-        micro_batch_size=layout.micro_batch_size,
-        recompute=layout.recompute,
-        sequence_parallel=layout.sequence_parallel,
-        zero_stage=layout.zero_stage,
-        layers_per_stage=tuple(layout.layers_per_stage) if layout.layers_per_stage else None,
-    )
+    stages = tuple(layout.layers_per_stage) if layout.layers_per_stage else None
+    return Layout(**{k: getattr(layout, k) for k in _LAYOUT_SIZES}, layers_per_stage=stages)
 
 
 def _layout_out(layout: Layout, num_microbatches: int) -> LayoutOut:
-    return LayoutOut(
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        cp=layout.cp,
-        ep=layout.ep,
-        vp=layout.vp,
-        micro_batch_size=layout.micro_batch_size,
-        num_microbatches=num_microbatches,
-        recompute=layout.recompute,
-        sequence_parallel=layout.sequence_parallel,
-        zero_stage=layout.zero_stage,
-        layers_per_stage=list(layout.layers_per_stage) if layout.layers_per_stage else None,
-    )
+    stages = list(layout.layers_per_stage) if layout.layers_per_stage else None
+    sizes = {k: getattr(layout, k) for k in _LAYOUT_SIZES}
+    return LayoutOut(**sizes, num_microbatches=num_microbatches, layers_per_stage=stages)
 
 
 def _check_finite(e: Estimate) -> None:
