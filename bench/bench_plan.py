@@ -55,12 +55,13 @@ def main() -> None:
             result = plan(model, cluster, training, constraints)
             times.append(time.perf_counter() - start)
         median_s = statistics.median(times)
-        space = build_space(model, training, gpus, {})
+        candidates = build_space(model, training, gpus, {}).candidates
         rng = np.random.default_rng(0)
-        sample = rng.choice(len(space.candidates), size=min(args.sample, len(space.candidates)), replace=False)
+        sample = rng.choice(len(candidates), size=min(args.sample, len(candidates)), replace=False)
+        layouts = [candidates.layout(int(i), model.num_layers) for i in sample]
         start = time.perf_counter()
-        for i in sample:
-            estimate(model, cluster, training, space.candidates.layout(int(i), model.num_layers))
+        for layout in layouts:
+            estimate(model, cluster, training, layout)
         per_candidate_s = (time.perf_counter() - start) / len(sample)
         reference_s = per_candidate_s * result.search.candidates
         print(

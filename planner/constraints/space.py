@@ -3,7 +3,14 @@
 Per-axis generators yield only legal degrees (divisors that the model's shape
 allows); their product is filtered by named rules. Each rule that removes
 something is counted under its name, so "why is there no plan?" has an answer.
-The result is a `Candidates` column store for the vectorised cost model.
+
+The space is kept as a product, not as one row per candidate: a *row* fixes
+(tp, cp, pp, dp, ep, vp, micro_batch_size) and a *mode* fixes (recompute,
+sequence_parallel, zero_stage); every row pairs with every mode, except that a
+row with tp = 1 takes no mode with sequence parallelism. Rows that differ only
+in vp share a *row key*, and a row key with a (recompute, sequence_parallel)
+pair is a layer-level key of `costmodel.shared`. The search evaluates on this
+grid and materialises `Candidates` columns only for the candidates it reports.
 """
 
 from __future__ import annotations
@@ -11,15 +18,24 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.costmodel.candidates import RECOMPUTE_CODE, Candidates, IntArray, default_stage_layers
+from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, Candidates, IntArray, default_stage_layers
 from planner.errors import InvalidSpecError
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 
-__all__ = ["AXES", "MAX_CANDIDATES", "MAX_MICRO_BATCH", "MAX_VP", "Space", "build_space", "divisors"]
+__all__ = [
+    "AXES",
+    "KEY_MODES",
+    "MAX_CANDIDATES",
+    "MAX_MICRO_BATCH",
+    "MAX_VP",
+    "Space",
+    "build_space",
+    "divisors",
+]
 
 MAX_MICRO_BATCH = 16
 """Largest micro-batch searched: beyond it GEMMs are saturated and activations only grow."""
@@ -27,6 +43,8 @@ MAX_VP = 8
 """Largest interleaving depth searched."""
 MAX_CANDIDATES = 2_000_000
 """Bound on one search's candidates; a request past it is refused before any work."""
+KEY_MODES = 6
+"""(recompute, sequence_parallel) pairs per row key: layer key = row_key * KEY_MODES + recompute * 2 + sp."""
 
 AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
 AllowedValue = int | bool | str
@@ -43,15 +61,49 @@ def divisors(n: int) -> list[int]:
 class Space:
     """Legal candidates for one GPU count, and how many partial layouts each rule removed.
 
-    `layer_candidates` holds one candidate per distinct layer-level key (see
-    `costmodel.shared`); `layer_index[i]` is the row of candidate i's key there.
+    Candidate i is row `row[i]` of `rows` (its recompute, sequence-parallel
+    and ZeRO columns are placeholders) with mode `mode[i]` of `modes`
+    (columns: recompute code, sequence_parallel, zero_stage); candidates are
+    ordered row-major. `layer_candidates` holds one candidate per layer-level
+    key, at row `row_key[r] * KEY_MODES + recompute * 2 + sp`.
     """
 
-    candidates: Candidates
-    num_gpus: int
+    rows: Candidates
+    modes: IntArray
+    row: IntArray
+    mode: IntArray
+    row_key: IntArray
     layer_candidates: Candidates
-    layer_index: IntArray
+    num_gpus: int
     rejected: Counter[str] = field(default_factory=Counter)
+
+    def __len__(self) -> int:
+        return int(self.row.shape[0])
+
+    def valid(self) -> BoolArray:
+        """(rows, modes): which pairs are candidates (sequence parallelism needs tp > 1)."""
+        return _pairs(self.rows, self.modes)
+
+    def take(self, index: IntArray | BoolArray | slice) -> Candidates:
+        """Columns of the candidates selected by an index, mask or slice."""
+        mode = self.modes[self.mode[index]]
+        return replace(
+            self.rows.take(self.row[index]),
+            recompute=mode[:, 0],
+            sequence_parallel=mode[:, 1].astype(np.bool_),
+            zero_stage=mode[:, 2],
+        )
+
+    @property
+    def candidates(self) -> Candidates:
+        """Every candidate's columns (materialised on each call; the search avoids it)."""
+        return self.take(slice(None))
+
+    @property
+    def layer_index(self) -> IntArray:
+        """Each candidate's row in `layer_candidates`."""
+        mode = self.modes[self.mode]
+        return self.row_key[self.row] * KEY_MODES + mode[:, 0] * 2 + mode[:, 1]
 
 
 def _keep(values: Iterable[AllowedValue], key: str, allowed: Allowed, rejected: Counter[str]) -> list[AllowedValue]:
@@ -109,26 +161,45 @@ def key_rejects(value: AllowedValue, key: str, allowed: Allowed, rejected: Count
     return False
 
 
-def _inner_options(
-    model: ModelSpec, train: TrainingSpec, outer: tuple[int, int, int, int], allowed: Allowed, rejected: Counter[str]
-) -> list[tuple[int, int, int]]:
-    """(ep, vp, micro_batch_size) legal for one (tp, cp, pp, dp)."""
-    tp, cp, pp, dp = outer
-    experts = model.moe.num_experts if model.moe else 1
-    eps = [e for e in divisors(dp * cp) if experts % e == 0] if model.moe else [1]
-    eps = [e for e in eps if not key_rejects(e, "ep", allowed, rejected)]
-    vps = [1] + [v for v in range(2, MAX_VP + 1) if pp > 1 and model.num_layers % (pp * v) == 0]
-    vps = [v for v in vps if not key_rejects(v, "vp", allowed, rejected)]
+def _allowed_mask(values: IntArray, key: str, allowed: Allowed) -> BoolArray:
+    if key not in allowed:
+        return np.ones(len(values), dtype=np.bool_)
+    return np.isin(values, list(allowed[key]))
+
+
+def _legal(legal: BoolArray, values: IntArray, key: str, allowed: Allowed, rejected: Counter[str]) -> BoolArray:
+    """`legal` (outer, value) narrowed to the request's constraint on `key`, counting what it removes."""
+    kept = legal & _allowed_mask(values, key, allowed)[None, :]
+    if removed := int(np.count_nonzero(legal & ~kept)):
+        rejected[f"constraint:{key}"] += removed
+    return kept
+
+
+def _rows(
+    model: ModelSpec, train: TrainingSpec, outer: IntArray, allowed: Allowed, rejected: Counter[str]
+) -> tuple[BoolArray, IntArray, IntArray, IntArray]:
+    """Which (outer, ep, micro_batch_size, vp) combinations are legal, and the ep, mbs and vp values.
+
+    Per (tp, cp, pp, dp): ep divides dp*cp and the expert count; the micro-batch
+    divides the per-replica batch (up to MAX_MICRO_BATCH); vp > 1 needs pp > 1,
+    a layer count that splits into pp*vp chunks and a micro-batch count that is
+    a multiple of pp (Megatron's interleaved schedule).
+    """
+    _, cp, pp, dp = (outer[:, j, None] for j in range(4))
+    ep_values = np.asarray(divisors(model.moe.num_experts) if model.moe else [1], dtype=np.int64)
+    mbs_values = np.arange(1, MAX_MICRO_BATCH + 1, dtype=np.int64)
+    vp_values = np.arange(1, MAX_VP + 1, dtype=np.int64)
+    ep_ok = _legal((dp * cp) % ep_values == 0, ep_values, "ep", allowed, rejected)
     per_replica = train.global_batch_size // dp
-    mbs = [b for b in divisors(per_replica) if b <= MAX_MICRO_BATCH]
-    mbs = [b for b in mbs if not key_rejects(b, "micro_batch_size", allowed, rejected)]
-    options = []
-    for ep, vp, b in itertools.product(eps, vps, mbs):
-        if vp > 1 and (per_replica // b) % pp:
-            rejected["interleave_microbatches"] += 1
-        else:
-            options.append((ep, vp, b))
-    return options
+    mbs_ok = _legal(per_replica % mbs_values == 0, mbs_values, "micro_batch_size", allowed, rejected)
+    splits = (vp_values == 1) | ((pp > 1) & (model.num_layers % (pp * vp_values) == 0))
+    vp_ok = _legal(splits, vp_values, "vp", allowed, rejected)
+    # (outer, mbs, vp): interleaving needs the micro-batch count to be a multiple of pp.
+    uneven = (vp_values[None, None, :] > 1) & (((per_replica // mbs_values)[:, :, None] % pp[:, :, None]) != 0)
+    shape_ok = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
+    if removed := int(np.count_nonzero(shape_ok & uneven[:, None])):
+        rejected["interleave_microbatches"] += removed
+    return shape_ok & ~uneven[:, None], ep_values, mbs_values, vp_values
 
 
 def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, int]]:
@@ -143,67 +214,70 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
     """Every legal candidate on `num_gpus` GPUs under the request's constraints."""
     rejected: Counter[str] = Counter()
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
-    rows: list[tuple[int, ...]] = []
-    for outer in _outer_degrees(model, train, num_gpus, allowed, rejected):
-        rows.extend(outer + inner for inner in _inner_options(model, train, outer, allowed, rejected))
-        if len(rows) * len(modes) > MAX_CANDIDATES:  # refused as soon as it is known, before the space is built
-            raise InvalidSpecError(
-                "cluster.num_gpus",
-                f"more than {MAX_CANDIDATES} candidates ({len(rows) * len(modes)} so far) exceed the search bound;"
-                " pin some dimensions",
-            )
-    base = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
-    layer_ids: dict[tuple[int, ...], int] = {}
-    layer_of_row = np.asarray([layer_ids.setdefault(row[:5] + row[6:], len(layer_ids)) for row in rows], np.int64)
-    layer_rows = np.asarray(list(layer_ids), dtype=np.int64).reshape(-1, 6)
-    layer_modes = np.asarray([(r, s, 0) for r in range(3) for s in (0, 1)], dtype=np.int64)
-    layer_grid = np.insert(layer_rows, 5, 1, axis=1)
-    layer_candidates = _columns(model, train, layer_grid, layer_modes, *_product(len(layer_grid), len(layer_modes)))
-    # Sequence parallelism needs tp > 1: rows with tp = 1 get only the modes without it.
-    single = base[:, 0] == 1
-    sp_rows, plain_rows = np.flatnonzero(~single), np.flatnonzero(single)
-    plain_modes = np.flatnonzero(modes[:, 1] == 0)
-    rejected["sequence_parallel_needs_tp"] += len(plain_rows) * (len(modes) - len(plain_modes))
-    row_a, mode_a = _product(len(sp_rows), len(modes))
-    row_b, mode_b = _product(len(plain_rows), len(plain_modes))
-    row = np.concatenate([sp_rows[row_a], plain_rows[row_b]])
-    mode = np.concatenate([mode_a, plain_modes[mode_b]])
-    layer_index = layer_of_row[row] * len(layer_modes) + modes[mode, 0] * 2 + modes[mode, 1]
+    outer = np.asarray(_outer_degrees(model, train, num_gpus, allowed, rejected), dtype=np.int64).reshape(-1, 4)
+    legal, ep_values, mbs_values, vp_values = _rows(model, train, outer, allowed, rejected)
+    count = int(np.count_nonzero(legal)) * len(modes)
+    if count > MAX_CANDIDATES:  # refused before any candidate is built
+        raise InvalidSpecError(
+            "cluster.num_gpus",
+            f"more than {MAX_CANDIDATES} candidates ({count} before the sequence-parallel rule) exceed the search"
+            " bound; pin some dimensions",
+        )
+    # Row keys: (outer, ep, mbs) with at least one legal vp; rows: each key's legal vps, key-major.
+    has_row = legal.any(axis=3)
+    key_id = np.cumsum(has_row.ravel()).reshape(has_row.shape) - 1
+    o, e, b, v = np.nonzero(legal)
+    row_key = key_id[o, e, b]
+    ko, ke, kb = np.nonzero(has_row)
+    rows = _columns(model, train, outer[o], ep_values[e], vp_values[v], mbs_values[b])
+    keys = _columns(model, train, outer[ko], ep_values[ke], np.ones(len(ko), np.int64), mbs_values[kb])
+    key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
+    layer_candidates = replace(
+        keys.take(np.repeat(np.arange(len(keys)), KEY_MODES)),
+        recompute=np.tile(key_modes[:, 0], len(keys)),
+        sequence_parallel=np.tile(key_modes[:, 1], len(keys)).astype(np.bool_),
+    )
+    valid = _pairs(rows, modes)
+    rejected["sequence_parallel_needs_tp"] += int(np.count_nonzero(~valid))
+    row, mode = np.nonzero(valid)
     return Space(
-        candidates=_columns(model, train, base, modes, row, mode),
-        num_gpus=num_gpus,
+        rows=rows,
+        modes=modes,
+        row=row,
+        mode=mode,
+        row_key=row_key,
         layer_candidates=layer_candidates,
-        layer_index=layer_index,
+        num_gpus=num_gpus,
         rejected=rejected,
     )
 
 
-def _product(rows: int, modes: int) -> tuple[IntArray, IntArray]:
-    """Row and mode indices of the product, rows outer."""
-    return np.repeat(np.arange(rows), modes), np.tile(np.arange(modes), rows)
+def _pairs(rows: Candidates, modes: IntArray) -> BoolArray:
+    """(rows, modes): which pairs are candidates; sequence parallelism needs tp > 1."""
+    valid: BoolArray = ~((rows.tp == 1)[:, None] & (modes[:, 1] == 1)[None, :])
+    return valid
 
 
 def _columns(
-    model: ModelSpec, train: TrainingSpec, rows: np.ndarray, modes: np.ndarray, row: IntArray, mode: IntArray
+    model: ModelSpec, train: TrainingSpec, outer: IntArray, ep: IntArray, vp: IntArray, mbs: IntArray
 ) -> Candidates:
-    """Candidates pairing (tp, cp, pp, dp, ep, vp, micro_batch_size) rows with (recompute, sp, zero) modes."""
-    tp, cp, pp, dp, ep, vp, mbs = rows.T
+    """Candidates with (tp, cp, pp, dp) from `outer`; recompute none, no sequence parallel, ZeRO 0."""
+    tp, cp, pp, dp = outer.T
     first, middle, last = default_stage_layers(model.num_layers, pp)
-    per_row = {
-        "tp": tp,
-        "pp": pp,
-        "dp": dp,
-        "cp": cp,
-        "ep": ep,
-        "vp": vp,
-        "micro_batch_size": mbs,
-        "num_microbatches": np.maximum(train.global_batch_size // (mbs * dp), 1),
-        "stage_layers": np.maximum(np.maximum(first, middle), last),
-        "first_stage_layers": first,
-        "last_stage_layers": last,
-    }
-    columns = {name: values[row] for name, values in per_row.items()}
-    columns["recompute"] = modes[mode, 0]
-    columns["sequence_parallel"] = modes[mode, 1].astype(bool)
-    columns["zero_stage"] = modes[mode, 2]
-    return Candidates(**columns)
+    zeros = np.zeros(len(tp), dtype=np.int64)
+    return Candidates(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        vp=vp,
+        micro_batch_size=mbs,
+        num_microbatches=np.maximum(train.global_batch_size // (mbs * dp), 1),
+        recompute=zeros,
+        sequence_parallel=zeros.astype(np.bool_),
+        zero_stage=zeros,
+        stage_layers=np.maximum(np.maximum(first, middle), last),
+        first_stage_layers=first,
+        last_stage_layers=last,
+    )

@@ -100,8 +100,8 @@ class Candidates:
         )
         return replace(layout, layers_per_stage=stages_of(layout, num_layers))
 
-    def take(self, index: IntArray | BoolArray) -> Candidates:
-        """The candidates selected by an index or mask."""
+    def take(self, index: IntArray | BoolArray | slice) -> Candidates:
+        """The candidates selected by an index, mask or slice."""
         return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
 
 

@@ -1,13 +1,18 @@
 """Step time and peak memory of many candidates from per-key tables: the search's fast path.
 
-For a fixed layer-level key (`costmodel.shared`), a candidate's step time is
-affine in its micro-batch count m and its interleaving depth enters only
-through the pipeline sends and the bubble; its ZeRO stage selects among four
-precomputed data-parallel and optimizer times; its peak memory is, per stage,
-a fixed part (by ZeRO stage) plus a part per micro-batch in flight. The tables
-are the cost model itself evaluated at those corners (m = 0 and 1, in flight
-= 0 and 1, each ZeRO stage), so no formula is written twice; `estimate_steps`
-stays the reference, and a test checks the two agree.
+For a fixed layer-level key (`costmodel.shared`), which also fixes the
+micro-batch count m, a candidate's interleaving depth enters only through the
+pipeline sends and the bubble; its ZeRO stage selects among four precomputed
+data-parallel and optimizer times; its peak memory is, per stage, a fixed part
+(by ZeRO stage) plus a part per micro-batch in flight. The tables are the cost
+model itself evaluated at the key's m, at each ZeRO stage and at in flight = 0
+and 1, so no formula is written twice; `estimate_steps` stays the
+reference, and a test checks the two agree.
+
+`grid_step_time_and_peak` evaluates a block of rows (layouts without their
+modes) against every mode at once: terms that do not depend on the ZeRO stage
+are computed once per (row, recompute, sequence-parallel) pair and only the
+final sums are spread over the ZeRO stages.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from planner.costmodel.step import updated_params
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["KeyTables", "key_tables", "step_time_and_peak"]
+__all__ = ["KeyTables", "grid_step_time_and_peak", "key_tables"]
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -41,9 +46,8 @@ class KeyTables:
     average_stage_s: FloatArray
     send_per_chunk_s: FloatArray
     """Pipeline sends of one micro-batch per model chunk (zero without a pipeline)."""
-    dp_step_s: FloatArray
-    dp_microbatch_s: FloatArray
-    optimizer_s: FloatArray
+    once_per_step_s: FloatArray
+    """(key, ZeRO stage): exposed data-parallel time at the key's micro-batch count, plus the optimizer step."""
     memory_fixed: FloatArray
     """(stage kind, key, ZeRO stage): bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
@@ -56,24 +60,15 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`."""
     parts = q.slowest_stage_s
     one_chunk = replace(keys, vp=np.ones_like(keys.vp))
-    dp_step, dp_mb, optimizer, fixed = [], [], [], []
+    once, fixed = [], []
     interleaved = replace(keys, vp=np.full_like(keys.vp, 2))  # stage_memory: in flight exactly as given
     zeros, ones = np.zeros(len(keys)), np.ones(len(keys))
     for z in ZERO_STAGES:
-        at = [
-            replace(keys, zero_stage=np.full_like(keys.zero_stage, z), num_microbatches=np.full_like(keys.tp, m))
-            for m in (0, 1)
-        ]
-        exposed = [
-            exposed_dp_s(
-                data_parallel_times(c, q.dp_collectives_s), c, parts["forward"], parts["backward"], train.runtime
-            )
-            for c in at
-        ]
-        dp_step.append(exposed[0])
-        dp_mb.append(exposed[1] - exposed[0])
-        optimizer.append(compute.optimizer_step_time_s(updated_params(at[0], q.largest_params), hw))
-        zc = replace(interleaved, zero_stage=np.full_like(keys.zero_stage, z))
+        at = replace(keys, zero_stage=np.full_like(keys.zero_stage, z))
+        dp = data_parallel_times(at, q.dp_collectives_s)
+        exposed = exposed_dp_s(dp, at, parts["forward"], parts["backward"], train.runtime)
+        once.append(exposed + compute.optimizer_step_time_s(updated_params(at, q.largest_params), hw))
+        zc = replace(interleaved, zero_stage=at.zero_stage)
         fixed.append([stage_memory(zc, train.precision, t, zeros).peak for t in q.stage_terms])
     per_in_flight = [
         stage_memory(interleaved, train.precision, t, ones).peak
@@ -84,33 +79,36 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),
         average_stage_s=parts["average_stage"],
         send_per_chunk_s=pp_comm_per_microbatch_s(model, one_chunk, q.placement, hw, train.runtime),
-        dp_step_s=np.stack(dp_step, axis=1),
-        dp_microbatch_s=np.stack(dp_mb, axis=1),
-        optimizer_s=np.stack(optimizer, axis=1),
+        once_per_step_s=np.stack(once, axis=1),
         memory_fixed=np.stack([np.stack(f_z, axis=0) for f_z in fixed], axis=2),
         memory_per_in_flight=np.stack(per_in_flight),
         single_microbatch=np.stack([t.single_microbatch for t in q.stage_terms]),
     )
 
 
-def step_time_and_peak(t: KeyTables, key: IntArray, c: Candidates) -> tuple[FloatArray, FloatArray]:
-    """(step seconds, peak bytes) of candidates `c` whose keys are rows `key` of the tables."""
-    z = c.zero_stage
-    in_flight_first = in_flight_microbatches(c)
-    one_chunk = c.vp == 1
+def grid_step_time_and_peak(
+    t: KeyTables, rows: Candidates, keys: IntArray, key_of_mode: IntArray, zero: IntArray
+) -> tuple[FloatArray, FloatArray]:
+    """(step seconds, peak bytes), each (rows, modes), of every row paired with every mode.
+
+    `keys[r, j]` is row r's layer-level key under its j-th (recompute, sequence
+    parallel) pair; mode q uses pair `key_of_mode[q]` at ZeRO stage `zero[q]`.
+    The pipeline part is Narayanan et al. 2021 Eq. 1 generalised: m micro-batches
+    on the slowest stage plus the (p - 1)/v bubble of average stages (Sec. 2.2.2),
+    each with its v point-to-point sends per micro-batch.
+    """
+    m = rows.num_microbatches[:, None].astype(np.float64)
+    vp = rows.vp[:, None]
+    sends = vp * t.send_per_chunk_s[keys]
+    pipeline = m * (t.microbatch_s[keys] + sends) + (rows.pp[:, None] - 1) / vp * (t.average_stage_s[keys] + sends)
+    by_zero = keys[:, key_of_mode] * len(ZERO_STAGES) + zero[None, :]
+    step = pipeline[:, key_of_mode] + np.take(t.once_per_step_s, by_zero)
+    in_flight_first = in_flight_microbatches(rows)[:, None]
+    one_chunk = (rows.vp == 1)[:, None]
     peak = None
     for k in range(t.memory_fixed.shape[0]):
-        in_flight = np.where(t.single_microbatch[k, key] & one_chunk, 1.0, in_flight_first)
-        stage = t.memory_fixed[k, key, z] + t.memory_per_in_flight[k, key] * in_flight
+        in_flight = np.where(t.single_microbatch[k][keys] & one_chunk, 1.0, in_flight_first)
+        stage = np.take(t.memory_fixed[k], by_zero) + (t.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
         peak = stage if peak is None else np.maximum(peak, stage)
     assert peak is not None
-    m = c.num_microbatches.astype(np.float64)
-    sends = c.vp * t.send_per_chunk_s[key]
-    step = (
-        m * (t.microbatch_s[key] + sends)
-        + (c.pp - 1) / c.vp * (t.average_stage_s[key] + sends)
-        + t.dp_step_s[key, z]
-        + m * t.dp_microbatch_s[key, z]
-        + t.optimizer_s[key, z]
-    )
     return step, peak

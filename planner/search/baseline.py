@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from planner.constraints.space import Allowed, build_space, divisors
+from planner.costmodel.candidates import RECOMPUTE_CODE
 from planner.profiles import Hardware
 from planner.search.evaluate import Evaluated, evaluate
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import ModelSpec, Recompute, TrainingSpec
 
 __all__ = ["BASELINE_RULE", "baseline_candidates"]
 
@@ -42,11 +43,12 @@ def baseline_candidates(
     """
     tp = _heuristic_tp(model, num_gpus, hw.gpus_per_node)
     if searched is not None:
-        c = searched.candidates
-        rule = (c.tp == tp) & (c.cp == 1) & (c.ep == 1) & (c.vp == 1) & (c.recompute == 2)
-        ev = searched
-        fits = rule & ~c.sequence_parallel & (c.zero_stage == 0) & (searched.peak_bytes <= hw.hbm_bytes)
-        return _choose(ev, fits)
+        (space,) = searched.spaces
+        rows, modes = space.rows, space.modes
+        row_rule = (rows.tp == tp) & (rows.cp == 1) & (rows.ep == 1) & (rows.vp == 1)
+        mode_rule = (modes[:, 0] == RECOMPUTE_CODE[Recompute.FULL]) & (modes[:, 1] == 0) & (modes[:, 2] == 0)
+        fits = row_rule[space.row] & mode_rule[space.mode] & (searched.peak_bytes <= hw.hbm_bytes)
+        return _choose(searched, fits)
     allowed: Allowed = {
         "tp": [tp],
         "cp": [1],
@@ -63,9 +65,9 @@ def baseline_candidates(
 
 def _choose(ev: Evaluated, fits: np.ndarray) -> tuple[Evaluated, int] | None:
     """The smallest pipeline that fits, at its best micro-batch."""
-    if not fits.any():
+    candidates = np.flatnonzero(fits)
+    if not len(candidates):
         return None
-    c = ev.candidates
-    smallest_pp = c.pp[fits].min()
-    chosen = np.flatnonzero(fits & (c.pp == smallest_pp))
+    pp = ev.take(candidates).pp
+    chosen = candidates[pp == pp.min()]
     return ev, int(chosen[np.argmin(ev.step_time_s[chosen])])

@@ -74,8 +74,7 @@ def diagnose(
         )
     i = int(np.argmin(ev.peak_bytes))
     need = float(ev.peak_bytes[i]) / GIB
-    c = ev.candidates
-    layout = c.layout(i, model.num_layers)
+    layout = ev.layout(i, model.num_layers)
     hint = f"relax constraints: {', '.join(relax)}" if relax else "use more GPUs or GPUs with more memory"
     return Diagnosis(
         message=(

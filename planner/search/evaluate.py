@@ -1,16 +1,18 @@
-"""Vectorised evaluation of a candidate space with the cost model, in bounded chunks."""
+"""Vectorised evaluation of a candidate space with the cost model, in bounded blocks of rows."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.constraints.space import Space
-from planner.costmodel.candidates import Candidates, FloatArray, IntArray
+from planner.constraints.space import KEY_MODES, Space
+from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.shared import layer_quantities
-from planner.costmodel.tables import key_tables, step_time_and_peak
+from planner.costmodel.tables import grid_step_time_and_peak, key_tables
+from planner.layout import Layout
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -18,21 +20,41 @@ __all__ = ["CHUNK", "Evaluated", "concatenate", "evaluate"]
 
 CHUNK = 8192
 """Candidates per cost-model call: small enough that the temporaries stay in cache
-(bench/bench_plan.py: fastest at 8192 on the 2-core reference machine, ~1.5x faster than 200,000)."""
+(bench/bench_plan.py: fastest near 8192 on the 2-core reference machine)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Evaluated:
-    """Candidates with their step time, peak memory and GPU count, ready to rank."""
+    """Candidates of one or more spaces with their step time, peak memory and GPU count, ready to rank.
 
-    candidates: Candidates
+    Index i runs over the spaces' candidates in order; `take` materialises the
+    columns of just the candidates asked for.
+    """
+
+    spaces: tuple[Space, ...]
     step_time_s: FloatArray
     peak_bytes: FloatArray
     num_gpus: IntArray
     evaluated: int
 
     def __len__(self) -> int:
-        return len(self.candidates)
+        return int(self.step_time_s.shape[0])
+
+    def take(self, index: IntArray | BoolArray) -> Candidates:
+        """Columns of the candidates selected by an index or mask, in that order."""
+        if len(self.spaces) == 1:
+            return self.spaces[0].take(index)
+        index = np.arange(len(self))[index] if index.dtype == np.bool_ else index
+        starts = np.cumsum([0] + [len(s) for s in self.spaces])
+        part = np.searchsorted(starts, index, side="right") - 1
+        picked = [np.flatnonzero(part == k) for k in range(len(self.spaces))]
+        pieces = [s.take(index[p] - starts[k]) for k, (s, p) in enumerate(zip(self.spaces, picked, strict=True))]
+        order = np.argsort(np.concatenate(picked), kind="stable")
+        return Candidates(**{f: np.concatenate([getattr(p, f) for p in pieces])[order] for f in Candidates.__slots__})
+
+    def layout(self, i: int, num_layers: int) -> Layout:
+        """Candidate i as a `Layout`, with its stage split written out."""
+        return self.take(np.asarray([i])).layout(0, num_layers)
 
 
 def evaluate(
@@ -40,41 +62,46 @@ def evaluate(
 ) -> Evaluated:
     """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit.
 
-    Past `deadline` (a `time.perf_counter()` value) the remaining chunks are
+    Past `deadline` (a `time.perf_counter()` value) the remaining blocks are
     left unevaluated: their peak and step time are inf and `evaluated` says
     how many were.
     """
-    c = space.candidates
     keys = space.layer_candidates
     tables = key_tables(model, train, keys, layer_quantities(model, train, keys, hw), hw)
-    steps, peaks = [], []
-    for start in range(0, len(c), CHUNK):
-        chunk = np.arange(start, min(start + CHUNK, len(c)))
+    modes = space.modes
+    key_of_mode = modes[:, 0] * 2 + modes[:, 1]
+    valid = space.valid()
+    per_row = np.count_nonzero(valid, axis=1)
+    row_starts = np.concatenate([[0], np.cumsum(per_row)])
+    step = np.full(len(space), np.inf)
+    peak = np.full(len(space), np.inf)
+    block = max(1, CHUNK // max(len(modes), 1))
+    for first in range(0, len(space.rows), block):
         if deadline is not None and time.perf_counter() > deadline:
-            steps.append(np.full(len(chunk), np.inf))
-            peaks.append(np.full(len(chunk), np.inf))
-            continue
-        step, peak = step_time_and_peak(tables, space.layer_index[chunk], c.take(chunk))
-        steps.append(np.where(peak <= hw.hbm_bytes, step, np.inf))
-        peaks.append(peak)
-    empty = np.zeros(0)
-    peak_bytes = np.concatenate(peaks) if peaks else empty
+            break
+        rows = slice(first, min(first + block, len(space.rows)))
+        row_keys = space.row_key[rows, None] * KEY_MODES + np.arange(KEY_MODES)[None, :]
+        s, p = grid_step_time_and_peak(tables, space.rows.take(rows), row_keys, key_of_mode, modes[:, 2])
+        out = slice(row_starts[rows.start], row_starts[rows.stop])
+        if out.stop - out.start != s.size:
+            s, p = s[valid[rows]], p[valid[rows]]
+        step[out] = np.where(p <= hw.hbm_bytes, s, np.inf).ravel()
+        peak[out] = p.ravel()
     return Evaluated(
-        candidates=c,
-        step_time_s=np.concatenate(steps) if steps else empty,
-        peak_bytes=peak_bytes,
-        num_gpus=np.full(len(c), space.num_gpus, dtype=np.int64),
-        evaluated=int(np.count_nonzero(np.isfinite(peak_bytes))),
+        spaces=(space,),
+        step_time_s=step,
+        peak_bytes=peak,
+        num_gpus=np.full(len(space), space.num_gpus, dtype=np.int64),
+        evaluated=int(np.count_nonzero(np.isfinite(peak))),
     )
 
 
-def concatenate(parts: list[Evaluated]) -> Evaluated:
+def concatenate(parts: Sequence[Evaluated]) -> Evaluated:
     """One `Evaluated` from several (the GPU-efficiency objective searches several GPU counts)."""
     if len(parts) == 1:
         return parts[0]
-    fields = Candidates.__slots__
     return Evaluated(
-        candidates=Candidates(**{f: np.concatenate([getattr(p.candidates, f) for p in parts]) for f in fields}),
+        spaces=tuple(s for p in parts for s in p.spaces),
         step_time_s=np.concatenate([p.step_time_s for p in parts]),
         peak_bytes=np.concatenate([p.peak_bytes for p in parts]),
         num_gpus=np.concatenate([p.num_gpus for p in parts]),

@@ -182,7 +182,7 @@ def _top_plans(
         by_gpus.setdefault(int(ev.num_gpus[i]), []).append(i)
     scored: list[tuple[float, int, int, Estimate, Layout]] = []
     for n, indexes in by_gpus.items():
-        layouts = [ev.candidates.layout(i, model.num_layers) for i in indexes]
+        layouts = [ev.layout(i, model.num_layers) for i in indexes]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         for i, (layout, e) in zip(
             indexes, _refine_all(model, training, cluster_n, hw, layouts, partition), strict=True
@@ -205,7 +205,7 @@ def _baseline(
     if found is None:
         return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
     ev, i = found
-    layout = ev.candidates.layout(i, model.num_layers)
+    layout = ev.layout(i, model.num_layers)
     e = estimate(model, cluster, training, layout)
     base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
     if not plans:

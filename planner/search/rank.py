@@ -40,7 +40,7 @@ def rank(ev: Evaluated, capacity_bytes: float, objective: Objective, top: int | 
         kth = np.partition(value, top - 1)[top - 1]
         keep = value <= kth
         fits, value = fits[keep], value[keep]
-    c = ev.candidates.take(fits)
+    c = ev.take(fits)
     keys = (
         c.micro_batch_size,
         c.sequence_parallel,

@@ -8,9 +8,9 @@ import pytest
 from planner.constraints.space import build_space
 from planner.costmodel.shared import layer_quantities
 from planner.costmodel.step import estimate_steps
-from planner.costmodel.tables import key_tables, step_time_and_peak
 from planner.presets import get_preset
 from planner.profiles import load_profiles
+from planner.search.evaluate import evaluate
 from planner.specs import RuntimeFeatures, TrainingSpec
 
 CASES = [
@@ -27,10 +27,11 @@ def test_tables_match_the_reference(preset: str, profile: str, gpus: int, batch:
     training = TrainingSpec(global_batch_size=batch, runtime=runtime)
     hw = load_profiles()[profile].hardware(training.precision)
     space = build_space(model, training, gpus, {})
-    keys = space.layer_candidates
-    q = layer_quantities(model, training, keys, hw)
-    step, peak = step_time_and_peak(key_tables(model, training, keys, q, hw), space.layer_index, space.candidates)
+    q = layer_quantities(model, training, space.layer_candidates, hw)
+    ev = evaluate(model, training, space, hw)
     reference = estimate_steps(model, training, space.candidates, hw, q.take(space.layer_index))
-    assert len(step) > 100
-    np.testing.assert_allclose(peak, reference.memory.peak, rtol=1e-12)
-    np.testing.assert_allclose(step, reference.step_time_s, rtol=1e-12)
+    fits = reference.memory.peak <= hw.hbm_bytes
+    assert len(ev) > 100 and fits.any() and not fits.all()
+    np.testing.assert_allclose(ev.peak_bytes, reference.memory.peak, rtol=1e-12)
+    np.testing.assert_allclose(ev.step_time_s[fits], reference.step_time_s[fits], rtol=1e-12)
+    assert np.isinf(ev.step_time_s[~fits]).all()

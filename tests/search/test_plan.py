@@ -161,7 +161,5 @@ def test_baseline_from_the_search_equals_its_own_evaluation(preset: str, profile
         baseline_candidates(model, training, gpus, hw, searched),
     )
     assert alone is not None and reused is not None
-    assert alone[0].candidates.layout(alone[1], model.num_layers) == reused[0].candidates.layout(
-        reused[1], model.num_layers
-    )
+    assert alone[0].layout(alone[1], model.num_layers) == reused[0].layout(reused[1], model.num_layers)
     assert alone[0].step_time_s[alone[1]] == pytest.approx(reused[0].step_time_s[reused[1]], rel=1e-12)
