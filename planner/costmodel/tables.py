@@ -70,10 +70,9 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         once.append(exposed + compute.optimizer_step_time_s(updated_params(at, q.largest_params), hw))
         zc = replace(interleaved, zero_stage=at.zero_stage)
         fixed.append([stage_memory(zc, train.precision, t, zeros).peak for t in q.stage_terms])
-    per_in_flight = [
-        stage_memory(interleaved, train.precision, t, ones).peak
-        - stage_memory(interleaved, train.precision, t, zeros).peak
-        for t in q.stage_terms
+    per_in_flight = [  # fixed[0]: the keys are at ZeRO stage 0
+        stage_memory(interleaved, train.precision, t, ones).peak - at_zero
+        for t, at_zero in zip(q.stage_terms, fixed[0], strict=True)
     ]
     return KeyTables(
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),

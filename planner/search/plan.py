@@ -182,7 +182,8 @@ def _top_plans(
         by_gpus.setdefault(int(ev.num_gpus[i]), []).append(i)
     scored: list[tuple[float, int, int, Estimate, Layout]] = []
     for n, indexes in by_gpus.items():
-        layouts = [ev.layout(i, model.num_layers) for i in indexes]
+        chosen = ev.take(np.asarray(indexes))
+        layouts = [chosen.layout(j, model.num_layers) for j in range(len(indexes))]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         for i, (layout, e) in zip(
             indexes, _refine_all(model, training, cluster_n, hw, layouts, partition), strict=True
