@@ -7,7 +7,7 @@ them is `api/convert.py`'s job; no math here.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -34,7 +34,8 @@ __all__ = [
     "PlanResponse",
 ]
 
-_STRICT = ConfigDict(extra="forbid")
+_STRICT = ConfigDict(extra="forbid", strict=True)
+"""As planner.specs: unknown keys and coerced values (`"8"`, `8.0`, `true` for an integer) are refused."""
 MAX_JSON_DEPTH = 32
 """Deepest nesting accepted in the free-form objects (hf_config, overrides); a real config.json nests 3 or 4."""
 
@@ -55,7 +56,7 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(_bounded_depth)]
 
 
 class PresetModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"preset": "gpt3-175b"}]})
+    model_config = _STRICT | ConfigDict(json_schema_extra={"examples": [{"preset": "gpt3-175b"}]})
 
     preset: str = Field(
         max_length=64, pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Built-in model id (GET /v1/models)."
@@ -66,7 +67,7 @@ class PresetModel(BaseModel):
 
 
 class HfConfigModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     hf_config: JsonObject = Field(
         description="A Hugging Face config.json (Llama, Mistral/Mixtral, Qwen, DeepSeek-V3, GPT-2, GPT-NeoX keys).",
@@ -95,8 +96,7 @@ ModelIn = PresetModel | HfConfigModel | ModelSpec
 class ClusterIn(BaseModel):
     """A built-in profile (optionally with partial overrides), or an inline profile; plus the GPU count."""
 
-    model_config = ConfigDict(
-        extra="forbid",
+    model_config = _STRICT | ConfigDict(
         json_schema_extra={"examples": [{"profile": "dgx-a100-80gb", "num_gpus": 1024}]},
     )
 
@@ -120,8 +120,7 @@ class ClusterIn(BaseModel):
 
 
 class PlanRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
+    model_config = _STRICT | ConfigDict(
         json_schema_extra={
             "examples": [
                 {
@@ -142,11 +141,11 @@ class PlanRequest(BaseModel):
         default=None, description="Pin a dimension with a value or restrict it with a list; omitted keys are searched."
     )
     top_k: int = Field(default=10, ge=1, le=100, description="Plans to return.")
-    objective: Objective = Field(default=Objective.STEP_TIME, description="step_time or gpu_efficiency.")
+    objective: Objective = Field(default=Objective.STEP_TIME, strict=False, description="step_time or gpu_efficiency.")
 
 
 class LayoutIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
     tp: int = Field(ge=1, le=1_048_576, description="Tensor-parallel size.")
     pp: int = Field(ge=1, le=1_048_576, description="Pipeline-parallel size.")
@@ -156,9 +155,9 @@ class LayoutIn(BaseModel):
     vp: int = Field(default=1, ge=1, le=1024, description="Model chunks per pipeline rank; 1 = no interleaving.")
     micro_batch_size: int = Field(default=1, ge=1, le=65536, description="Sequences per micro-batch.")
     num_microbatches: int | None = Field(default=None, ge=1, description="Optional; must equal B / (b x dp).")
-    recompute: Recompute = Recompute.NONE
+    recompute: Recompute = Field(default=Recompute.NONE, strict=False)
     sequence_parallel: bool = False
-    zero_stage: Literal[0, 1, 2, 3] = 0
+    zero_stage: int = Field(default=0, ge=0, le=3, description="0 none, 1 optimizer states, 2 + grads, 3 + weights.")
     layers_per_stage: list[int] | None = Field(default=None, max_length=4096, description="Layers per pipeline stage.")
 
     @model_validator(mode="after")

@@ -31,7 +31,7 @@ __all__ = [
 
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles"
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", strict=True)  # as planner.specs: no "8" for 8
 
 
 class PeakTflops(BaseModel):
@@ -182,7 +182,7 @@ class Hardware:
 class ClusterSpec(BaseModel):
     """A hardware profile and how many of its GPUs the job may use."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _FROZEN
 
     profile: HardwareProfile
     num_gpus: int = Field(ge=1, le=1_048_576, description="GPUs in the job.")

@@ -29,7 +29,9 @@ MAX_SEQ_LENGTH = 4_194_304
 MAX_VOCAB = 4_194_304
 MAX_GLOBAL_BATCH = 1_048_576
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", strict=True)
+"""Strict: an integer field takes a JSON integer, not `"8"`, `8.0` or `true`; enum fields opt out of
+strictness only so that their string values validate from Python dicts too."""
 
 
 class Precision(StrEnum):
@@ -75,10 +77,26 @@ class MoESpec(BaseModel):
         return self
 
 
+_DEFAULTED = ("num_query_groups", "ffn_hidden_size")
+"""ModelSpec fields that may be omitted or null: `ModelSpec._defaults` fills them before validation."""
+
+
+def _defaulted_in_schema(schema: dict[str, Any]) -> None:
+    """State in the JSON schema what `_defaults` accepts: the defaulted fields are optional and nullable."""
+    schema["required"] = [k for k in schema.get("required", []) if k not in _DEFAULTED]
+    for key in _DEFAULTED:
+        prop = schema["properties"][key]
+        description = prop.pop("description", None)
+        title = prop.pop("title", key)
+        schema["properties"][key] = {"anyOf": [prop, {"type": "null"}], "default": None, "title": title} | (
+            {"description": description} if description else {}
+        )
+
+
 class ModelSpec(BaseModel):
     """A decoder-only transformer's shape. Omitted optional sizes take GPT defaults."""
 
-    model_config = _FROZEN
+    model_config = _FROZEN | ConfigDict(json_schema_extra=_defaulted_in_schema)
 
     name: str | None = Field(default=None, max_length=100, description="Label only; never changes the math.")
     num_layers: int = Field(ge=1, le=MAX_LAYERS, description="Transformer layers (l in Narayanan 2021).")
@@ -163,7 +181,7 @@ class TrainingSpec(BaseModel):
     model_config = _FROZEN
 
     global_batch_size: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="Sequences per optimizer step (B).")
-    precision: Precision = Field(default=Precision.BF16, description="bf16, fp16 or fp8.")
+    precision: Precision = Field(default=Precision.BF16, strict=False, description="bf16, fp16 or fp8.")
     runtime: RuntimeFeatures = Field(default_factory=RuntimeFeatures, description="Framework features.")
     train_tokens: float | None = Field(
         default=None, gt=0, le=1e16, allow_inf_nan=False, description="Tokens to train on; adds days_to_train."

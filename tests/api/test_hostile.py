@@ -131,6 +131,21 @@ WRONG_TYPES = [
     ("constraints.zero_stage", 4, "zero_stage"),
     ("constraints.sequence_parallel", 1, "sequence_parallel"),
     ("constraints.tp", [], "tp"),
+    # Values that lax parsing would coerce are refused: an integer field takes a JSON integer.
+    ("cluster.num_gpus", "64", "num_gpus"),
+    ("cluster.num_gpus", 64.0, "num_gpus"),
+    ("cluster.num_gpus", True, "num_gpus"),
+    ("cluster.overrides", {"node": {"gpus_per_node": "8"}}, "gpus_per_node"),
+    ("training.global_batch_size", "64", "global_batch_size"),
+    ("training.global_batch_size", True, "global_batch_size"),
+    ("training.runtime.flash_attention", 1, "flash_attention"),
+    ("training.runtime.flash_attention", "true", "flash_attention"),
+    ("training.train_tokens", "1e12", "train_tokens"),
+    ("top_k", "3", "top_k"),
+    ("top_k", 3.0, "top_k"),
+    ("model.seq_length", "2048", "seq_length"),
+    ("constraints.tp", "8", "tp"),
+    ("constraints.tp", True, "tp"),
 ]
 
 
@@ -149,6 +164,13 @@ def test_wrong_types_in_plan(client: TestClient, path: str, value: Any, field: s
         ("layout.layers_per_stage", "12,12", "layers_per_stage"),
         ("layout.layers_per_stage", [12, "twelve"], "layers_per_stage"),
         ("layout.sequence_parallel", [], "sequence_parallel"),
+        ("layout.tp", "8", "tp"),
+        ("layout.pp", 8.0, "pp"),
+        ("layout.dp", True, "dp"),
+        ("layout.sequence_parallel", "false", "sequence_parallel"),
+        ("layout.zero_stage", True, "zero_stage"),
+        ("model", SHAPE | {"num_layers": "32"}, "num_layers"),
+        ("model", SHAPE | {"moe": {"num_experts": 8.0, "top_k": 2, "expert_ffn_hidden_size": 14336}}, "num_experts"),
     ],
 )
 def test_wrong_types_in_estimate(client: TestClient, path: str, value: Any, field: str) -> None:
