@@ -25,7 +25,7 @@ from planner.costmodel.comm import (
 from planner.costmodel.data_parallel import dp_collectives_s
 from planner.costmodel.memory import StageTerms, all_stage_terms
 from planner.costmodel.params import stage_kinds, stage_params
-from planner.costmodel.topology import GroupPlacement, Placement, place
+from planner.costmodel.topology import Placement, place
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -54,19 +54,8 @@ class LayerQuantities:
     `backward`, and `average_stage` (all layers and logits over pp; pipeline sends excluded)."""
 
     def take(self, index: IntArray) -> LayerQuantities:
-        def group(g: GroupPlacement) -> GroupPlacement:
-            return GroupPlacement(g.size[index], g.members_per_domain[index], g.crosses_network[index])
-
-        p = self.placement
         return LayerQuantities(
-            placement=Placement(
-                tp=group(p.tp),
-                cp=group(p.cp),
-                pp=group(p.pp),
-                dp=group(p.dp),
-                ep=group(p.ep),
-                num_gpus=p.num_gpus[index],
-            ),
+            placement=self.placement.map(lambda a: a[index]),
             layer_s={k: v[index] for k, v in self.layer_s.items()},
             logits_s=self.logits_s[index],
             stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
@@ -114,20 +103,40 @@ def _slowest_stage(
     return parts
 
 
-def layer_quantities(model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware) -> LayerQuantities:
-    """The layer-level quantities of every candidate in `c`."""
-    placement = place(c, hw.nvlink_domain_gpus)
+def _spread(x: FloatArray, run: int) -> FloatArray:
+    """Per-run values repeated for each member of the run."""
+    return x if run == 1 else np.repeat(x, run)
+
+
+def layer_quantities(
+    model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, *, run: int = 1
+) -> LayerQuantities:
+    """The layer-level quantities of every candidate in `c`.
+
+    With `run` > 1, `c` holds runs of `run` consecutive candidates that differ
+    only in recompute and sequence parallelism (as `Space.layer_candidates`
+    does): the placement, the parameters per stage and the DP collectives,
+    which depend on neither, are computed once per run. The numbers are the
+    same either way (a test checks it).
+    """
+    base = c if run == 1 else c.take(slice(None, None, run))
+    base_placement = place(base, hw.nvlink_domain_gpus)
+    placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
+    base_params = [stage_params(model, base, *kind) for kind in stage_kinds(base)]
+    dense, expert = select_max(
+        [d + e for d, e in base_params], [d for d, _ in base_params], [e for _, e in base_params]
+    )
+    collectives = dp_collectives_s(base, (dense, expert), base_placement, hw, train.precision)
+    params = tuple((_spread(d, run), _spread(e, run)) for d, e in base_params)
     layer_s = _layer_seconds(model, c, hw, train, placement)
     logits_s = compute.logits_time_s(model, c, hw)
-    params = tuple(stage_params(model, c, *kind) for kind in stage_kinds(c))
-    dense, expert = select_max([d + e for d, e in params], [d for d, _ in params], [e for _, e in params])
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
         stage_terms=all_stage_terms(model, c, train.runtime, params),
-        largest_params=(dense, expert),
-        dp_collectives_s=dp_collectives_s(c, (dense, expert), placement, hw, train.precision),
+        largest_params=(_spread(dense, run), _spread(expert, run)),
+        dp_collectives_s={k: _spread(v, run) for k, v in collectives.items()},
         slowest_stage_s=_slowest_stage(model, c, layer_s, logits_s),
     )

@@ -25,7 +25,7 @@ from planner.costmodel import compute
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
 from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
-from planner.costmodel.memory import stage_memory
+from planner.costmodel.memory import StageTerms, stage_memory
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.costmodel.shared import LAYER_KEYS, LayerQuantities
 from planner.costmodel.step import updated_params
@@ -47,9 +47,9 @@ class KeyTables:
     send_per_chunk_s: FloatArray
     """Pipeline sends of one micro-batch per model chunk (zero without a pipeline)."""
     once_per_step_s: FloatArray
-    """(key, ZeRO stage): exposed data-parallel time at the key's micro-batch count, plus the optimizer step."""
+    """(ZeRO stage, key): exposed data-parallel time at the key's micro-batch count, plus the optimizer step."""
     memory_fixed: FloatArray
-    """(stage kind, key, ZeRO stage): bytes with no micro-batch in flight."""
+    """(stage kind, ZeRO stage, key): bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
     """(stage kind, key): bytes per micro-batch in flight."""
     single_microbatch: BoolArray
@@ -60,26 +60,30 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`."""
     parts = q.slowest_stage_s
     one_chunk = replace(keys, vp=np.ones_like(keys.vp))
-    once, fixed = [], []
-    interleaved = replace(keys, vp=np.full_like(keys.vp, 2))  # stage_memory: in flight exactly as given
-    zeros, ones = np.zeros(len(keys)), np.ones(len(keys))
-    for z in ZERO_STAGES:
-        at = replace(keys, zero_stage=np.full_like(keys.zero_stage, z))
-        dp = data_parallel_times(at, q.dp_collectives_s)
-        exposed = exposed_dp_s(dp, at, parts["forward"], parts["backward"], train.runtime)
-        once.append(exposed + compute.optimizer_step_time_s(updated_params(at, q.largest_params), hw))
-        zc = replace(interleaved, zero_stage=at.zero_stage)
-        fixed.append([stage_memory(zc, train.precision, t, zeros).peak for t in q.stage_terms])
-    per_in_flight = [  # fixed[0]: the keys are at ZeRO stage 0
-        stage_memory(interleaved, train.precision, t, ones).peak - at_zero
-        for t, at_zero in zip(q.stage_terms, fixed[0], strict=True)
+    # The ZeRO stages as a column against the keys as a row: the cost functions broadcast to (ZeRO stage,
+    # key), and what does not depend on the stage (activations, compute windows) is computed once per key.
+    at = Candidates(**{f: getattr(keys, f)[None, :] for f in Candidates.__slots__})
+    at = replace(at, zero_stage=np.asarray(ZERO_STAGES, dtype=np.int64)[:, None])
+    collectives = {k: v[None, :] for k, v in q.dp_collectives_s.items()}
+    exposed = exposed_dp_s(
+        data_parallel_times(at, collectives), at, parts["forward"][None, :], parts["backward"][None, :], train.runtime
+    )
+    largest = (q.largest_params[0][None, :], q.largest_params[1][None, :])
+    once = exposed + compute.optimizer_step_time_s(updated_params(at, largest), hw)
+    interleaved = replace(at, vp=np.full_like(at.vp, 2))  # stage_memory: in flight exactly as given
+    zeros, ones = np.zeros((1, len(keys))), np.ones(len(keys))
+    terms = [StageTerms(*(getattr(t, f)[None, :] for f in StageTerms.__slots__)) for t in q.stage_terms]
+    fixed = [stage_memory(interleaved, train.precision, t, zeros).peak for t in terms]
+    per_in_flight = [  # the in-flight part does not depend on the ZeRO stage (the keys are at stage 0)
+        stage_memory(replace(keys, vp=interleaved.vp[0]), train.precision, t, ones).peak - at_zero[0]
+        for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
     return KeyTables(
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),
         average_stage_s=parts["average_stage"],
         send_per_chunk_s=pp_comm_per_microbatch_s(model, one_chunk, q.placement, hw, train.runtime),
-        once_per_step_s=np.stack(once, axis=1),
-        memory_fixed=np.stack([np.stack(f_z, axis=0) for f_z in fixed], axis=2),
+        once_per_step_s=once,
+        memory_fixed=np.stack(fixed),
         memory_per_in_flight=np.stack(per_in_flight),
         single_microbatch=np.stack([t.single_microbatch for t in q.stage_terms]),
     )
@@ -100,7 +104,7 @@ def grid_step_time_and_peak(
     vp = rows.vp[:, None]
     sends = vp * t.send_per_chunk_s[keys]
     pipeline = m * (t.microbatch_s[keys] + sends) + (rows.pp[:, None] - 1) / vp * (t.average_stage_s[keys] + sends)
-    by_zero = keys[:, key_of_mode] * len(ZERO_STAGES) + zero[None, :]
+    by_zero = keys[:, key_of_mode] + zero[None, :] * t.microbatch_s.shape[0]
     step = pipeline[:, key_of_mode] + np.take(t.once_per_step_s, by_zero)
     in_flight_first = in_flight_microbatches(rows)[:, None]
     one_chunk = (rows.vp == 1)[:, None]

@@ -19,6 +19,7 @@ the groups and hops that cross, exactly, for reporting.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,21 @@ class Placement:
     dp: GroupPlacement
     ep: GroupPlacement
     num_gpus: IntArray
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> Placement:
+        """The placement with `fn` applied to every per-candidate array (to select or repeat candidates)."""
+
+        def group(g: GroupPlacement) -> GroupPlacement:
+            return GroupPlacement(fn(g.size), fn(g.members_per_domain), fn(g.crosses_network))
+
+        return Placement(
+            tp=group(self.tp),
+            cp=group(self.cp),
+            pp=group(self.pp),
+            dp=group(self.dp),
+            ep=group(self.ep),
+            num_gpus=fn(self.num_gpus),
+        )
 
 
 def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: int) -> GroupPlacement:

@@ -67,7 +67,7 @@ def evaluate(
     how many were.
     """
     keys = space.layer_candidates
-    tables = key_tables(model, train, keys, layer_quantities(model, train, keys, hw), hw)
+    tables = key_tables(model, train, keys, layer_quantities(model, train, keys, hw, run=KEY_MODES), hw)
     modes = space.modes
     key_of_mode = modes[:, 0] * 2 + modes[:, 1]
     valid = space.valid()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.constraints.space import build_space
-from planner.costmodel.shared import layer_quantities
+from planner.constraints.space import KEY_MODES, build_space
+from planner.costmodel.memory import StageTerms
+from planner.costmodel.shared import LayerQuantities, layer_quantities
 from planner.costmodel.step import estimate_steps
 from planner.presets import get_preset
 from planner.profiles import load_profiles
@@ -35,3 +36,30 @@ def test_tables_match_the_reference(preset: str, profile: str, gpus: int, batch:
     np.testing.assert_allclose(ev.peak_bytes, reference.memory.peak, rtol=1e-12)
     np.testing.assert_allclose(ev.step_time_s[fits], reference.step_time_s[fits], rtol=1e-12)
     assert np.isinf(ev.step_time_s[~fits]).all()
+
+
+@pytest.mark.parametrize(("preset", "profile", "gpus", "batch", "runtime"), CASES, ids=[c[0] for c in CASES])
+def test_quantities_per_run_equal_per_candidate(
+    preset: str, profile: str, gpus: int, batch: int, runtime: RuntimeFeatures
+) -> None:
+    """Computing the recompute- and SP-independent quantities once per run of layer keys changes no number."""
+    model = get_preset(preset).model
+    training = TrainingSpec(global_batch_size=batch, runtime=runtime)
+    hw = load_profiles()[profile].hardware(training.precision)
+    keys = build_space(model, training, gpus, {}).layer_candidates
+    per_run = layer_quantities(model, training, keys, hw, run=KEY_MODES)
+    each = layer_quantities(model, training, keys, hw)
+    for a, b in zip(_arrays(per_run), _arrays(each), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _arrays(q: LayerQuantities) -> list[np.ndarray]:
+    p = q.placement
+    groups = [p.tp, p.cp, p.pp, p.dp, p.ep]
+    out = [getattr(g, f) for g in groups for f in ("size", "members_per_domain", "crosses_network")] + [p.num_gpus]
+    out += [q.layer_s[k] for k in sorted(q.layer_s)] + [q.logits_s]
+    out += [a for pair in q.stage_params for a in pair] + list(q.largest_params)
+    out += [getattr(t, f) for t in q.stage_terms for f in StageTerms.__slots__]
+    out += [q.dp_collectives_s[k] for k in sorted(q.dp_collectives_s)]
+    out += [q.slowest_stage_s[k] for k in sorted(q.slowest_stage_s)]
+    return out
