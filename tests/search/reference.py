@@ -43,16 +43,23 @@ def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
                 )
 
 
+def legal_layouts(
+    model: ModelSpec, num_gpus: int, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
+) -> Iterator[Layout]:
+    """Every layout that the request's constraints allow and that breaks no rule."""
+    for layout in all_layouts(model, num_gpus):
+        if allowed and any(_value(layout, k) not in v for k, v in allowed.items()):
+            continue
+        if not layout_violations(layout, model, training, num_gpus):
+            yield layout
+
+
 def reference_best(
     model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
 ) -> tuple[Layout, Estimate] | None:
     """The fastest layout that breaks no rule and fits, by brute force."""
     best: tuple[Layout, Estimate] | None = None
-    for layout in all_layouts(model, cluster.num_gpus):
-        if allowed and any(_value(layout, k) not in v for k, v in allowed.items()):
-            continue
-        if layout_violations(layout, model, training, cluster.num_gpus):
-            continue
+    for layout in legal_layouts(model, cluster.num_gpus, training, allowed):
         e = estimate(model, cluster, training, layout)
         if e.fits and (best is None or e.step_time_s < best[1].step_time_s):
             best = (layout, e)

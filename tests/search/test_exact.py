@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from planner.constraints.space import build_space
 from planner.estimate import estimate
 from planner.profiles import ClusterSpec, load_profiles
+from planner.search.constraints import parse_constraints
 from planner.search.plan import plan
 from planner.specs import ModelSpec, MoESpec, TrainingSpec
 from planner.validate import layout_violations
 
-from .reference import reference_best
+from .reference import legal_layouts, reference_best
 
 INSTANCES = 200
 PROFILES = ["dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "gb200-nvl72"]
@@ -82,3 +86,16 @@ def test_stage_partition_never_worse_and_more_memory_never_slower(seed: int) -> 
     )
     roomier = plan(model, cluster.model_copy(update={"profile": bigger}), training, allowed, top_k=1, partition=False)
     assert roomier.plans[0].estimate.step_time_s <= plain.plans[0].estimate.step_time_s * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(0, INSTANCES, 4))
+def test_space_is_exactly_the_legal_layouts(seed: int) -> None:
+    """The vectorised space holds every layout the scalar rules accept, and nothing else."""
+    model, cluster, training, allowed = _instance(seed)
+    space = build_space(model, training, cluster.num_gpus, parse_constraints(allowed))
+    c = space.candidates
+    searched = [c.layout(i, model.num_layers) for i in range(len(c))]
+    as_key = lambda x: replace(x, layers_per_stage=None)  # noqa: E731
+    expected = {as_key(x) for x in legal_layouts(model, cluster.num_gpus, training, allowed)}
+    assert len(searched) == len(expected)
+    assert {as_key(x) for x in searched} == expected
