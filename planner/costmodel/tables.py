@@ -78,12 +78,13 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         stage_memory(replace(keys, vp=interleaved.vp[0]), train.precision, t, ones).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
+    grid = (len(ZERO_STAGES), len(keys))
     return KeyTables(
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),
         average_stage_s=parts["average_stage"],
         send_per_chunk_s=pp_comm_per_microbatch_s(model, one_chunk, q.placement, hw, train.runtime),
-        once_per_step_s=once,
-        memory_fixed=np.stack(fixed),
+        once_per_step_s=np.broadcast_to(once, grid),
+        memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
         single_microbatch=np.stack([t.single_microbatch for t in q.stage_terms]),
     )
