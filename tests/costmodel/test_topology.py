@@ -1,5 +1,8 @@
 """Group placement on NVLink domains vs the network (Megatron rank order: tp, cp, pp, dp)."""
 
+import itertools
+
+import numpy as np
 import pytest
 
 from planner.costmodel.candidates import Candidates
@@ -118,3 +121,27 @@ def test_megatron_default_order_when_tp_pp_dp_mapping_is_refused() -> None:
     # With cp = ep the tp-cp-pp-dp order applies: the pipeline stays inside the node, dp leaves it.
     same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, nvlink_domain_gpus=8)
     assert (same.pp_hops_over_network, same.dp_groups_over_network) == (0, 4)
+
+
+def _spanning_by_min_max(groups: np.ndarray) -> int:
+    return int(np.sum(groups.min(axis=-1) != groups.max(axis=-1)))
+
+
+@pytest.mark.parametrize("domain", [4, 8, 72])
+def test_crossing_counts_equal_a_min_max_count_of_every_group(domain: int) -> None:
+    """count_crossings compares each group's first and last domain; a min/max over the group must agree."""
+    from planner.costmodel.topology import count_crossings, tp_pp_dp_order
+
+    for tp, cp, pp, dp, ep in itertools.product([1, 2, 4, 8], [1, 2], [1, 2, 3, 4], [1, 2, 6, 9], [1, 2, 4]):
+        ranks = np.arange(tp * cp * pp * dp) // domain
+        if tp_pp_dp_order(pp, cp, ep):
+            grid = ranks.reshape(dp, pp, cp, tp)
+        else:
+            grid = ranks.reshape(pp, dp, cp, tp).transpose(1, 0, 2, 3)
+        counts = count_crossings(tp, cp, pp, dp, ep, domain)
+        assert counts.tp_groups_over_network == _spanning_by_min_max(grid)
+        assert counts.cp_groups_over_network == _spanning_by_min_max(grid.transpose(0, 1, 3, 2))
+        assert counts.dp_groups_over_network == _spanning_by_min_max(grid.transpose(1, 2, 3, 0))
+        if ep > 1 and (dp * cp) % ep == 0:
+            experts = grid.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep)
+            assert counts.ep_groups_over_network == _spanning_by_min_max(experts)
