@@ -1,6 +1,6 @@
 """Search speed: candidates, median milliseconds per plan, and the ratio against the scalar reference.
 
-Run: python bench/bench_plan.py [--repeats N] [--sample K]
+Run: python bench/bench_plan.py [--repeats N] [--sample K] [--phases]
 
 The reference is the brute-force path of tests/search/reference.py: one scalar
 `estimate()` per legal layout. Running it over hundreds of thousands of layouts
@@ -15,14 +15,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 
-from planner.constraints.space import build_space
+from planner.constraints.space import KEY_MODES, Space, build_space
+from planner.costmodel.shared import LayerQuantities, layer_quantities
+from planner.costmodel.tables import key_tables
 from planner.estimate import estimate
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
-from planner.search.plan import plan
+from planner.search.evaluate import Evaluated, evaluate
+from planner.search.plan import _baseline, _top_plans, plan
+from planner.search.rank import Objective, rank
 from planner.specs import ModelSpec, TrainingSpec
 
 CASES = [
@@ -41,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--sample", type=int, default=300)
+    parser.add_argument("--phases", action="store_true", help="also print where each case's time goes")
     args = parser.parse_args()
     profiles = load_profiles()
     print(f"{'case':52s} {'candidates':>10s} {'median ms':>10s} {'ref ms/cand':>11s} {'ref est. s':>10s} {'ratio':>8s}")
@@ -68,6 +74,43 @@ def main() -> None:
             f"{name:52s} {result.search.candidates:>10,d} {median_s * 1e3:>10.1f} {per_candidate_s * 1e3:>11.3f}"
             f" {reference_s:>10.1f} {reference_s / median_s:>7.0f}x"
         )
+        if args.phases:
+            phases = _phases(model, cluster, training, args.repeats)
+            print("    " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()) + " (ms)")
+
+
+def _median_ms(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3, out
+
+
+def _phases(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, repeats: int) -> dict[str, float]:
+    """Median ms of each phase of an unconstrained step-time plan (planner/search/plan.py)."""
+    hw = cluster.profile.hardware(training.precision)
+    ms: dict[str, float] = {}
+    ms["space"], space = _median_ms(lambda: build_space(model, training, cluster.num_gpus, {}), repeats)
+    assert isinstance(space, Space)
+    keys = space.layer_candidates
+    ms["layer quantities"], q = _median_ms(lambda: layer_quantities(model, training, keys, hw, run=KEY_MODES), repeats)
+    assert isinstance(q, LayerQuantities)
+    ms["key tables"], _ = _median_ms(lambda: key_tables(model, training, keys, q, hw), repeats)
+    evaluate_ms, ev = _median_ms(lambda: evaluate(model, training, space, hw), repeats)
+    assert isinstance(ev, Evaluated)
+    ms["grid"] = evaluate_ms - ms["layer quantities"] - ms["key tables"]
+    ms["rank"], order = _median_ms(lambda: rank(ev, hw.hbm_bytes, Objective.STEP_TIME, top=10), repeats)
+    assert isinstance(order, np.ndarray)
+    ms["shortlist + CP-SAT"], plans = _median_ms(
+        lambda: _top_plans(model, training, cluster, hw, ev, order, 10, Objective.STEP_TIME, True), repeats
+    )
+    assert isinstance(plans, list)
+    ms["baseline"], _ = _median_ms(
+        lambda: _baseline(model, training, cluster, hw, plans, Objective.STEP_TIME, ev), repeats
+    )
+    return ms
 
 
 if __name__ == "__main__":
