@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from planner.profiles import (
     Calibration,
@@ -20,7 +21,7 @@ from planner.profiles import (
     NodeSection,
 )
 from planner.search.rank import Objective
-from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.specs import MAX_GLOBAL_BATCH, MAX_LAYERS, ModelSpec, Recompute, TrainingSpec
 
 __all__ = [
     "ClusterIn",
@@ -53,6 +54,41 @@ def _bounded_depth(value: dict[str, Any]) -> dict[str, Any]:
 
 
 JsonObject = Annotated[dict[str, Any], AfterValidator(_bounded_depth)]
+
+
+def _unencodable(value: Any, loc: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where in a decoded JSON body a string (a key or a value) cannot be encoded as UTF-8, or None.
+
+    JSON may escape a lone UTF-16 surrogate (`"\\ud800"`); Python decodes it to a `str` that no UTF-8
+    writer accepts, so hashing, logging or returning it would fail later, far from the input.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, loc)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return where
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((key, (*where, str(key).encode("utf-8", "replace").decode())))
+                stack.append((child, (*where, str(key).encode("utf-8", "replace").decode())))
+        elif isinstance(item, list):
+            stack.extend((child, (*where, i)) for i, child in enumerate(item))
+    return None
+
+
+class _Request(BaseModel):
+    """A request body: every string in it must be valid text, checked once before any field."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_is_encodable(cls, data: Any) -> Any:
+        if (loc := _unencodable(data)) is not None:
+            error = PydanticCustomError("unencodable_text", "a lone UTF-16 surrogate is not valid text")
+            raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(type=error, loc=loc, input="")])
+        return data
 
 
 class PresetModel(BaseModel):
@@ -119,7 +155,7 @@ class ClusterIn(BaseModel):
     sources: dict[str, str] | None = None
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(_Request):
     model_config = _STRICT | ConfigDict(
         json_schema_extra={
             "examples": [
@@ -154,11 +190,15 @@ class LayoutIn(BaseModel):
     ep: int = Field(default=1, ge=1, le=1_048_576, description="Expert-parallel size (carved out of dp x cp).")
     vp: int = Field(default=1, ge=1, le=1024, description="Model chunks per pipeline rank; 1 = no interleaving.")
     micro_batch_size: int = Field(default=1, ge=1, le=65536, description="Sequences per micro-batch.")
-    num_microbatches: int | None = Field(default=None, ge=1, description="Optional; must equal B / (b x dp).")
+    num_microbatches: int | None = Field(
+        default=None, ge=1, le=MAX_GLOBAL_BATCH, description="Optional; must equal B / (b x dp)."
+    )
     recompute: Recompute = Field(default=Recompute.NONE, strict=False)
     sequence_parallel: bool = False
     zero_stage: int = Field(default=0, ge=0, le=3, description="0 none, 1 optimizer states, 2 + grads, 3 + weights.")
-    layers_per_stage: list[int] | None = Field(default=None, max_length=4096, description="Layers per pipeline stage.")
+    layers_per_stage: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
+        default=None, max_length=MAX_LAYERS, description="Layers per pipeline stage, each 1 to 1024."
+    )
 
     @model_validator(mode="after")
     def _at_most_the_largest_cluster(self) -> Self:
@@ -169,7 +209,7 @@ class LayoutIn(BaseModel):
         return self
 
 
-class EstimateRequest(BaseModel):
+class EstimateRequest(_Request):
     model_config = _STRICT
 
     model: ModelIn

@@ -218,6 +218,11 @@ def test_out_of_range_numbers(client: TestClient, path: str, value: Any, field: 
         {"tp": -1, "pp": 1, "dp": 1},
         {"tp": 1, "pp": 1, "dp": 1, "micro_batch_size": 10**9},
         {"tp": 1, "pp": 2, "dp": 1, "layers_per_stage": [1] * 5000},
+        {"tp": 8, "pp": 8, "dp": 1, "layers_per_stage": [-1] * 8},  # once a 200 with a negative peak memory
+        {"tp": 8, "pp": 8, "dp": 1, "layers_per_stage": [0] * 8},
+        {"tp": 8, "pp": 8, "dp": 1, "layers_per_stage": [10**9] * 8},
+        {"tp": 8, "pp": 8, "dp": 1, "num_microbatches": 10**30},
+        {"tp": 8, "pp": 8, "dp": 1, "num_microbatches": 0},
     ],
 )
 def test_out_of_range_layouts(client: TestClient, layout: dict[str, Any]) -> None:
@@ -225,10 +230,40 @@ def test_out_of_range_layouts(client: TestClient, layout: dict[str, Any]) -> Non
 
 
 def test_a_layout_that_breaks_rules_is_estimated_not_refused(client: TestClient) -> None:
-    body = with_(ESTIMATE, "layout", {"tp": 1024, "pp": 1024, "dp": 1, "num_microbatches": 10**30})
+    body = with_(ESTIMATE, "layout", {"tp": 1024, "pp": 1024, "dp": 1, "num_microbatches": 7})
     r = client.post("/v1/estimate", json=body)
     assert r.status_code == 200, r.text
     assert r.json()["fits"] is False and r.json()["violations"]
+
+
+# --- text that cannot be encoded ---------------------------------------------------------------------------------
+
+SURROGATES = [
+    ("/v1/plan", '"cluster": {"profile": "dgx-a100-80gb", "num_gpus": 64, "overrides": {"name": "\\ud800"}}', "name"),
+    ("/v1/plan", '"cluster": {"profile": "dgx-a100-80gb", "num_gpus": 64, "overrides": {"\\udc00": 1}}', "overrides"),
+    ("/v1/plan", '"cluster": {"profile": "dgx-a100-80gb", "num_gpus": 64, "name": "x\\ud800y"}', "name"),
+    ("/v1/estimate", '"cluster": {"profile": "dgx-a100-80gb\\udfff", "num_gpus": 64}', "profile"),
+]
+
+
+@pytest.mark.parametrize(("path", "cluster", "field"), SURROGATES)
+def test_a_lone_surrogate_is_a_422_naming_the_field(client: TestClient, path: str, cluster: str, field: str) -> None:
+    """JSON can escape a lone UTF-16 surrogate; no UTF-8 writer (cache key, log, response) accepts it."""
+    body = dict(PLAN) if path == "/v1/plan" else dict(ESTIMATE)
+    body.pop("cluster")
+    raw = json.dumps(body)[:-1] + ", " + cluster + "}"
+    assert_problem(post_raw(client, path, raw), 422, field)
+
+
+def test_a_lone_surrogate_deep_in_an_hf_config_is_a_422(client: TestClient) -> None:
+    raw = json.dumps(with_(PLAN, "model", {"hf_config": {"architectures": ["X"]}})).replace('"X"', '"\\ud800"')
+    body = assert_problem(post_raw(client, "/v1/plan", raw), 422, "architectures")
+    assert body["errors"][0]["loc"] == ["body", "model", "hf_config", "architectures", 0]
+
+
+def test_paired_surrogates_are_ordinary_text(client: TestClient) -> None:
+    raw = json.dumps(with_(PLAN, "cluster.overrides", {"name": "\U0001f680 fast"}))
+    assert client.post("/v1/plan", content=raw, headers={"content-type": "application/json"}).status_code == 200
 
 
 # --- NaN and Infinity --------------------------------------------------------------------------------------------
