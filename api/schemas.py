@@ -1,4 +1,4 @@
-"""Request and response models of the HTTP API (the contract in shared/API.md).
+"""Request and response models of the HTTP API (the contract in docs/api.md).
 
 Kept apart from `planner`'s specs: requests accept the three model forms and
 the cluster forms, responses carry units in their names. Converting between

@@ -1,4 +1,4 @@
-"""Every route of API.md answers as specified (TestClient; the lifespan runs)."""
+"""Every route of docs/api.md answers as specified (TestClient; the lifespan runs)."""
 
 from __future__ import annotations
 
