@@ -20,6 +20,7 @@ from api.schemas import (
     LayoutIn,
     LayoutOut,
     ModelIn,
+    ModelOut,
     PlanOut,
     PlanResponse,
     PresetModel,
@@ -28,30 +29,38 @@ from api.schemas import (
 )
 from planner.errors import InvalidSpecError, PlannerError
 from planner.estimate import Estimate
-from planner.hf_config import model_from_hf_config
 from planner.launch import launch_args
 from planner.layout import Layout
-from planner.presets import get_preset
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
+from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
 from planner.search.plan import Plan, PlanResult
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
 FRAMEWORKS = ("megatron", "torchtitan", "nemo")
 
-__all__ = ["cluster_spec", "estimate_response", "layout_from", "model_spec", "plan_response"]
+__all__ = ["cluster_spec", "estimate_response", "layout_from", "plan_response", "resolve_model"]
 
 
-def model_spec(model: ModelIn) -> ModelSpec:
+def resolve_model(model: ModelIn) -> ResolvedModel:
+    """The model a request names, with the source of each value."""
     if isinstance(model, PresetModel):
         try:
-            spec = get_preset(model.preset).model
+            return resolve_preset(model.preset, model.seq_length)
         except PlannerError as exc:
             raise InvalidSpecError("model.preset", str(exc)) from None
-        return spec.model_copy(update={"seq_length": model.seq_length}) if model.seq_length else spec
     if isinstance(model, HfConfigModel):
-        return model_from_hf_config(model.hf_config, model.seq_length)
-    return model
+        return resolve_hf(model.hf_config, model.seq_length)
+    return resolve_shape(model)
+
+
+def _model_out(resolved: ResolvedModel) -> ModelOut:
+    return ModelOut(
+        shape=resolved.model,
+        total_params=resolved.total_params,
+        active_params=resolved.active_params,
+        sources=dict(resolved.sources),
+    )
 
 
 def _deep_merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,7 +164,10 @@ def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: 
     )
 
 
-def plan_response(result: PlanResult, model: ModelSpec, training: TrainingSpec, cluster: ClusterSpec) -> PlanResponse:
+def plan_response(
+    result: PlanResult, resolved: ResolvedModel, training: TrainingSpec, cluster: ClusterSpec
+) -> PlanResponse:
+    model = resolved.model
     per_node = cluster.profile.node.gpus_per_node
     base = result.baseline
     d = result.diagnosis
@@ -180,10 +192,11 @@ def plan_response(result: PlanResult, model: ModelSpec, training: TrainingSpec, 
         )
         if d
         else None,
+        model=_model_out(resolved),
     )
 
 
-def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate) -> EstimateResponse:
+def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel) -> EstimateResponse:
     violations = list(e.violations)
     if requested.num_microbatches is not None and requested.num_microbatches != e.num_microbatches:
         violations.append(
@@ -198,4 +211,5 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate) -> Estim
         estimate=_estimate_out(e),
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
+        model=_model_out(resolved),
     )

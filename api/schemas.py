@@ -31,6 +31,7 @@ __all__ = [
     "LayoutIn",
     "LayoutOut",
     "ModelIn",
+    "ModelOut",
     "PlanRequest",
     "PlanResponse",
 ]
@@ -304,11 +305,24 @@ class DiagnosisOut(BaseModel):
     relax: list[str]
 
 
+class ModelOut(BaseModel):
+    """The model the request resolved to: what was planned, and where each value came from."""
+
+    shape: ModelSpec
+    total_params: int = Field(description="Parameters, embeddings and output layer included.")
+    active_params: int = Field(description="Parameters one token passes through (MoE: routed top-k and shared).")
+    sources: dict[str, str] = Field(
+        description="Per field (dotted under moe): preset (with its citation), request, default, or the"
+        " hf_config key it was read from."
+    )
+
+
 class PlanResponse(BaseModel):
     plans: list[PlanOut]
     baseline: BaselineOut
     search: SearchOut
     diagnosis: DiagnosisOut | None = None
+    model: ModelOut
     cached: bool = False
 
 
@@ -322,4 +336,5 @@ class EstimateResponse(BaseModel):
     estimate: EstimateOut
     fits: bool
     violations: list[ViolationOut]
+    model: ModelOut
     cached: bool = False

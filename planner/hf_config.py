@@ -65,15 +65,23 @@ Approximations (ModelSpec cannot say more):
 - Llama-style families always have a gated MLP in Hugging Face's modelling
   code, so gated_mlp is True whatever ``hidden_act`` names (silu in practice).
 
-seq_length is the argument when given, else max_position_embeddings
-(n_positions for GPT-2), uncapped: a long-context model gets its full context.
-It only changes the parameter count for GPT-2's learned position table.
+seq_length is the argument when given. Otherwise it is the family's published
+pre-training sequence length, capped by max_position_embeddings (a config's
+max_position_embeddings is its longest *inference* context, 128K for Llama 3.1
+and Qwen2.5, which nobody pre-trains at): `PRETRAINING_SEQ_LENGTH` lists each
+family's value and source. GPT-2 and GPT-NeoX, whose position limit is the
+length they were trained at, take n_positions / max_position_embeddings.
+
+Every value is recorded with where it came from (`ResolvedHfConfig.sources`):
+``hf_config.<key>`` for a key read, ``hf_config default`` where a missing key
+took the family's default, ``architecture`` where the family fixes it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -81,9 +89,28 @@ from pydantic import ValidationError
 from planner.errors import InvalidSpecError
 from planner.specs import ModelSpec
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "model_from_hf_config"]
+__all__ = [
+    "PRETRAINING_SEQ_LENGTH",
+    "SUPPORTED_MODEL_TYPES",
+    "ResolvedHfConfig",
+    "model_from_hf_config",
+    "resolve_hf_config",
+]
 
 _FIELD = "model.hf_config"
+
+PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
+    "llama": (8192, "Llama 3 pre-trains at 8,192 tokens: Llama Team 2024, arXiv 2407.21783, Sec. 3.4.1"),
+    "mistral": (8192, "Mistral 7B's context_len is 8,192: Jiang et al. 2023, arXiv 2310.06825, Table 1"),
+    "mixtral": (32768, "Mixtral is trained with a 32k context: Jiang et al. 2024, arXiv 2401.04088, Sec. 2"),
+    "qwen2": (4096, "Qwen2/2.5 pre-train at 4,096 tokens before long-context extension: arXiv 2412.15115, Sec. 3"),
+    "qwen2_moe": (4096, "Qwen2 pre-trains at 4,096 tokens before long-context extension: arXiv 2407.10671, Sec. 3"),
+    "qwen3": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
+    "qwen3_moe": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
+    "deepseek_v3": (4096, "DeepSeek-V3 pre-trains at a 4K maximum sequence length: arXiv 2412.19437, Sec. 4.2"),
+}
+"""Per family: the sequence length its published models were pre-trained at, and the source. A config's
+max_position_embeddings caps it (Llama 2 has 4,096, Llama 1 2,048)."""
 
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
@@ -106,6 +133,23 @@ class _Keys:
         self._config = config
         self.model_type = model_type
         self._label = f"model_type {model_type!r}" + (" (inferred: config.json has none)" if inferred else "")
+        self.sources: dict[str, str] = {}
+        """ModelSpec field (dotted under moe) -> where its value came from."""
+
+    def take(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        """`integer(key)` for ModelSpec `field`, recording the key (or the default) as its source."""
+        self.sources[field] = f"hf_config.{key}" if self.has(key) else "hf_config default"
+        return self.integer(key, default=default, minimum=minimum)
+
+    def take_flag(self, field: str, key: str, *, default: bool) -> bool:
+        """`flag(key)` for ModelSpec `field`, recording its source."""
+        self.sources[field] = f"hf_config.{key}" if self.has(key) else "hf_config default"
+        return self.flag(key, default=default)
+
+    def fixed(self, **values: Any) -> dict[str, Any]:
+        """Fields the family's architecture fixes, recorded as such."""
+        self.sources.update(dict.fromkeys(values, f"architecture ({self.model_type})"))
+        return values
 
     def has(self, key: str) -> bool:
         return self._config.get(key) is not None
@@ -171,19 +215,17 @@ def _moe_pattern(keys: _Keys, moe_layers: list[int], num_layers: int, key: str) 
 def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[str, Any]:
     """Fields shared by the Llama-style families (RoPE, RMSNorm, gated MLP, no biases)."""
     spec: dict[str, Any] = {
-        "num_layers": keys.integer("num_hidden_layers"),
-        "hidden_size": keys.integer("hidden_size"),
-        "num_attention_heads": keys.integer("num_attention_heads"),
+        "num_layers": keys.take("num_layers", "num_hidden_layers"),
+        "hidden_size": keys.take("hidden_size", "hidden_size"),
+        "num_attention_heads": keys.take("num_attention_heads", "num_attention_heads"),
     }
-    spec["num_query_groups"] = keys.integer("num_key_value_heads", default=spec["num_attention_heads"])
+    spec["num_query_groups"] = keys.take("num_query_groups", "num_key_value_heads", default=spec["num_attention_heads"])
     if ffn_key is not None:
-        spec["ffn_hidden_size"] = keys.integer(ffn_key)
+        spec["ffn_hidden_size"] = keys.take("ffn_hidden_size", ffn_key)
     spec.update(
-        vocab_size=keys.integer("vocab_size"),
-        gated_mlp=True,
-        tied_embeddings=keys.flag("tie_word_embeddings", default=False),
-        linear_bias=False,
-        learned_position_embeddings=False,
+        vocab_size=keys.take("vocab_size", "vocab_size"),
+        tied_embeddings=keys.take_flag("tied_embeddings", "tie_word_embeddings", default=False),
+        **keys.fixed(gated_mlp=True, linear_bias=False, learned_position_embeddings=False),
     )
     return spec
 
@@ -194,33 +236,37 @@ def _llama(keys: _Keys) -> dict[str, Any]:
 
 def _mixtral(keys: _Keys) -> dict[str, Any]:
     spec = _trunk(keys)
-    num_experts = keys.integer("num_local_experts")
+    num_experts = keys.take("moe.num_experts", "num_local_experts")
     spec["moe"] = {
         "num_experts": num_experts,
-        "top_k": keys.integer("num_experts_per_tok"),
+        "top_k": keys.take("moe.top_k", "num_experts_per_tok"),
         "expert_ffn_hidden_size": spec["ffn_hidden_size"],
     }
+    keys.sources["moe.expert_ffn_hidden_size"] = keys.sources["ffn_hidden_size"]
     return spec
 
 
 def _qwen_moe(keys: _Keys) -> dict[str, Any]:
     spec = _trunk(keys, ffn_key=None)
     num_layers: int = spec["num_layers"]
-    num_experts = keys.integer("num_experts")
-    top_k = keys.integer("num_experts_per_tok")
-    expert_width = keys.integer("moe_intermediate_size")
+    num_experts = keys.take("moe.num_experts", "num_experts")
+    top_k = keys.take("moe.top_k", "num_experts_per_tok")
+    expert_width = keys.take("moe.expert_ffn_hidden_size", "moe_intermediate_size")
     shared_width = 0
     if keys.model_type == "qwen2_moe":
-        shared_width = keys.integer("shared_expert_intermediate_size", minimum=0)
-    step = keys.integer("decoder_sparse_step", default=1)
+        shared_width = keys.take("moe.num_shared_experts", "shared_expert_intermediate_size", minimum=0)
+    step = keys.take("moe.moe_layer_freq", "decoder_sparse_step", default=1)
     dense_only = keys.layer_list("mlp_only_layers", num_layers)
     moe_layers = [i for i in range(num_layers) if (i + 1) % step == 0 and i not in dense_only]
     pattern = _moe_pattern(keys, moe_layers, num_layers, "mlp_only_layers" if dense_only else "decoder_sparse_step")
     has_dense_layers = len(moe_layers) < num_layers
     if has_dense_layers or keys.has("intermediate_size"):
-        spec["ffn_hidden_size"] = keys.integer("intermediate_size")
+        spec["ffn_hidden_size"] = keys.take("ffn_hidden_size", "intermediate_size")
     else:
         spec["ffn_hidden_size"] = expert_width  # no dense layer: the value is never used
+        keys.sources["ffn_hidden_size"] = "hf_config.moe_intermediate_size (no dense layer uses it)"
+    if dense_only:
+        keys.sources["moe.first_k_dense_layers"] = "hf_config.mlp_only_layers"
     if pattern is not None:
         first_k, freq = pattern
         spec["moe"] = {
@@ -238,12 +284,13 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
     spec = _trunk(keys)
     spec["num_query_groups"] = spec["num_attention_heads"]  # MLA approximated as MHA
     num_layers: int = spec["num_layers"]
-    num_experts = keys.integer("n_routed_experts")
-    top_k = keys.integer("num_experts_per_tok")
-    expert_width = keys.integer("moe_intermediate_size")
-    shared = keys.integer("n_shared_experts", minimum=0)
-    first_dense = keys.integer("first_k_dense_replace", minimum=0)
-    freq = keys.integer("moe_layer_freq", default=1)
+    keys.sources["num_query_groups"] = "architecture (deepseek_v3: MLA approximated as multi-head attention)"
+    num_experts = keys.take("moe.num_experts", "n_routed_experts")
+    top_k = keys.take("moe.top_k", "num_experts_per_tok")
+    expert_width = keys.take("moe.expert_ffn_hidden_size", "moe_intermediate_size")
+    shared = keys.take("moe.num_shared_experts", "n_shared_experts", minimum=0)
+    first_dense = keys.take("moe.first_k_dense_layers", "first_k_dense_replace", minimum=0)
+    freq = keys.take("moe.moe_layer_freq", "moe_layer_freq", default=1)
     moe_layers = [i for i in range(first_dense, num_layers) if i % freq == 0]
     pattern = _moe_pattern(keys, moe_layers, num_layers, "first_k_dense_replace")
     if pattern is not None:
@@ -260,31 +307,33 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
 
 
 def _gpt2(keys: _Keys) -> dict[str, Any]:
-    hidden = keys.integer("n_embd")
+    hidden = keys.take("hidden_size", "n_embd")
+    heads = keys.take("num_attention_heads", "n_head")
+    keys.sources["num_query_groups"] = "architecture (gpt2: multi-head attention)"
     return {
-        "num_layers": keys.integer("n_layer"),
+        "num_layers": keys.take("num_layers", "n_layer"),
         "hidden_size": hidden,
-        "num_attention_heads": keys.integer("n_head"),
-        "ffn_hidden_size": keys.integer("n_inner", default=4 * hidden),
-        "vocab_size": keys.integer("vocab_size"),
-        "gated_mlp": False,
-        "tied_embeddings": keys.flag("tie_word_embeddings", default=True),
-        "linear_bias": True,
-        "learned_position_embeddings": True,
+        "num_attention_heads": heads,
+        "num_query_groups": heads,
+        "ffn_hidden_size": keys.take("ffn_hidden_size", "n_inner", default=4 * hidden),
+        "vocab_size": keys.take("vocab_size", "vocab_size"),
+        "tied_embeddings": keys.take_flag("tied_embeddings", "tie_word_embeddings", default=True),
+        **keys.fixed(gated_mlp=False, linear_bias=True, learned_position_embeddings=True),
     }
 
 
 def _gpt_neox(keys: _Keys) -> dict[str, Any]:
+    heads = keys.take("num_attention_heads", "num_attention_heads")
+    keys.sources["num_query_groups"] = "architecture (gpt_neox: multi-head attention)"
     return {
-        "num_layers": keys.integer("num_hidden_layers"),
-        "hidden_size": keys.integer("hidden_size"),
-        "num_attention_heads": keys.integer("num_attention_heads"),
-        "ffn_hidden_size": keys.integer("intermediate_size"),
-        "vocab_size": keys.integer("vocab_size"),
-        "gated_mlp": False,
-        "tied_embeddings": keys.flag("tie_word_embeddings", default=False),
-        "linear_bias": True,
-        "learned_position_embeddings": False,
+        "num_layers": keys.take("num_layers", "num_hidden_layers"),
+        "hidden_size": keys.take("hidden_size", "hidden_size"),
+        "num_attention_heads": heads,
+        "num_query_groups": heads,
+        "ffn_hidden_size": keys.take("ffn_hidden_size", "intermediate_size"),
+        "vocab_size": keys.take("vocab_size", "vocab_size"),
+        "tied_embeddings": keys.take_flag("tied_embeddings", "tie_word_embeddings", default=False),
+        **keys.fixed(gated_mlp=False, linear_bias=True, learned_position_embeddings=False),
     }
 
 
@@ -337,11 +386,50 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedHfConfig:
+    """The model a config.json maps to, and where each field's value came from."""
+
+    model: ModelSpec
+    sources: Mapping[str, str]
+
+
 def model_from_hf_config(config: Mapping[str, Any], seq_length: int | None = None) -> ModelSpec:
+    """The ModelSpec of a Hugging Face ``config.json``; see `resolve_hf_config`."""
+    return resolve_hf_config(config, seq_length).model
+
+
+def _seq_length(keys: _Keys, seq_length: int | None) -> int:
+    """The sequence length to train at: the argument, else the family's pre-training length capped by the config."""
+    if seq_length is not None:
+        if isinstance(seq_length, bool) or not isinstance(seq_length, int) or seq_length < 1:
+            raise InvalidSpecError("model.seq_length", f"seq_length must be a positive integer, got {seq_length!r}")
+        keys.sources["seq_length"] = "request (seq_length)"
+        return seq_length
+    position_key = "n_positions" if keys.model_type == "gpt2" else "max_position_embeddings"
+    if not keys.has(position_key):
+        raise keys.error(position_key, f"missing key {position_key!r} and no seq_length given")
+    positions = keys.integer(position_key)
+    if keys.model_type not in PRETRAINING_SEQ_LENGTH:
+        keys.sources["seq_length"] = f"hf_config.{position_key} (the family trains at its position limit)"
+        return positions
+    length, source = PRETRAINING_SEQ_LENGTH[keys.model_type]
+    if positions <= length:
+        keys.sources["seq_length"] = f"hf_config.{position_key} ({positions} <= the family's {length}: {source})"
+        return positions
+    keys.sources["seq_length"] = (
+        f"family pre-training length ({source}); hf_config.{position_key} ({positions}) is the inference context;"
+        " give seq_length to train longer"
+    )
+    return length
+
+
+def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) -> ResolvedHfConfig:
     """The ModelSpec of a Hugging Face ``config.json`` (already parsed), for the families listed in this module.
 
-    `seq_length` overrides the config's max_position_embeddings (n_positions for
-    GPT-2). Raises InvalidSpecError, with field ``model.hf_config.<key>``, for a
+    `seq_length` is the length to train at; without it, the family's published
+    pre-training length capped by max_position_embeddings (see the module
+    docstring). Raises InvalidSpecError, with field ``model.hf_config.<key>``, for a
     missing, non-integer or non-positive key; ``model.hf_config.model_type`` for
     an unsupported family; ``model.hf_config`` when the mapped shape breaks a
     ModelSpec rule (e.g. hidden_size not divisible by num_attention_heads).
@@ -365,24 +453,17 @@ def model_from_hf_config(config: Mapping[str, Any], seq_length: int | None = Non
 
     keys = _Keys(config, model_type, inferred=raw_type is None)
     spec = _FAMILIES[model_type](keys)
-
-    if seq_length is None:
-        position_key = "n_positions" if model_type == "gpt2" else "max_position_embeddings"
-        if not keys.has(position_key):
-            raise keys.error(position_key, f"missing key {position_key!r} and no seq_length given")
-        spec["seq_length"] = keys.integer(position_key)
-    elif isinstance(seq_length, bool) or not isinstance(seq_length, int) or seq_length < 1:
-        raise InvalidSpecError("model.seq_length", f"seq_length must be a positive integer, got {seq_length!r}")
-    else:
-        spec["seq_length"] = seq_length
+    spec["seq_length"] = _seq_length(keys, seq_length)
 
     name = config.get("_name_or_path")
     if isinstance(name, str) and name:
         spec["name"] = name[:100]
+        keys.sources["name"] = "hf_config._name_or_path"
 
     try:
-        return ModelSpec.model_validate(spec)
+        model = ModelSpec.model_validate(spec)
     except ValidationError as exc:
         raise InvalidSpecError(
             _FIELD, f"config.json for model_type {model_type!r} gives an invalid model: {_describe(exc)}"
         ) from None
+    return ResolvedHfConfig(model=model, sources=dict(sorted(keys.sources.items())))

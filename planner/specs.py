@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 __all__ = [
     "MAX_HIDDEN_SIZE",
@@ -116,16 +116,23 @@ class ModelSpec(BaseModel):
     )
     moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
+    def _defaults(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Fill the omitted defaulted sizes; they stay out of `model_fields_set`, which then holds what was given."""
+        filled: set[str] = set()
         if isinstance(data, dict):
             data = dict(data)
             if data.get("num_query_groups") is None and "num_attention_heads" in data:
                 data["num_query_groups"] = data["num_attention_heads"]
+                filled.add("num_query_groups")
             if data.get("ffn_hidden_size") is None and isinstance(data.get("hidden_size"), int):
                 data["ffn_hidden_size"] = 4 * data["hidden_size"]
-        return data
+                filled.add("ffn_hidden_size")
+        model = handler(data)
+        if filled:
+            object.__setattr__(model, "__pydantic_fields_set__", model.model_fields_set - filled)
+        return model
 
     @model_validator(mode="after")
     def _shape_rules(self) -> Self:

@@ -8,7 +8,7 @@ import pytest
 
 from planner.costmodel.params import total_params
 from planner.errors import InvalidSpecError
-from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config
+from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config, resolve_hf_config
 
 # config.json of meta-llama/Meta-Llama-3-8B.
 LLAMA3_8B: dict[str, Any] = {
@@ -327,7 +327,7 @@ REAL_CONFIGS = [
             "num_query_groups": 4,
             "ffn_hidden_size": 18944,
             "vocab_size": 152064,
-            "seq_length": 131072,
+            "seq_length": 4096,  # Qwen2's pre-training length, not max_position_embeddings (131072)
             "tied_embeddings": False,
             "moe": None,
             **_ROPE_GATED,
@@ -389,7 +389,7 @@ REAL_CONFIGS = [
             "num_query_groups": 128,
             "ffn_hidden_size": 18432,
             "vocab_size": 129280,
-            "seq_length": 163840,
+            "seq_length": 4096,  # DeepSeek-V3's pre-training length, not max_position_embeddings (163840)
             "tied_embeddings": False,
             "moe": {
                 "num_experts": 256,
@@ -416,7 +416,7 @@ REAL_CONFIGS = [
             "num_query_groups": 16,
             "ffn_hidden_size": 5632,
             "vocab_size": 151936,
-            "seq_length": 8192,
+            "seq_length": 4096,  # the qwen2_moe family pre-trains at 4096 (max_position_embeddings 8192)
             "tied_embeddings": False,
             "moe": {
                 "num_experts": 60,
@@ -653,7 +653,7 @@ ERROR_CASES = [
         id="top-k-over-experts",
     ),
     pytest.param(
-        {**LLAMA3_8B, "max_position_embeddings": 10_000_000},
+        {**GPT_NEOX_20B, "max_position_embeddings": 10_000_000},
         None,
         "model.hf_config",
         ["seq_length", "10000000"],
@@ -700,3 +700,41 @@ def test_invalid_config(config: dict[str, Any], seq_length: int | None, field: s
         assert fragment in info.value.message
     # A pydantic ValidationError never leaks, not even as the exception's cause.
     assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (LLAMA3_8B, 8192),  # max_position_embeddings 8192 = Llama 3's pre-training length
+        ({**LLAMA3_8B, "max_position_embeddings": 131072}, 8192),  # Llama 3.1: 128K is the inference context
+        ({**LLAMA3_8B, "max_position_embeddings": 4096}, 4096),  # Llama 2: the config caps the family length
+        (QWEN2_7B, 4096),
+        (GPT2, 1024),  # learned positions: trained at n_positions
+        (GPT_NEOX_20B, 2048),
+    ],
+)
+def test_default_seq_length_is_the_pretraining_length(config: dict[str, Any], expected: int) -> None:
+    resolved = resolve_hf_config(config)
+    assert resolved.model.seq_length == expected
+    assert resolved.sources["seq_length"].startswith(("hf_config.", "family pre-training length"))
+
+
+def test_every_field_has_a_source() -> None:
+    for config in (LLAMA3_8B, QWEN2_7B, GPT2, GPT_NEOX_20B, DEEPSEEK_V3, QWEN3_30B_A3B):
+        resolved = resolve_hf_config(config, seq_length=4096)
+        fields = set(resolved.model.model_dump(exclude={"moe", "name"}))
+        if resolved.model.moe is not None:
+            fields |= {f"moe.{k}" for k in resolved.model.moe.model_dump()}
+        fields -= {"moe.num_shared_experts", "moe.first_k_dense_layers", "moe.moe_layer_freq"} - set(resolved.sources)
+        assert fields <= set(resolved.sources), fields - set(resolved.sources)
+        assert resolved.sources["seq_length"] == "request (seq_length)"
+
+
+def test_sources_name_the_key_read() -> None:
+    sources = resolve_hf_config(QWEN2_7B).sources
+    assert sources["num_layers"] == "hf_config.num_hidden_layers"
+    assert sources["num_query_groups"] == "hf_config.num_key_value_heads"
+    assert sources["gated_mlp"] == "architecture (qwen2)"
+    assert "131072" in sources["seq_length"] and "arXiv 2412.15115" in sources["seq_length"]
+    gpt2 = resolve_hf_config(GPT2).sources
+    assert gpt2["hidden_size"] == "hf_config.n_embd" and gpt2["seq_length"].startswith("hf_config.n_positions")

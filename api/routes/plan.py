@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
 from api.cache import ResponseCache
-from api.convert import cluster_spec, estimate_response, layout_from, model_spec, plan_response
+from api.convert import cluster_spec, estimate_response, layout_from, plan_response, resolve_model
 from api.deps import CacheDep, MetricsDep, ProfilesDep
 from api.metrics import Metrics
 from api.schemas import EstimateRequest, EstimateResponse, PlanRequest, PlanResponse
@@ -32,11 +32,11 @@ def _answer(cache: ResponseCache, metrics: Metrics, key: str, produce: Callable[
 @router.post("/plan", response_model=PlanResponse, summary="Ranked layouts for a model on a cluster")
 def post_plan(request: PlanRequest, profiles: ProfilesDep, cache: CacheDep, metrics: MetricsDep) -> Response:
     def produce() -> PlanResponse:
-        model, cluster = model_spec(request.model), cluster_spec(request.cluster, profiles)
-        result = plan(model, cluster, request.training, request.constraints, request.top_k, request.objective)
+        resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
+        result = plan(resolved.model, cluster, request.training, request.constraints, request.top_k, request.objective)
         metrics.search_seconds.observe(result.search.elapsed_ms / 1e3)
         metrics.candidates.inc(result.search.evaluated)
-        return plan_response(result, model, request.training, cluster)
+        return plan_response(result, resolved, request.training, cluster)
 
     return _answer(cache, metrics, cache.key("plan", request), produce)
 
@@ -44,8 +44,9 @@ def post_plan(request: PlanRequest, profiles: ProfilesDep, cache: CacheDep, metr
 @router.post("/estimate", response_model=EstimateResponse, summary="Step time, memory and rule checks of one layout")
 def post_estimate(request: EstimateRequest, profiles: ProfilesDep, cache: CacheDep, metrics: MetricsDep) -> Response:
     def produce() -> EstimateResponse:
-        model, cluster = model_spec(request.model), cluster_spec(request.cluster, profiles)
+        resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
         layout = layout_from(request.layout)
-        return estimate_response(layout, request.layout, estimate(model, cluster, request.training, layout))
+        e = estimate(resolved.model, cluster, request.training, layout)
+        return estimate_response(layout, request.layout, e, resolved)
 
     return _answer(cache, metrics, cache.key("estimate", request), produce)

@@ -543,7 +543,8 @@ HF_WRONG = [
     ("model_type", 123),
     ("model_type", ["llama"]),
     ("model_type", "bert"),
-    ("max_position_embeddings", 10**12),
+    ("max_position_embeddings", "8192"),
+    ("max_position_embeddings", -1),
 ]
 
 

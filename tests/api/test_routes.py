@@ -194,3 +194,49 @@ def test_plan_on_gpus_that_do_not_fill_nodes(client: TestClient) -> None:
     r = client.post("/v1/plan", json=request)
     assert r.status_code == 200, r.text
     assert "--nnodes 2 --nproc-per-node 6" in r.json()["plans"][0]["launch"]["megatron"]["command"]
+
+
+def test_every_answer_says_which_model_it_planned(client: TestClient) -> None:
+    """The resolved shape, its parameter counts and the source of each value come back with the plan."""
+    r = client.post("/v1/plan", json={**PLAN, "model": {"preset": "gpt3-175b", "seq_length": 1024}})
+    assert r.status_code == 200, r.text
+    model = r.json()["model"]
+    assert model["shape"]["seq_length"] == 1024 and model["shape"]["num_layers"] == 96
+    assert model["sources"]["seq_length"] == "request (seq_length)"
+    assert model["sources"]["num_layers"].startswith("preset gpt3-175b (Brown et al. 2020")
+    assert 174e9 < model["total_params"] == model["active_params"] < 176e9
+
+
+def test_an_explicit_shape_says_which_values_were_defaults(client: TestClient) -> None:
+    shape = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
+    request = {
+        "model": shape,
+        "cluster": {"profile": "dgx-a100-80gb", "num_gpus": 8},
+        "training": {"global_batch_size": 64},
+        "layout": {"tp": 1, "pp": 1, "dp": 8},
+    }
+    model = client.post("/v1/estimate", json=request).json()["model"]
+    assert model["shape"]["ffn_hidden_size"] == 4096 and model["shape"]["num_query_groups"] == 16
+    assert model["sources"]["ffn_hidden_size"] == "default (4 x hidden_size)"
+    assert model["sources"]["num_query_groups"].startswith("default (= num_attention_heads")
+    assert model["sources"]["hidden_size"] == "request"
+
+
+def test_a_pasted_hf_config_trains_at_the_pretraining_length_not_the_context(client: TestClient) -> None:
+    """Qwen2.5-7B's config says 131,072 positions (its inference context); it pre-trained at 4,096."""
+    qwen = {
+        "model_type": "qwen2",
+        "num_hidden_layers": 28,
+        "hidden_size": 3584,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "intermediate_size": 18944,
+        "vocab_size": 152064,
+        "max_position_embeddings": 131072,
+    }
+    body = client.post("/v1/plan", json={**PLAN, "model": {"hf_config": qwen}}).json()
+    assert body["model"]["shape"]["seq_length"] == 4096
+    assert "131072" in body["model"]["sources"]["seq_length"]
+    assert body["model"]["sources"]["num_query_groups"] == "hf_config.num_key_value_heads"
+    longer = client.post("/v1/plan", json={**PLAN, "model": {"hf_config": qwen, "seq_length": 32768}}).json()
+    assert longer["model"]["shape"]["seq_length"] == 32768
