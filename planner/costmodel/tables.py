@@ -29,6 +29,7 @@ from planner.costmodel.memory import StageTerms, stage_memory
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.costmodel.shared import LAYER_KEYS, LayerQuantities
 from planner.costmodel.step import updated_params
+from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -69,7 +70,7 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         data_parallel_times(at, collectives), at, parts["forward"][None, :], parts["backward"][None, :], train.runtime
     )
     largest = (q.largest_params[0][None, :], q.largest_params[1][None, :])
-    once = exposed + compute.optimizer_step_time_s(updated_params(at, largest), hw)
+    once = exposed + compute.optimizer_step_time_s(updated_params(at, largest), hw, numerics(train.precision))
     interleaved = replace(at, vp=np.full_like(at.vp, 2))  # stage_memory: in flight exactly as given
     zeros, ones = np.zeros((1, len(keys))), np.ones(len(keys))
     terms = [StageTerms(*(getattr(t, f)[None, :] for f in StageTerms.__slots__)) for t in q.stage_terms]
