@@ -61,8 +61,8 @@ def step_times_s(
     model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
 ) -> dict[str, FloatArray]:
     """Step time by TIME_KEYS for every candidate (seconds)."""
-    parts = q.slowest_stage_s
-    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
+    parts, num = q.slowest_stage_s, numerics(train.precision)
+    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime, num)
     m = c.num_microbatches.astype(np.float64)
     time_s = {k: m * parts[k] for k in LAYER_KEYS}
     time_s["pp_comm"] = m * pp_comm
@@ -70,7 +70,7 @@ def step_times_s(
     dp_raw = data_parallel_times(c, q.dp_collectives_s)
     time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
     updated = updated_params(c, q.largest_params)
-    time_s["optimizer"] = compute.optimizer_step_time_s(updated, hw, numerics(train.precision))
+    time_s["optimizer"] = compute.optimizer_step_time_s(updated, hw, num)
     return time_s
 
 

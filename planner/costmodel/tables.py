@@ -83,7 +83,9 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     return KeyTables(
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),
         average_stage_s=parts["average_stage"],
-        send_per_chunk_s=pp_comm_per_microbatch_s(model, one_chunk, q.placement, hw, train.runtime),
+        send_per_chunk_s=pp_comm_per_microbatch_s(
+            model, one_chunk, q.placement, hw, train.runtime, numerics(train.precision)
+        ),
         once_per_step_s=np.broadcast_to(once, grid),
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
