@@ -93,7 +93,7 @@ def _attention_core_s(
     if rt.flash_attention:
         fwd = gemm_time_s(CAUSAL_FRACTION * flop, hw)
         return fwd, gemm_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
-    scores = c.micro_batch_size * model.num_attention_heads * model.seq_length**2 / (c.tp * c.cp)
+    scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     fwd = 2 * gemm_time_s(flop / 2, hw) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
