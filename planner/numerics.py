@@ -17,7 +17,7 @@ states are held as for bf16.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.specs import Precision
 
@@ -85,20 +85,10 @@ _MIXED = Numerics(
 )
 """bf16 (and fp8) mixed precision as Megatron-LM trains it: 2 + 4 + 12 = 18 bytes of state per parameter."""
 
-_NUMERICS: dict[Precision, Numerics] = {
+_NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the optimizer copies to fp32
     Precision.BF16: _MIXED,
     Precision.FP8: _MIXED,
-    Precision.FP16: Numerics(
-        weight_bytes=HALF_BYTES,
-        gradient_bytes=HALF_BYTES,
-        master_weight_bytes=FP32_BYTES,
-        adam_moment_bytes=2 * FP32_BYTES,
-        gradient_copy_bytes=FP32_BYTES,
-        main_gradient_bytes=FP32_BYTES,
-        activation_bytes=HALF_BYTES,
-        wire_bytes=HALF_BYTES,
-        logit_bytes=FP32_BYTES,
-    ),
+    Precision.FP16: replace(_MIXED, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES),
 }
 
 
