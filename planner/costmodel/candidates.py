@@ -13,10 +13,14 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.layout import Layout
-from planner.specs import Recompute
+from planner.specs import ModelSpec, Recompute
 
 __all__ = [
+    "FULL",
+    "NONE",
     "RECOMPUTE_CODE",
+    "RECOMPUTE_CODES",
+    "SELECTIVE",
     "BoolArray",
     "Candidates",
     "FloatArray",
@@ -24,15 +28,19 @@ __all__ = [
     "default_stage_layers",
     "select_max",
     "stages_of",
+    "tokens_per_microbatch",
 ]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-RECOMPUTE_CODE: dict[Recompute, int] = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
-_RECOMPUTE_BY_CODE = {code: mode for mode, code in RECOMPUTE_CODE.items()}
 NONE, SELECTIVE, FULL = 0, 1, 2
+"""Recompute codes as `Candidates.recompute` stores them (`Recompute.NONE`, `.SELECTIVE`, `.FULL`)."""
+RECOMPUTE_CODE: dict[Recompute, int] = {Recompute.NONE: NONE, Recompute.SELECTIVE: SELECTIVE, Recompute.FULL: FULL}
+RECOMPUTE_CODES = (NONE, SELECTIVE, FULL)
+"""Every code in ascending order: a table over modes built in this order is indexed by `Candidates.recompute`."""
+_RECOMPUTE_BY_CODE = {code: mode for mode, code in RECOMPUTE_CODE.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +111,15 @@ class Candidates:
     def take(self, index: IntArray | BoolArray | slice) -> Candidates:
         """The candidates selected by an index, mask or slice."""
         return Candidates(**{name: getattr(self, name)[index] for name in self.__slots__})
+
+
+def tokens_per_microbatch(model: ModelSpec, c: Candidates) -> FloatArray:
+    """Tokens of one micro-batch that one GPU processes: b s / cp (context parallelism splits the sequence).
+
+    Tensor parallelism does not split them (sequence parallelism splits only the
+    replicated region; the callers divide by tp where it applies).
+    """
+    return np.asarray(c.micro_batch_size * model.seq_length / c.cp, dtype=np.float64)
 
 
 def select_max(keys: Sequence[FloatArray], *options: Sequence[npt.NDArray[np.generic]]) -> list[np.ndarray]:

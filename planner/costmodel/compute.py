@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray
+from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, tokens_per_microbatch
+from planner.costmodel.gemms import GemmRole, attention_core_flop, layer_gemms, logits_gemm
+from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
 
@@ -37,10 +39,6 @@ LOGIT_BYTES_PER_ELEMENT = 12
 """Forward bytes per logit in the fp32 cross-entropy: cast write 4, softmax read 4 and write 4."""
 BACKWARD_BYTES_FACTOR = 2
 """Backward of an element-wise op reads the saved input and the output gradient and writes one."""
-OPTIMIZER_BYTES_PER_PARAM = 42
-"""HBM bytes per parameter of one Megatron optimizer step: zero the fp32 grad (write 4), clip by
-global norm (read 4), Adam (read grad, master, m, v: 16; write master, m, v: 12), copy the master
-to the bf16 weights (read 4, write 2)."""
 FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
 CAUSAL_FRACTION = 0.5
@@ -63,38 +61,39 @@ class LayerTimes:
 
 
 def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
-    """Forward seconds of the layer's weight GEMMs (QKV, projection, MLP or experts)."""
-    h, kv = model.hidden_size, model.kv_hidden_size
+    """Forward seconds of the layer's weight GEMMs (`gemms.layer_gemms`) on one GPU.
+
+    Each GEMM runs on this GPU's tokens, its flop split by tp unless replicated
+    (the router). A GPU runs one GEMM per shared expert, and `num_experts / ep`
+    routed experts on `tokens * top_k * ep / num_experts` tokens each (balanced
+    routing). Each part of the layer is weighted by the share of layers holding it.
+    """
     tp = c.tp.astype(np.float64)
-    tokens = c.micro_batch_size * model.seq_length / c.cp
-    fc1_width = 2 if model.gated_mlp else 1
-    attention = gemm_time_s(2 * tokens * h * (h + 2 * kv) / tp, hw) + gemm_time_s(2 * tokens * h * h / tp, hw)
-
-    def mlp(tokens_: FloatArray, ffn: int) -> FloatArray:
-        return gemm_time_s(2 * tokens_ * h * ffn * fc1_width / tp, hw) + gemm_time_s(2 * tokens_ * h * ffn / tp, hw)
-
-    dense = mlp(tokens, model.ffn_hidden_size)
-    if model.moe is None:
-        return attention + dense
-    moe = model.moe
-    local_experts = moe.num_experts / c.ep
-    tokens_per_expert = tokens * moe.top_k * c.ep / moe.num_experts
-    routed = local_experts * mlp(tokens_per_expert, moe.expert_ffn_hidden_size)
-    shared = moe.num_shared_experts * mlp(tokens, moe.expert_ffn_hidden_size)
-    router = gemm_time_s(2 * tokens * h * moe.num_experts, hw)
-    share = model.num_moe_layers / model.num_layers
-    return attention + (1 - share) * dense + share * (routed + shared + router)
+    tokens = tokens_per_microbatch(model, c)
+    seconds: dict[GemmRole, FloatArray | float] = {}
+    weight: dict[GemmRole, FloatArray | float] = {}
+    instances: FloatArray | float
+    for g in layer_gemms(model):
+        rows, instances = tokens, float(g.copies_per_token)
+        if g.is_expert:
+            assert model.moe is not None
+            experts = model.moe.num_experts
+            rows, instances = tokens * g.copies_per_token * c.ep / experts, experts / c.ep
+        flop = g.flop(rows) / tp if g.tp_split else g.flop(rows)
+        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(flop, hw)
+        weight[g.role] = g.layer_share * instances
+    return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
 
 
 def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
-    flop = 4 * c.micro_batch_size * model.seq_length**2 * model.hidden_size / (c.tp * c.cp)
+    flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:
         fwd = gemm_time_s(CAUSAL_FRACTION * flop, hw)
         return fwd, gemm_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
-    scores = c.micro_batch_size * model.num_attention_heads * model.seq_length**2 / (c.tp * c.cp)
+    scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     fwd = 2 * gemm_time_s(flop / 2, hw) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
@@ -103,7 +102,7 @@ def _attention_core_s(
 def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward seconds of the memory-bound kernels outside attention."""
     h, kv = model.hidden_size, model.kv_hidden_size
-    tokens = c.micro_batch_size * model.seq_length / c.cp
+    tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
     act_bytes = 6 if model.gated_mlp else 4
@@ -131,12 +130,13 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
 
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
-    tokens = c.micro_batch_size * model.seq_length / c.cp
-    gemm = gemm_time_s(2 * tokens * model.hidden_size * model.vocab_size / c.tp, hw)
+    tokens = tokens_per_microbatch(model, c)
+    gemm = gemm_time_s(logits_gemm(model).flop(tokens) / c.tp, hw)
     loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
     return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
 
 
-def optimizer_step_time_s(params_local: FloatArray, hw: Hardware) -> FloatArray:
-    """Seconds of one optimizer step over the parameters this GPU updates (memory-bound)."""
-    return OPTIMIZER_BYTES_PER_PARAM * params_local / hw.hbm_bandwidth_bytes_per_s
+def optimizer_step_time_s(params_local: FloatArray, hw: Hardware, num: Numerics) -> FloatArray:
+    """Seconds of one optimizer step over the parameters this GPU updates (memory-bound):
+    `Numerics.optimizer_step_hbm_bytes` (42 for Megatron's Adam step) per parameter."""
+    return num.optimizer_step_hbm_bytes * params_local / hw.hbm_bandwidth_bytes_per_s

@@ -19,8 +19,8 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
-from planner.costmodel.memory import WEIGHT_BYTES, state_bytes_per_param
 from planner.costmodel.topology import GroupPlacement, Placement
+from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import Precision, RuntimeFeatures
 
@@ -78,7 +78,7 @@ def dp_collectives_s(
     dense parameters over the dp x cp group, experts over the expert-dp group.
     """
     dense, expert = params
-    grad_bytes, _ = state_bytes_per_param(precision)
+    num = numerics(precision)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
     has_experts = bool(np.any(expert > 0))
 
@@ -87,9 +87,9 @@ def dp_collectives_s(
         return out + fn(bytes_per_param * expert, expert_group, hw) if has_experts else out
 
     return {
-        "all_reduce": both(all_reduce_s, grad_bytes),
-        "reduce_scatter": both(all_gather_s, grad_bytes),
-        "all_gather": both(all_gather_s, WEIGHT_BYTES),
+        "all_reduce": both(all_reduce_s, num.gradient_bytes),
+        "reduce_scatter": both(all_gather_s, num.gradient_bytes),
+        "all_gather": both(all_gather_s, num.weight_bytes),
     }
 
 

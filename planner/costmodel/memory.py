@@ -3,7 +3,7 @@
 Sources:
 - Model states: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 3 and
   Megatron-LM `docs/.../dist_optimizer.md`: bf16 weights 2 + fp32 grads 4 +
-  Adam 12 = 18 bytes/param; fp16: 2 + 2 + 16 = 20. ZeRO-1 shards the optimizer
+  Adam 12 = 18 bytes/param; fp16: 2 + 2 + 16 = 20 (`planner.numerics`). ZeRO-1 shards the optimizer
   (Megatron distributed optimizer: 6 + 12/d), ZeRO-2 also gradients, ZeRO-3
   also weights, over the dp x cp group (experts: over the expert-dp group).
 - Activations: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 / Eqs. 1-6
@@ -18,9 +18,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, NONE, SELECTIVE, BoolArray, Candidates, FloatArray, IntArray, select_max
+from planner.costmodel.candidates import (
+    FULL,
+    NONE,
+    SELECTIVE,
+    BoolArray,
+    Candidates,
+    FloatArray,
+    IntArray,
+    select_max,
+    tokens_per_microbatch,
+)
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches
+from planner.numerics import numerics
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
 
@@ -34,23 +45,13 @@ __all__ = [
     "peak_stage",
     "stage_memory",
     "stage_terms",
-    "state_bytes_per_param",
     "working_bytes",
 ]
 
-WEIGHT_BYTES = 2
-"""Weights are held in bf16/fp16 (fp8 training keeps bf16 weights; Transformer Engine casts per GEMM)."""
 RUNTIME_ALLOWANCE_BYTES = 2 * GIB
 """CUDA context and cuBLAS/NCCL workspaces, measured at 1-2 GiB per process on A100/H100; stated allowance."""
 FRAGMENTATION_FRACTION = 0.05
 """PyTorch caching-allocator fragmentation, as a fraction of activation memory; stated allowance."""
-
-
-def state_bytes_per_param(precision: Precision) -> tuple[int, int]:
-    """(gradient, optimizer) bytes per parameter: bf16/fp8 (4, 12); fp16 (2, 16). Megatron dist_optimizer.md."""
-    if precision is Precision.FP16:
-        return 2, 16
-    return 4, 12
 
 
 def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
@@ -61,7 +62,7 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     does flash attention); full recompute keeps only the 2 s b h layer input.
     """
     h, kv = model.hidden_size, model.kv_hidden_size
-    tokens = c.micro_batch_size * model.seq_length / c.cp
+    tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
     replicated = 10 * h / np.where(c.sequence_parallel, tp, 1.0)
     split = (4 * h + 4 * kv + _mlp_bytes_per_token(model)) / tp
@@ -109,10 +110,12 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Float
     Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
     selective recompute without flash attention that layer's attention scores.
     """
-    no_recompute = Candidates(**{name: getattr(c, name) for name in c.__slots__} | {"recompute": 0 * c.recompute})
+    no_recompute = Candidates(
+        **{name: getattr(c, name) for name in c.__slots__} | {"recompute": np.full_like(c.recompute, NONE)}
+    )
     working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt), 0.0)
     if not rt.flash_attention:
-        tokens = c.micro_batch_size * model.seq_length / c.cp
+        tokens = tokens_per_microbatch(model, c)
         scores = 5 * model.num_attention_heads * model.seq_length * tokens / c.tp
         working = np.where(c.recompute == SELECTIVE, scores, working)
     return np.asarray(working, dtype=np.float64)
@@ -135,7 +138,7 @@ class StageTerms:
     fixed_activations: FloatArray
     """Bytes held once: the output stage's fp32 logits and the recompute working set."""
     zero3_buffer: FloatArray
-    """Bytes of one layer's gathered bf16 weights (held under ZeRO-3)."""
+    """Parameters of one layer, gathered whole under ZeRO-3 (`stage_memory` turns them into bytes)."""
     single_microbatch: BoolArray
     """The last stage of a non-trivial pipeline: one micro-batch in flight under 1F1B."""
 
@@ -151,7 +154,7 @@ def stage_terms(
     """The memory terms of one stage kind (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer."""
     layers, embedding, output = kind
     dense, expert = params
-    tokens = c.micro_batch_size * model.seq_length / c.cp
+    tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
     dense_shard = (c.dp * c.cp).astype(np.float64)
     expert_shard = np.maximum(dense_shard / c.ep, 1.0)
@@ -163,7 +166,7 @@ def stage_terms(
         sharded_weights=dense / dense_shard + expert / expert_shard,
         layer_activations=per_layer * layers + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
-        zero3_buffer=WEIGHT_BYTES * weights / np.maximum(layers, 1),
+        zero3_buffer=weights / np.maximum(layers, 1),
         single_microbatch=np.asarray(output & (c.pp > 1)),
     )
 
@@ -175,16 +178,18 @@ def stage_memory(c: Candidates, precision: Precision, t: StageTerms, in_flight_f
     last stage one under 1F1B (interleaving keeps more). ZeRO-3 adds the gathered
     bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
     """
-    grad_bytes, opt_bytes = state_bytes_per_param(precision)
+    num = numerics(precision)
     z = c.zero_stage
     in_flight = np.where(t.single_microbatch & (c.vp == 1), 1.0, in_flight_first)
     activations = in_flight * t.layer_activations + t.fixed_activations
     return MemoryBreakdown(
-        parameters=WEIGHT_BYTES * np.where(z >= 3, t.sharded_weights, t.weights),
-        gradients=grad_bytes * np.where(z >= 2, t.sharded_weights, t.weights),
-        optimizer_states=opt_bytes * np.where(z >= 1, t.sharded_weights, t.weights),
+        parameters=num.weight_bytes * np.where(z >= 3, t.sharded_weights, t.weights),
+        gradients=num.gradient_bytes * np.where(z >= 2, t.sharded_weights, t.weights),
+        optimizer_states=num.optimizer_state_bytes * np.where(z >= 1, t.sharded_weights, t.weights),
         activations=activations,
-        other=RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations + np.where(z == 3, t.zero3_buffer, 0.0),
+        other=RUNTIME_ALLOWANCE_BYTES
+        + FRAGMENTATION_FRACTION * activations
+        + np.where(z == 3, num.weight_bytes * t.zero3_buffer, 0.0),
     )
 
 

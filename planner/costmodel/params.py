@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray, select_max
+from planner.costmodel.gemms import attention_gemms, logits_gemm, mlp_gemms, router_gemm
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -41,19 +42,16 @@ def norm_params(model: ModelSpec) -> int:
 
 
 def attention_params(model: ModelSpec) -> int:
-    """Q, K, V and output projections (+ biases). K and V are kv_hidden wide under GQA."""
-    h, kv = model.hidden_size, model.kv_hidden_size
-    weights = h * h + 2 * h * kv + h * h
-    biases = (h + 2 * kv + h) if model.linear_bias else 0
-    return weights + biases
+    """Q, K, V and output projections (+ biases), the weights of `gemms.attention_gemms`.
+
+    K and V are kv_hidden wide under GQA.
+    """
+    return sum(g.params for g in attention_gemms(model))
 
 
 def dense_mlp_params(model: ModelSpec, ffn: int) -> int:
-    """An MLP of width `ffn`: 2 matrices, or 3 when gated (SwiGLU: gate, up, down)."""
-    h = model.hidden_size
-    matrices = 3 if model.gated_mlp else 2
-    biases = ((2 if model.gated_mlp else 1) * ffn + h) if model.linear_bias else 0
-    return matrices * h * ffn + biases
+    """An MLP of width `ffn`, the weights of `gemms.mlp_gemms`: 2 matrices, or 3 when gated (SwiGLU)."""
+    return sum(g.params for g in mlp_gemms(model, ffn))
 
 
 def expert_params_per_moe_layer(model: ModelSpec) -> int:
@@ -65,7 +63,7 @@ def expert_params_per_moe_layer(model: ModelSpec) -> int:
 def _moe_layer_replicated_params(model: ModelSpec) -> int:
     """Router and shared experts of one MoE layer: every expert-parallel rank holds them."""
     assert model.moe is not None
-    router = model.hidden_size * model.moe.num_experts
+    router = router_gemm(model).params
     shared = model.moe.num_shared_experts * dense_mlp_params(model, model.moe.expert_ffn_hidden_size)
     return router + shared
 
@@ -78,7 +76,7 @@ def embedding_params(model: ModelSpec) -> int:
 
 def output_params(model: ModelSpec) -> int:
     """Output (logit) layer; zero when tied to the embedding."""
-    return 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
+    return 0 if model.tied_embeddings else logits_gemm(model).weights
 
 
 def _layer_common_params(model: ModelSpec) -> int:

@@ -26,6 +26,7 @@ from planner.costmodel.data_parallel import dp_collectives_s
 from planner.costmodel.memory import StageTerms, all_stage_terms
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.costmodel.topology import Placement, place
+from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -71,19 +72,19 @@ class LayerQuantities:
 def _layer_seconds(
     model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
 ) -> dict[str, FloatArray]:
-    rt = train.runtime
+    rt, num = train.runtime, numerics(train.precision)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
-    tp_comm = tp_comm_per_layer_s(model, c, placement, hw)
+    tp_comm = tp_comm_per_layer_s(model, c, placement, hw, num)
     if rt.tp_comm_overlap:
         tp_comm = exposed_s(tp_comm, layer_compute)
-    tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw), layer.backward_s / 2)
+    tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw, num), layer.backward_s / 2)
     return {
         "compute": layer_compute,
         "recompute": layer.recompute_s,
         "tp_comm": tp_comm,
-        "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw), layer_compute),
-        "ep_comm": ep_comm_per_layer_s(model, c, placement, hw),
+        "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw, num), layer_compute),
+        "ep_comm": ep_comm_per_layer_s(model, c, placement, hw, num),
         "forward": layer.forward_s,
         "backward": layer.backward_s + layer.recompute_s,
     }

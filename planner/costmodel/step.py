@@ -15,12 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel import compute, flops
-from planner.costmodel.candidates import Candidates, FloatArray
+from planner.costmodel.candidates import RECOMPUTE_CODES, Candidates, FloatArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
 from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.shared import LAYER_KEYS, LayerQuantities, layer_quantities
 from planner.costmodel.topology import Placement
+from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -60,15 +61,16 @@ def step_times_s(
     model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
 ) -> dict[str, FloatArray]:
     """Step time by TIME_KEYS for every candidate (seconds)."""
-    parts = q.slowest_stage_s
-    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime)
+    parts, num = q.slowest_stage_s, numerics(train.precision)
+    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime, num)
     m = c.num_microbatches.astype(np.float64)
     time_s = {k: m * parts[k] for k in LAYER_KEYS}
     time_s["pp_comm"] = m * pp_comm
     time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
     dp_raw = data_parallel_times(c, q.dp_collectives_s)
     time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
-    time_s["optimizer"] = compute.optimizer_step_time_s(updated_params(c, q.largest_params), hw)
+    updated = updated_params(c, q.largest_params)
+    time_s["optimizer"] = compute.optimizer_step_time_s(updated, hw, num)
     return time_s
 
 
@@ -89,7 +91,7 @@ def estimate_steps(
     q = q or layer_quantities(model, train, c, hw)
     sequences = float(train.global_batch_size)
     model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
-    by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in (0, 1, 2)])
+    by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
     return StepEstimates(
         time_s=step_times_s(model, train, c, hw, q),
         model_flop=model_flop,

@@ -29,6 +29,7 @@ from planner.costmodel.memory import StageTerms, stage_memory
 from planner.costmodel.pipeline import in_flight_microbatches
 from planner.costmodel.shared import LAYER_KEYS, LayerQuantities
 from planner.costmodel.step import updated_params
+from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -69,7 +70,7 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         data_parallel_times(at, collectives), at, parts["forward"][None, :], parts["backward"][None, :], train.runtime
     )
     largest = (q.largest_params[0][None, :], q.largest_params[1][None, :])
-    once = exposed + compute.optimizer_step_time_s(updated_params(at, largest), hw)
+    once = exposed + compute.optimizer_step_time_s(updated_params(at, largest), hw, numerics(train.precision))
     interleaved = replace(at, vp=np.full_like(at.vp, 2))  # stage_memory: in flight exactly as given
     zeros, ones = np.zeros((1, len(keys))), np.ones(len(keys))
     terms = [StageTerms(*(getattr(t, f)[None, :] for f in StageTerms.__slots__)) for t in q.stage_terms]
@@ -82,7 +83,9 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     return KeyTables(
         microbatch_s=np.sum([parts[k] for k in LAYER_KEYS], axis=0),
         average_stage_s=parts["average_stage"],
-        send_per_chunk_s=pp_comm_per_microbatch_s(model, one_chunk, q.placement, hw, train.runtime),
+        send_per_chunk_s=pp_comm_per_microbatch_s(
+            model, one_chunk, q.placement, hw, train.runtime, numerics(train.precision)
+        ),
         once_per_step_s=np.broadcast_to(once, grid),
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),

@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from planner.costmodel.comm import OVERLAP_SLOWDOWN, all_gather_s, all_reduce_s, exposed_s
+from planner.costmodel.comm import OVERLAP_SLOWDOWN, all_gather_s, all_reduce_s, exposed_s, link, network_bytes_per_s
 from planner.costmodel.topology import GroupPlacement
 from planner.profiles import Hardware
 
@@ -86,3 +86,16 @@ EXPOSED_ROWS = [
 def test_exposed_s(comm: float, window: float, expected: float) -> None:
     assert OVERLAP_SLOWDOWN == 0.15
     np.testing.assert_allclose(exposed_s(np.array([comm]), window), [expected], rtol=1e-12)
+
+
+def test_link_is_nvlink_inside_a_domain_and_the_nic_share_across() -> None:
+    inside, across = link(_group(8, 8), _hw()), link(_group(8, 4), _hw())
+    assert (float(inside.bytes_per_s[0]), float(inside.latency_s[0])) == (NVLINK_BW, NVLINK_LAT)
+    assert (float(across.bytes_per_s[0]), float(across.latency_s[0])) == (NIC_BW, NET_LAT)
+
+
+def test_link_prices_pipeline_sends_and_all_to_all_as_collectives() -> None:
+    # A crossing pipeline group sends at the same slowest hop the ring collectives use (capped NIC share).
+    hw = replace(_hw(), nic_bytes_per_s_per_gpu=1000e9)
+    assert network_bytes_per_s(hw) == NVLINK_BW
+    assert float(link(_group(2, 1), hw).bytes_per_s[0]) == NVLINK_BW

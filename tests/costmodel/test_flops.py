@@ -2,12 +2,12 @@
 
 import pytest
 
+from planner.costmodel.candidates import FULL, NONE, SELECTIVE
 from planner.costmodel.flops import model_flop_per_sequence, narayanan_eq3_flop, recompute_flop_per_sequence
 from planner.estimate import narayanan_eq4_days
 from planner.presets import get_preset
 from planner.specs import ModelSpec
 
-NONE, SELECTIVE, FULL = 0, 1, 2
 EQ3_PRESETS = ["megatron-1.7b", "megatron-18.4b", "megatron-145.6b", "megatron-1t", "gpt3-175b"]
 
 

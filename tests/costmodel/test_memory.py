@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu, state_bytes_per_param
+from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures
 
@@ -98,14 +98,6 @@ STAGE_ROWS = [(Recompute.NONE, 2 * 1088 + 64 + 288), (Recompute.FULL, 2 * 64 + 6
 def test_stage_activations_by_hand(recompute: Recompute, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, recompute=recompute)], num_layers=2, global_batch_size=1)
     assert float(memory_per_gpu(_tiny(), c, Precision.BF16, FLASH).activations[0]) == expected
-
-
-STATE_BYTES = [(Precision.BF16, (4, 12)), (Precision.FP8, (4, 12)), (Precision.FP16, (2, 16))]
-
-
-@pytest.mark.parametrize(("precision", "expected"), STATE_BYTES, ids=["bf16", "fp8", "fp16"])
-def test_state_bytes_per_param(precision: Precision, expected: tuple[int, int]) -> None:
-    assert state_bytes_per_param(precision) == expected
 
 
 # tiny (tp=pp=1) holds 2*(4*8*8 + 2*8*32 + 2*8) + 10*8 + 10*8 + 8 = 2*784 + 168 = 1736 params.

@@ -1,0 +1,173 @@
+"""The weight GEMMs of one transformer layer (and of the output layer), written once.
+
+Each `Gemm` is one weight matrix applied to the tokens: `tokens x k` times
+`k x n`, 2 * tokens * k * n flop (a multiply and an add per term, Narayanan
+et al. 2021, arXiv 2104.04473, Sec. 5.1: "a matrix multiplication of size
+A (m x k) x X (k x n) requires 2 m k n flop"). Three readers share the list:
+the model flop behind MFU (`flops`), the per-GPU GEMM times (`compute`) and
+the parameter counts (`params`: the weights are k x n, plus n biases).
+
+The layer of a GPT (Narayanan 2021 Eq. 3, Korthikanti et al. 2022 arXiv
+2205.05198 Sec. 3 and App. A): QKV projection (h -> h + 2 kv_hidden; 3h under
+multi-head attention), output projection (h -> h), MLP up (h -> ffn, or
+h -> 2 ffn fused gate + up when gated) and down (ffn -> h): 24 b s h^2 with
+ffn = 4h, which with the 4 b s^2 h of the attention core (`attention_core_flop`)
+is Eq. 3's 24 b s h^2 (1 + s/(6h)). Tensor parallelism splits every matrix
+(Megatron column / row parallel, Narayanan Sec. 2.3) except the MoE router,
+which each rank holds whole. In MoE layers (`layer_share` = fraction of layers
+that are MoE) the dense MLP gives way to the router, `top_k` routed experts
+per token (the expert GEMMs, spread over `num_experts` experts, `num_experts / ep`
+of them on one GPU) and the shared experts every token passes.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, overload
+
+import numpy.typing as npt
+
+from planner.specs import ModelSpec
+
+__all__ = [
+    "Gemm",
+    "GemmRole",
+    "attention_core_flop",
+    "attention_gemms",
+    "layer_gemms",
+    "logits_gemm",
+    "mlp_gemms",
+    "router_gemm",
+]
+
+
+class GemmRole(StrEnum):
+    """Which part of the layer a GEMM belongs to; decides its tokens and its instances per GPU."""
+
+    ATTENTION = "attention"
+    """QKV and output projections: every token, split by tp."""
+    DENSE_MLP = "dense_mlp"
+    """The MLP of a dense layer: every token, split by tp."""
+    ROUTER = "router"
+    """The MoE gate h -> num_experts: every token, replicated over tp."""
+    ROUTED_EXPERT = "routed_expert"
+    """An expert MLP: top_k of num_experts per token; split by tp, the experts spread over ep."""
+    SHARED_EXPERT = "shared_expert"
+    """A shared expert MLP: every token, split by tp; one GEMM per shared expert."""
+    OUTPUT = "output"
+    """The logit layer h -> V: every token, split by tp (last stage only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """One weight GEMM: `tokens x k` times the `k x n` weight."""
+
+    name: str
+    role: GemmRole
+    k: int
+    """Input width (the reduction dimension)."""
+    n: int
+    """Output width."""
+    copies_per_token: int
+    """How many instances of this GEMM each token passes: top_k routed experts, each shared expert, else 1."""
+    layer_share: float
+    """Fraction of the layers that hold it: 1 (attention), dense layers' share (dense MLP), MoE layers' share."""
+    bias: bool
+    """Whether it has n biases (GPT-2/3 style `linear_bias`; the router never does)."""
+
+    @property
+    def tp_split(self) -> bool:
+        """Whether tensor parallelism splits it (all but the router)."""
+        return self.role is not GemmRole.ROUTER
+
+    @property
+    def is_expert(self) -> bool:
+        """A routed expert: its tokens are spread over the experts, `num_experts / ep` on each GPU."""
+        return self.role is GemmRole.ROUTED_EXPERT
+
+    @property
+    def weights(self) -> int:
+        """Weight elements, k x n."""
+        return self.k * self.n
+
+    @property
+    def params(self) -> int:
+        """Parameters of one instance: weights plus biases."""
+        return self.weights + (self.n if self.bias else 0)
+
+    @overload
+    def flop(self, tokens: float) -> float: ...
+    @overload
+    def flop(self, tokens: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
+    def flop(self, tokens: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
+        """Forward flop of one instance over `tokens` rows: 2 tokens k n (Narayanan 2021 Sec. 5.1)."""
+        return 2 * tokens * self.k * self.n
+
+
+def attention_gemms(model: ModelSpec) -> tuple[Gemm, Gemm]:
+    """QKV (h -> h + 2 kv_hidden, K and V narrower under GQA) and the output projection (h -> h)."""
+    h, kv, bias = model.hidden_size, model.kv_hidden_size, model.linear_bias
+    return (
+        Gemm("qkv", GemmRole.ATTENTION, h, h + 2 * kv, 1, 1.0, bias),
+        Gemm("proj", GemmRole.ATTENTION, h, h, 1, 1.0, bias),
+    )
+
+
+def mlp_gemms(
+    model: ModelSpec, ffn: int, role: GemmRole = GemmRole.DENSE_MLP, copies: int = 1, share: float = 1.0
+) -> tuple[Gemm, Gemm]:
+    """An MLP of width `ffn`: up h -> ffn (h -> 2 ffn, gate and up fused, when gated) and down ffn -> h."""
+    h, bias = model.hidden_size, model.linear_bias
+    up_width = (2 if model.gated_mlp else 1) * ffn
+    return (
+        Gemm("fc1", role, h, up_width, copies, share, bias),
+        Gemm("fc2", role, ffn, h, copies, share, bias),
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def layer_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
+    """Every weight GEMM of the average layer: attention, the dense MLP, and in MoE layers the MoE block.
+
+    Order: attention, dense MLP, then routed experts, shared experts, router.
+    A dense model has no MoE GEMMs; a model whose layers are all MoE has no dense MLP.
+    """
+    gemms: tuple[Gemm, ...] = attention_gemms(model)
+    moe = model.moe
+    share = model.num_moe_layers / model.num_layers
+    if moe is None or share < 1:
+        gemms += mlp_gemms(model, model.ffn_hidden_size, share=1 - share)
+    if moe is not None:
+        ffn = moe.expert_ffn_hidden_size
+        gemms += mlp_gemms(model, ffn, GemmRole.ROUTED_EXPERT, moe.top_k, share)
+        if moe.num_shared_experts:
+            gemms += mlp_gemms(model, ffn, GemmRole.SHARED_EXPERT, moe.num_shared_experts, share)
+        gemms += (router_gemm(model),)
+    return gemms
+
+
+def router_gemm(model: ModelSpec) -> Gemm:
+    """The MoE gate h -> num_experts, no bias, in the MoE layers' share of the layers."""
+    assert model.moe is not None
+    share = model.num_moe_layers / model.num_layers
+    return Gemm("router", GemmRole.ROUTER, model.hidden_size, model.moe.num_experts, 1, share, False)
+
+
+def logits_gemm(model: ModelSpec) -> Gemm:
+    """The output layer h -> V (Narayanan 2021 Eq. 3's 2 b s h V forward)."""
+    return Gemm("logits", GemmRole.OUTPUT, model.hidden_size, model.vocab_size, 1, 1.0, False)
+
+
+@overload
+def attention_core_flop(model: ModelSpec, sequences: float) -> float: ...
+@overload
+def attention_core_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
+def attention_core_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
+    """QK^T and AV over the full s x s matrix: 4 b s^2 h (Eq. 3's s/(6h) term); no weights.
+
+    The full matrix is the convention of Eq. 3 and of MFU reporting; a causal
+    fused kernel computes about half of it (`compute.CAUSAL_FRACTION`).
+    """
+    return 4 * sequences * model.seq_length**2 * model.hidden_size

@@ -1,0 +1,97 @@
+"""Bytes per element of each tensor kind under a training precision, resolved once per `Precision`.
+
+The cost model reads a `Numerics` (from `numerics(precision)`) wherever it
+turns a count of elements into bytes, instead of writing 2 or 4 inline.
+
+Sources: Megatron-LM mixed precision and its distributed optimizer
+(`docs/source/api-guide/dist_optimizer.md`): bf16 weights with fp32 gradient
+accumulation ("main grads"), an fp32 master copy and fp32 Adam m and v, i.e.
+2 + 4 + 12 = 18 bytes per parameter; fp16 (Micikevicius et al. 2018, as in
+Narayanan et al. 2021) keeps fp16 gradients and the optimizer an fp32 copy of
+them, 2 + 2 + 16 = 20. Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054)
+Sec. 3.1 counts the same states (2 + 2 + 12 = 16 bytes/param with fp16
+gradients and no separate fp32 gradient). FP8 training (Transformer Engine)
+casts to fp8 per GEMM only: weights, activations, gradients and optimizer
+states are held as for bf16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.specs import Precision
+
+__all__ = ["FP32_BYTES", "HALF_BYTES", "Numerics", "numerics"]
+
+HALF_BYTES = 2
+"""bf16 / fp16: two bytes."""
+FP32_BYTES = 4
+"""fp32: four bytes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Numerics:
+    """Bytes per element of each tensor kind one precision trains with."""
+
+    weight_bytes: int
+    """Model weights as the GEMMs read them and ZeRO-3 gathers them: bf16/fp16 (fp8 keeps bf16 weights)."""
+    gradient_bytes: int
+    """Gradient buffer the backward accumulates into and data parallelism reduces: fp32 main grads
+    under bf16/fp8 (Megatron `accumulate_allreduce_grads_in_fp32`), fp16 under fp16."""
+    master_weight_bytes: int
+    """The optimizer's fp32 copy of the weights."""
+    adam_moment_bytes: int
+    """Adam's first and second moments, fp32 each: 4 + 4."""
+    gradient_copy_bytes: int
+    """An fp32 copy of fp16 gradients the optimizer keeps (fp16 only; bf16 already accumulates in fp32)."""
+    main_gradient_bytes: int
+    """The fp32 gradient the optimizer step reads, whichever buffer holds it."""
+    activation_bytes: int
+    """Activations between kernels: bf16/fp16 (fp8 GEMMs write bf16 outputs)."""
+    wire_bytes: int
+    """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
+    logit_bytes: int
+    """Logits in the cross-entropy, computed in fp32 (Megatron `cross_entropy_loss_fusion`)."""
+
+    @property
+    def optimizer_state_bytes(self) -> int:
+        """Optimizer bytes per parameter: master + m + v (+ the fp32 gradient copy): 12 bf16, 16 fp16."""
+        return self.master_weight_bytes + self.adam_moment_bytes + self.gradient_copy_bytes
+
+    @property
+    def optimizer_step_hbm_bytes(self) -> int:
+        """HBM bytes per parameter of one Megatron optimizer step (memory-bound).
+
+        Zero the fp32 main grad (write 4), clip by global norm (read 4), Adam
+        (read grad, master, m, v: 16; write master, m, v: 12), copy the master
+        to the weights (read 4, write 2): 42. The step works on fp32 main grads
+        under every precision, so fp16 counts the same.
+        """
+        grad, master, moments = self.main_gradient_bytes, self.master_weight_bytes, self.adam_moment_bytes
+        adam = (grad + master + moments) + (master + moments)
+        return grad + grad + adam + master + self.weight_bytes
+
+
+_MIXED = Numerics(
+    weight_bytes=HALF_BYTES,
+    gradient_bytes=FP32_BYTES,
+    master_weight_bytes=FP32_BYTES,
+    adam_moment_bytes=2 * FP32_BYTES,
+    gradient_copy_bytes=0,
+    main_gradient_bytes=FP32_BYTES,
+    activation_bytes=HALF_BYTES,
+    wire_bytes=HALF_BYTES,
+    logit_bytes=FP32_BYTES,
+)
+"""bf16 (and fp8) mixed precision as Megatron-LM trains it: 2 + 4 + 12 = 18 bytes of state per parameter."""
+
+_NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the optimizer copies to fp32
+    Precision.BF16: _MIXED,
+    Precision.FP8: _MIXED,
+    Precision.FP16: replace(_MIXED, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES),
+}
+
+
+def numerics(precision: Precision) -> Numerics:
+    """The bytes per element of `precision`; one frozen object per precision."""
+    return _NUMERICS[precision]
