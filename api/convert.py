@@ -14,6 +14,7 @@ from api.schemas import (
     ClusterIn,
     DiagnosisOut,
     EstimateOut,
+    EstimateRequest,
     EstimateResponse,
     FrameworkLaunchOut,
     HfConfigModel,
@@ -21,25 +22,34 @@ from api.schemas import (
     LayoutOut,
     ModelIn,
     PlanOut,
+    PlanRequest,
     PlanResponse,
     PresetModel,
     SearchOut,
     ViolationOut,
 )
 from planner.errors import InvalidSpecError, PlannerError
-from planner.estimate import Estimate
+from planner.estimate import Estimate, estimate
 from planner.hf_config import model_from_hf_config
 from planner.launch import launch_args
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
-from planner.search.plan import Plan, PlanResult
+from planner.search.plan import Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
 FRAMEWORKS = ("megatron", "torchtitan", "nemo")
 
-__all__ = ["cluster_spec", "estimate_response", "layout_from", "model_spec", "plan_response"]
+__all__ = [
+    "answer_estimate",
+    "answer_plan",
+    "cluster_spec",
+    "estimate_response",
+    "layout_from",
+    "model_spec",
+    "plan_response",
+]
 
 
 def model_spec(model: ModelIn) -> ModelSpec:
@@ -199,3 +209,17 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate) -> Estim
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
     )
+
+
+def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -> PlanResponse:
+    """The body of POST /v1/plan for a validated request (the service and the command line both answer with it)."""
+    model, cluster = model_spec(request.model), cluster_spec(request.cluster, profiles)
+    result = plan(model, cluster, request.training, request.constraints, request.top_k, request.objective)
+    return plan_response(result, model, request.training, cluster)
+
+
+def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwareProfile]) -> EstimateResponse:
+    """The body of POST /v1/estimate for a validated request."""
+    model, cluster = model_spec(request.model), cluster_spec(request.cluster, profiles)
+    layout = layout_from(request.layout)
+    return estimate_response(layout, request.layout, estimate(model, cluster, request.training, layout))
