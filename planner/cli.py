@@ -8,6 +8,8 @@ the API's response model: `--json` is the service's response body.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,25 +50,6 @@ EXIT_SERVICE = 3
 """The service given with --server could not be reached, or failed (5xx)."""
 DEFAULT_PRESET = "gpt3-175b"
 
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", help=f"Model preset id (see `planner presets`); default {DEFAULT_PRESET}.")
-]
-HfConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--hf-config", exists=True, dir_okay=False, help="A Hugging Face config.json instead of a preset."),
-]
-ModelFileOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--model-file", exists=True, dir_okay=False, help="A JSON file with an explicit shape (the API's model object)."
-    ),
-]
-SeqLengthOpt = Annotated[int | None, typer.Option(min=1, help="Training sequence length (overrides the model's).")]
-ProfileOpt = Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")]
-GpusOpt = Annotated[int, typer.Option(min=1, help="GPUs in the job (plan: an upper bound for gpu_efficiency).")]
-BatchOpt = Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")]
-PrecisionOpt = Annotated[Precision, typer.Option(help="Number format.")]
-TrainTokensOpt = Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")]
 ServerOpt = Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of answering here.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The API's response body instead of a table.")]
 Request = TypeVar("Request", bound=BaseModel)
@@ -120,7 +103,8 @@ def _model_body(
     preset: str | None, hf_config: Path | None, model_file: Path | None, seq_length: int | None
 ) -> dict[str, Any]:
     """The request's `model` object: a preset, a Hugging Face config or an explicit shape, checked as the API does."""
-    given = [name for name, v in (("--model", preset), ("--hf-config", hf_config), ("--model-file", model_file)) if v]
+    forms = {"--model": preset, "--hf-config": hf_config, "--model-file": model_file}
+    given = [option for option, value in forms.items() if value is not None]
     if len(given) > 1:
         raise InvalidSpecError(" and ".join(given), "give one of --model, --hf-config and --model-file")
     seq = {} if seq_length is None else {"seq_length": seq_length}
@@ -132,30 +116,54 @@ def _model_body(
             raise InvalidSpecError(f"--model-file {model_file}", "must hold a JSON object (the model's shape)")
         _validated(ModelSpec, body := {**shape, **seq}, "model")
     else:
-        _validated(PresetModel, body := {"preset": preset or DEFAULT_PRESET, **seq}, "model")
+        _validated(PresetModel, body := {"preset": DEFAULT_PRESET if preset is None else preset, **seq}, "model")
     return body
 
 
 def _job_body(
-    preset: str | None,
-    hf_config: Path | None,
-    model_file: Path | None,
-    seq_length: int | None,
-    profile: str,
-    gpus: int,
-    batch: int,
-    precision: Precision,
-    train_tokens: float | None,
+    model: Annotated[
+        str | None, typer.Option(help=f"Model preset id (see `planner presets`); default {DEFAULT_PRESET}.")
+    ] = None,
+    hf_config: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="A Hugging Face config.json instead of a preset.")
+    ] = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="A JSON file with an explicit shape (the API's model object)."),
+    ] = None,
+    seq_length: Annotated[
+        int | None, typer.Option(min=1, help="Training sequence length (overrides the model's).")
+    ] = None,
+    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job (plan: an upper bound for gpu_efficiency).")] = 1024,
+    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
+    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
+    train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
 ) -> dict[str, Any]:
-    """The `model`, `cluster` and `training` objects that plan and estimate requests share."""
+    """The `model`, `cluster` and `training` objects that plan and estimate requests share, from their options."""
     training: dict[str, Any] = {"global_batch_size": batch, "precision": precision.value}
     if train_tokens is not None:
         training["train_tokens"] = train_tokens
     return {
-        "model": _model_body(preset, hf_config, model_file, seq_length),
+        "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus},
         "training": training,
     }
+
+
+def _with_job_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with `_job_body`'s options (model, cluster, training) added; it receives their objects as `job`."""
+    shared = inspect.signature(_job_body, eval_str=True).parameters
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "job"]
+
+    @functools.wraps(command)
+    def with_job(**options: Any) -> None:
+        with _exit_on_error():
+            job = _job_body(**{name: options.pop(name) for name in shared})
+        command(job=job, **options)
+
+    with_job.__signature__ = inspect.Signature([*shared.values(), *own])  # type: ignore[attr-defined]
+    return with_job
 
 
 def _int_list(text: str, option: str) -> list[int]:
@@ -196,16 +204,9 @@ def calibrate(write: Annotated[bool, typer.Option(help="Store the fit in hardwar
 
 
 @app.command(name="estimate")
+@_with_job_options
 def estimate_cmd(
-    model: ModelOpt = None,
-    hf_config: HfConfigOpt = None,
-    model_file: ModelFileOpt = None,
-    seq_length: SeqLengthOpt = None,
-    profile: ProfileOpt = "dgx-a100-80gb",
-    gpus: GpusOpt = 1024,
-    batch: BatchOpt = 1536,
-    precision: PrecisionOpt = Precision.BF16,
-    train_tokens: TrainTokensOpt = None,
+    job: dict[str, Any],
     tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size.")] = 8,
     pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel size.")] = 8,
     dp: Annotated[int, typer.Option(min=1, help="Data-parallel size.")] = 16,
@@ -251,10 +252,7 @@ def estimate_cmd(
             layout["num_microbatches"] = num_microbatches
         if layers_per_stage is not None:
             layout["layers_per_stage"] = _int_list(layers_per_stage, "--layers-per-stage")
-        body = {
-            **_job_body(model, hf_config, model_file, seq_length, profile, gpus, batch, precision, train_tokens),
-            "layout": layout,
-        }
+        body = {**job, "layout": layout}
         if server is not None:
             with PlannerClient(server) as client:
                 response = client.estimate(body)
@@ -286,16 +284,9 @@ def profiles() -> None:
 
 
 @app.command(name="plan")
+@_with_job_options
 def plan_cmd(
-    model: ModelOpt = None,
-    hf_config: HfConfigOpt = None,
-    model_file: ModelFileOpt = None,
-    seq_length: SeqLengthOpt = None,
-    profile: ProfileOpt = "dgx-a100-80gb",
-    gpus: GpusOpt = 1024,
-    batch: BatchOpt = 1536,
-    precision: PrecisionOpt = Precision.BF16,
-    train_tokens: TrainTokensOpt = None,
+    job: dict[str, Any],
     top_k: Annotated[int, typer.Option(min=1, max=100, help="Plans to return.")] = 10,
     objective: Annotated[Objective, typer.Option(help="step_time or gpu_efficiency.")] = Objective.STEP_TIME,
     constraint: Annotated[
@@ -313,7 +304,7 @@ def plan_cmd(
     """
     with _exit_on_error():
         body = {
-            **_job_body(model, hf_config, model_file, seq_length, profile, gpus, batch, precision, train_tokens),
+            **job,
             "constraints": _parse_constraints(constraint or []) or None,
             "top_k": top_k,
             "objective": objective.value,
