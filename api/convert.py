@@ -14,6 +14,7 @@ from api.schemas import (
     ClusterIn,
     DiagnosisOut,
     EstimateOut,
+    EstimateRequest,
     EstimateResponse,
     FrameworkLaunchOut,
     HfConfigModel,
@@ -22,24 +23,33 @@ from api.schemas import (
     ModelIn,
     ModelOut,
     PlanOut,
+    PlanRequest,
     PlanResponse,
     PresetModel,
     SearchOut,
     ViolationOut,
 )
 from planner.errors import InvalidSpecError, PlannerError
-from planner.estimate import Estimate
+from planner.estimate import Estimate, estimate
 from planner.launch import launch_args
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
-from planner.search.plan import Plan, PlanResult
+from planner.search.plan import Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
 FRAMEWORKS = ("megatron", "torchtitan", "nemo")
 
-__all__ = ["cluster_spec", "estimate_response", "layout_from", "plan_response", "resolve_model"]
+__all__ = [
+    "answer_estimate",
+    "answer_plan",
+    "cluster_spec",
+    "estimate_response",
+    "layout_from",
+    "plan_response",
+    "resolve_model",
+]
 
 
 def resolve_model(model: ModelIn) -> ResolvedModel:
@@ -213,3 +223,18 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
         model=_model_out(resolved),
     )
+
+
+def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -> PlanResponse:
+    """The body of POST /v1/plan for a validated request (the service and the command line both answer with it)."""
+    resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
+    result = plan(resolved.model, cluster, request.training, request.constraints, request.top_k, request.objective)
+    return plan_response(result, resolved, request.training, cluster)
+
+
+def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwareProfile]) -> EstimateResponse:
+    """The body of POST /v1/estimate for a validated request."""
+    resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
+    layout = layout_from(request.layout)
+    e = estimate(resolved.model, cluster, request.training, layout)
+    return estimate_response(layout, request.layout, e, resolved)

@@ -1,38 +1,183 @@
-"""`planner` command line: validate the cost model, estimate a layout, list presets and profiles.
+"""`planner` command line: validate the cost model, plan, estimate a layout, list presets and profiles.
 
-A thin shell: it parses arguments, calls `planner`, and prints. No math here.
+A thin shell: it parses arguments, calls `planner`, and prints. No math here. `plan` and `estimate` build
+the API's request body, answer it with the API's own code (`api.convert`) or a service (`--server`), and print
+the API's response model: `--json` is the service's response body.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn, TypeVar
 
+import httpx
 import typer
+from pydantic import BaseModel, ValidationError
 
+from api.convert import answer_estimate, answer_plan
+from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
 from planner.calibration.report import VALIDATION_PROFILE, build_report, refit
 from planner.calibration.write import gpu_kind, write_calibration
 from planner.cli_output import layout_cell, print_estimate, print_plans, print_report
-from planner.errors import PlannerError
-from planner.estimate import estimate
-from planner.layout import Layout
-from planner.presets import get_preset, load_presets
-from planner.profiles import ClusterSpec, get_profile, load_profiles
+from planner.client import PlannerClient, PlannerServiceError
+from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
+from planner.presets import load_presets
+from planner.profiles import load_profiles
 from planner.search.compare import heuristic_rows, published_rows
-from planner.search.plan import plan
 from planner.search.rank import Objective
-from planner.specs import Precision, Recompute, TrainingSpec
+from planner.specs import ModelSpec, Precision, Recompute
 from planner.timeline import schedule_svg
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parallel-layout planner for transformer training.")
+# rich_markup_mode=None: click's plain help wraps text but never cuts an option's name (rich's does at 80 columns).
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Parallel-layout planner for transformer training.",
+)
+
+EXIT_DOES_NOT_FIT = 1
+"""plan: nothing fits; estimate: the layout does not fit or breaks a rule."""
+EXIT_INVALID_INPUT = 2
+"""A bad file, option or field (typer uses 2 for usage errors too)."""
+EXIT_SERVICE = 3
+"""The service given with --server could not be reached, or failed (5xx)."""
+DEFAULT_PRESET = "gpt3-175b"
+
+ServerOpt = Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of answering here.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="The API's response body instead of a table.")]
+Request = TypeVar("Request", bound=BaseModel)
+Response = TypeVar("Response", bound=BaseModel)
 
 
 def _json(obj: Any) -> str:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         obj = dataclasses.asdict(obj)
     return json.dumps(obj, indent=2, default=str)
+
+
+@contextmanager
+def _exit_on_error() -> Iterator[None]:
+    """One line on stderr and the documented exit status for every error a user can cause; never a traceback."""
+    try:
+        yield
+    except InfeasibleError as exc:
+        _fail(EXIT_DOES_NOT_FIT, " ".join([str(exc), *exc.reasons]))
+    except PlannerError as exc:
+        _fail(EXIT_INVALID_INPUT, str(exc))
+    except PlannerServiceError as exc:
+        _fail(EXIT_INVALID_INPUT if exc.status < 500 else EXIT_SERVICE, f"the service answered {exc}")
+    except httpx.HTTPError as exc:
+        _fail(EXIT_SERVICE, f"cannot reach the service: {exc}")
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _validated(schema: type[Request], body: Any, where: str = "") -> Request:
+    """`body` parsed as the service parses a request (from JSON, strict); a failure names the first bad field."""
+    try:
+        return schema.model_validate_json(json.dumps(body))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
+        raise InvalidSpecError(loc or schema.__name__, first["msg"]) from None
+
+
+def _read_json(path: Path, option: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidSpecError(f"{option} {path}", f"not a readable JSON file ({exc})") from None
+
+
+def _model_body(
+    preset: str | None, hf_config: Path | None, model_file: Path | None, seq_length: int | None
+) -> dict[str, Any]:
+    """The request's `model` object: a preset, a Hugging Face config or an explicit shape, checked as the API does."""
+    forms = {"--model": preset, "--hf-config": hf_config, "--model-file": model_file}
+    given = [option for option, value in forms.items() if value is not None]
+    if len(given) > 1:
+        raise InvalidSpecError(" and ".join(given), "give one of --model, --hf-config and --model-file")
+    seq = {} if seq_length is None else {"seq_length": seq_length}
+    if hf_config is not None:
+        _validated(HfConfigModel, body := {"hf_config": _read_json(hf_config, "--hf-config"), **seq}, "model")
+    elif model_file is not None:
+        shape = _read_json(model_file, "--model-file")
+        if not isinstance(shape, dict):
+            raise InvalidSpecError(f"--model-file {model_file}", "must hold a JSON object (the model's shape)")
+        _validated(ModelSpec, body := {**shape, **seq}, "model")
+    else:
+        _validated(PresetModel, body := {"preset": DEFAULT_PRESET if preset is None else preset, **seq}, "model")
+    return body
+
+
+def _job_body(
+    model: Annotated[
+        str | None, typer.Option(help=f"Model preset id (see `planner presets`); default {DEFAULT_PRESET}.")
+    ] = None,
+    hf_config: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="A Hugging Face config.json instead of a preset.")
+    ] = None,
+    model_file: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="A JSON file with an explicit shape (the API's model object)."),
+    ] = None,
+    seq_length: Annotated[
+        int | None, typer.Option(min=1, help="Training sequence length (overrides the model's).")
+    ] = None,
+    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job (plan: an upper bound for gpu_efficiency).")] = 1024,
+    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
+    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
+    train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
+) -> dict[str, Any]:
+    """The `model`, `cluster` and `training` objects that plan and estimate requests share, from their options."""
+    training: dict[str, Any] = {"global_batch_size": batch, "precision": precision.value}
+    if train_tokens is not None:
+        training["train_tokens"] = train_tokens
+    return {
+        "model": _model_body(model, hf_config, model_file, seq_length),
+        "cluster": {"profile": profile, "num_gpus": gpus},
+        "training": training,
+    }
+
+
+def _with_job_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with `_job_body`'s options (model, cluster, training) added; it receives their objects as `job`."""
+    shared = inspect.signature(_job_body, eval_str=True).parameters
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "job"]
+
+    @functools.wraps(command)
+    def with_job(**options: Any) -> None:
+        with _exit_on_error():
+            job = _job_body(**{name: options.pop(name) for name in shared})
+        command(job=job, **options)
+
+    with_job.__signature__ = inspect.Signature([*shared.values(), *own])  # type: ignore[attr-defined]
+    return with_job
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise InvalidSpecError(option, f"expected comma-separated integers, got {text!r}") from None
+
+
+def _show(response: Response, as_json: bool, printer: Callable[[Response], None]) -> None:
+    if as_json:
+        typer.echo(response.model_dump_json(indent=2))
+    else:
+        printer(response)
 
 
 @app.command()
@@ -59,48 +204,63 @@ def calibrate(write: Annotated[bool, typer.Option(help="Store the fit in hardwar
 
 
 @app.command(name="estimate")
+@_with_job_options
 def estimate_cmd(
-    model: Annotated[str, typer.Option(help="Model preset id (see `planner presets`).")] = "gpt3-175b",
-    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 1024,
-    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
-    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
-    tp: Annotated[int, typer.Option(min=1)] = 8,
-    pp: Annotated[int, typer.Option(min=1)] = 8,
-    dp: Annotated[int, typer.Option(min=1)] = 16,
-    cp: Annotated[int, typer.Option(min=1)] = 1,
-    ep: Annotated[int, typer.Option(min=1)] = 1,
-    vp: Annotated[int, typer.Option(min=1)] = 1,
-    micro_batch_size: Annotated[int, typer.Option(min=1)] = 1,
-    recompute: Annotated[Recompute, typer.Option()] = Recompute.SELECTIVE,
-    sequence_parallel: Annotated[bool, typer.Option()] = True,
-    zero_stage: Annotated[int, typer.Option(min=0, max=3)] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    job: dict[str, Any],
+    tp: Annotated[int, typer.Option(min=1, help="Tensor-parallel size.")] = 8,
+    pp: Annotated[int, typer.Option(min=1, help="Pipeline-parallel size.")] = 8,
+    dp: Annotated[int, typer.Option(min=1, help="Data-parallel size.")] = 16,
+    cp: Annotated[int, typer.Option(min=1, help="Context-parallel size.")] = 1,
+    ep: Annotated[int, typer.Option(min=1, help="Expert-parallel size.")] = 1,
+    vp: Annotated[int, typer.Option(min=1, help="Model chunks per pipeline rank.")] = 1,
+    micro_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per micro-batch.")] = 1,
+    num_microbatches: Annotated[
+        int | None, typer.Option(min=1, help="Optional; must equal batch / (micro-batch size x dp).")
+    ] = None,
+    layers_per_stage: Annotated[
+        str | None, typer.Option(help="Layers per pipeline stage, comma-separated (default: even split).")
+    ] = None,
+    recompute: Annotated[Recompute, typer.Option(help="Activation recomputation.")] = Recompute.SELECTIVE,
+    sequence_parallel: Annotated[
+        bool | None,
+        typer.Option("--sequence-parallel/--no-sequence-parallel", help="Default: on when --tp > 1, else off."),
+    ] = None,
+    zero_stage: Annotated[int, typer.Option(min=0, max=3, help="0 none, 1 optimizer, 2 + grads, 3 + weights.")] = 1,
+    server: ServerOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Estimate step time, throughput and memory of one layout."""
-    try:
-        spec = get_preset(model).model
-        cluster = ClusterSpec(profile=get_profile(load_profiles(), profile), num_gpus=gpus)
-        layout = Layout(
-            tp=tp,
-            pp=pp,
-            dp=dp,
-            cp=cp,
-            ep=ep,
-            vp=vp,
-            micro_batch_size=micro_batch_size,
-            recompute=recompute,
-            sequence_parallel=sequence_parallel,
-            zero_stage=zero_stage,
-        )
-        result = estimate(spec, cluster, TrainingSpec(global_batch_size=batch, precision=precision), layout)
-    except PlannerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if as_json:
-        typer.echo(_json(result))
-        return
-    print_estimate(result)
+    """Estimate step time, throughput and memory of one layout, and check it against every rule.
+
+    Exit status: 0 the layout fits and breaks no rule; 1 it does not fit in memory or breaks a rule (the
+    violations are printed, and are in the JSON); 2 invalid input (a bad file, an unknown preset or profile,
+    a value out of range); 3 the service given with --server could not be reached or failed.
+    """
+    with _exit_on_error():
+        layout: dict[str, Any] = {
+            "tp": tp,
+            "pp": pp,
+            "dp": dp,
+            "cp": cp,
+            "ep": ep,
+            "vp": vp,
+            "micro_batch_size": micro_batch_size,
+            "recompute": recompute.value,
+            "sequence_parallel": tp > 1 if sequence_parallel is None else sequence_parallel,
+            "zero_stage": zero_stage,
+        }
+        if num_microbatches is not None:
+            layout["num_microbatches"] = num_microbatches
+        if layers_per_stage is not None:
+            layout["layers_per_stage"] = _int_list(layers_per_stage, "--layers-per-stage")
+        body = {**job, "layout": layout}
+        if server is not None:
+            with PlannerClient(server) as client:
+                response = client.estimate(body)
+        else:
+            response = answer_estimate(_validated(EstimateRequest, body), load_profiles())
+    _show(response, as_json, print_estimate)
+    if not response.fits:
+        raise typer.Exit(EXIT_DOES_NOT_FIT)
 
 
 @app.command()
@@ -124,49 +284,44 @@ def profiles() -> None:
 
 
 @app.command(name="plan")
+@_with_job_options
 def plan_cmd(
-    model: Annotated[str, typer.Option(help="Model preset id (see `planner presets`).")] = "gpt3-175b",
-    profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs available.")] = 1024,
-    batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
-    seq_length: Annotated[int | None, typer.Option(min=1, help="Override the preset's sequence length.")] = None,
-    precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
+    job: dict[str, Any],
     top_k: Annotated[int, typer.Option(min=1, max=100, help="Plans to return.")] = 10,
     objective: Annotated[Objective, typer.Option(help="step_time or gpu_efficiency.")] = Objective.STEP_TIME,
     constraint: Annotated[
         list[str] | None, typer.Option("--constraint", "-c", help="KEY=VALUE[,VALUE...], e.g. tp=8 or recompute=full")
     ] = None,
-    train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
-    server: Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of planning here.")] = None,
+    server: ServerOpt = None,
     svg: Annotated[Path | None, typer.Option(help="Write the best plan's pipeline schedule to this SVG file.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Search every legal layout and print the best, with the heuristic baseline."""
-    if server is not None:
-        _plan_remote(
-            server, model, profile, gpus, batch, seq_length, precision, top_k, objective, constraint, train_tokens
-        )
-        return
-    try:
-        spec = get_preset(model).model
-        if seq_length is not None:
-            spec = spec.model_copy(update={"seq_length": seq_length})
-        cluster = ClusterSpec(profile=get_profile(load_profiles(), profile), num_gpus=gpus)
-        training = TrainingSpec(global_batch_size=batch, precision=precision, train_tokens=train_tokens)
-        result = plan(spec, cluster, training, _parse_constraints(constraint or []), top_k=top_k, objective=objective)
-    except PlannerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if svg is not None and result.plans:
-        best = result.plans[0]
-        x, e = best.layout, best.estimate
+    """Search every legal layout and print the best, with the heuristic baseline.
+
+    Exit status: 0 at least one layout fits; 1 nothing fits (the diagnosis is printed, and is in the JSON);
+    2 invalid input (a bad file, an unknown preset or profile, a value out of range, an unknown constraint);
+    3 the service given with --server could not be reached or failed.
+    """
+    with _exit_on_error():
+        body = {
+            **job,
+            "constraints": _parse_constraints(constraint or []) or None,
+            "top_k": top_k,
+            "objective": objective.value,
+        }
+        if server is not None:
+            with PlannerClient(server) as client:
+                response = client.plan(body)
+        else:
+            response = answer_plan(_validated(PlanRequest, body), load_profiles())
+    if svg is not None and response.plans:
+        x, e = response.plans[0].layout, response.plans[0].estimate
         svg.write_text(
-            schedule_svg(x.pp, x.vp, e.num_microbatches, e.microbatch_forward_s or 1.0, e.microbatch_backward_s or 2.0)
+            schedule_svg(x.pp, x.vp, x.num_microbatches, e.microbatch_forward_s or 1.0, e.microbatch_backward_s or 2.0)
         )
-    if as_json:
-        typer.echo(_json(result))
-        return
-    print_plans(result)
+    _show(response, as_json, print_plans)
+    if not response.plans:
+        raise typer.Exit(EXIT_DOES_NOT_FIT)
 
 
 def _parse_constraints(items: list[str]) -> dict[str, Any]:
@@ -212,42 +367,6 @@ def compare(
         )
 
 
-def _plan_remote(
-    server: str,
-    model: str,
-    profile: str,
-    gpus: int,
-    batch: int,
-    seq_length: int | None,
-    precision: Precision,
-    top_k: int,
-    objective: Objective,
-    constraint: list[str] | None,
-    train_tokens: float | None,
-) -> None:
-    from planner.client import PlannerClient, PlannerServiceError
-
-    request: dict[str, Any] = {
-        "model": {"preset": model, **({"seq_length": seq_length} if seq_length else {})},
-        "cluster": {"profile": profile, "num_gpus": gpus},
-        "training": {
-            "global_batch_size": batch,
-            "precision": precision.value,
-            **({"train_tokens": train_tokens} if train_tokens else {}),
-        },
-        "constraints": _parse_constraints(constraint or []) or None,
-        "top_k": top_k,
-        "objective": objective.value,
-    }
-    try:
-        with PlannerClient(server) as client:
-            response = client.plan(request)
-    except PlannerServiceError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(response.model_dump_json(indent=2))
-
-
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
@@ -260,3 +379,7 @@ def serve(
     uvicorn.run(
         "api.main:create_app", factory=True, host=host, port=port, workers=workers, timeout_graceful_shutdown=10
     )
+
+
+if __name__ == "__main__":
+    app()

@@ -1,14 +1,16 @@
-"""How the command line shows reports, estimates and plans (rich tables). Formatting only."""
+"""How the command line shows reports, estimates and plans (rich tables). Formatting only.
+
+Plans and estimates are printed from the API's response models, so a local run and a `--server` run print the same.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
+from api.schemas import EstimateResponse, LayoutOut, PlanResponse
 from planner.calibration.report import Report
-from planner.estimate import Estimate
 from planner.layout import Layout
-from planner.search.plan import PlanResult
 
 __all__ = ["console", "layout_cell", "print_estimate", "print_plans", "print_report"]
 
@@ -57,10 +59,12 @@ def print_report(report: Report) -> None:
         console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
 
 
-def print_estimate(e: Estimate) -> None:
+def print_estimate(response: EstimateResponse) -> None:
+    e = response.estimate
+    console.print(layout_cell(response.layout))
     console.print(
         f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
-        f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={e.num_microbatches}"
+        f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={response.layout.num_microbatches}"
     )
     console.print("time: " + ", ".join(f"{k} {v:.3f}s" for k, v in e.time_breakdown_s.items() if v > 0))
     mem = e.memory
@@ -73,10 +77,15 @@ def print_estimate(e: Estimate) -> None:
         f"network: pp hops {n.pp_hops_over_network}/{n.pp_hops}, dp groups {n.dp_groups_over_network}/{n.dp_groups},"
         f" tp groups {n.tp_groups_over_network}"
     )
-    console.print("fits" if e.fits else "DOES NOT FIT: " + "; ".join(f"[{v.rule}] {v.message}" for v in e.violations))
+    if response.fits:
+        console.print("fits")
+        return
+    console.print("DOES NOT FIT or breaks a rule:")
+    for v in response.violations:
+        console.print(f"  [{v.rule}] {v.message}", markup=False)
 
 
-def layout_cell(x: Layout) -> str:
+def layout_cell(x: Layout | LayoutOut) -> str:
     extra = f" ep{x.ep}" if x.ep > 1 else ""
     return (
         f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
@@ -84,7 +93,7 @@ def layout_cell(x: Layout) -> str:
     )
 
 
-def print_plans(result: PlanResult) -> None:
+def print_plans(result: PlanResponse) -> None:
     table = Table(
         title=f"Ranked plans ({result.search.candidates:,} candidates, {result.search.feasible:,} fit,"
         f" {result.search.elapsed_ms:.0f} ms)"
@@ -96,7 +105,7 @@ def print_plans(result: PlanResult) -> None:
         rows.append(("base", result.baseline.plan))
     for label, p in rows:
         e = p.estimate
-        stages = p.layout.layers_per_stage or ()
+        stages = p.layout.layers_per_stage or []
         shown = ",".join(map(str, stages)) if len(stages) <= 8 else f"{stages[0]},{stages[1]}..{stages[-1]}"
         table.add_row(
             label,
@@ -115,7 +124,7 @@ def print_plans(result: PlanResult) -> None:
     elif b.plan is None:
         console.print(f"baseline ({b.rule}): nothing fits")
     if result.diagnosis is not None:
-        console.print(result.diagnosis.message)
+        console.print(result.diagnosis.message, markup=False)
     if result.plans and result.plans[0].estimate.days_to_train is not None:
         e = result.plans[0].estimate
         console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")

@@ -1,13 +1,26 @@
-"""The command line: plan (table, JSON, SVG), validate, estimate; errors exit 2 with a message."""
+"""The command line: plan (table, JSON, SVG), validate, estimate; parity with the API (model forms, bodies, --server);
+exit 1 when nothing fits, 2 on invalid input (one line), 3 when the service is unreachable; help at 80 columns."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
+import pytest
+import typer
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+import planner.cli
+from api.main import create_app
+from api.schemas import HfConfigModel
 from planner.cli import app
+from planner.client import PlannerClient
+from planner.presets import get_preset
 
 runner = CliRunner()
 
@@ -34,3 +47,248 @@ def test_bad_input_exits_2_with_the_field() -> None:
     assert result.exit_code == 2 and "nope" in result.output
     result = runner.invoke(app, ["plan", "--gpus", "64", "--batch", "64", "-c", "tq=2"])
     assert result.exit_code == 2 and "constraints.tq" in result.output
+
+
+# --- parity with the API: model forms, exit codes, JSON bodies, --server, help ---
+
+LLAMA_HF: dict[str, Any] = HfConfigModel.model_fields["hf_config"].json_schema_extra["examples"][0]  # type: ignore[index]
+"""The Llama 3 8B config.json the API documents as its example."""
+CLUSTER = {"profile": "dgx-a100-80gb", "num_gpus": 64}
+TRAINING = {"global_batch_size": 64, "precision": "bf16"}
+JOB = ["--gpus", "64", "--batch", "64"]
+LAYOUT = {
+    "tp": 8,
+    "pp": 4,
+    "dp": 2,
+    "cp": 1,
+    "ep": 1,
+    "vp": 1,
+    "micro_batch_size": 1,
+    "recompute": "selective",
+    "sequence_parallel": True,
+    "zero_stage": 1,
+}
+LAYOUT_ARGS = ["--tp", "8", "--pp", "4", "--dp", "2"]
+"""LAYOUT as options: the CLI's other defaults (selective, zero 1, sequence parallel when tp > 1) fill the rest."""
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[TestClient]:
+    with TestClient(create_app()) as client:
+        yield client
+
+
+@pytest.fixture
+def shape_file(tmp_path: Path) -> Path:
+    path = tmp_path / "shape.json"
+    path.write_text(json.dumps(get_preset("megatron-1.7b").model.model_dump(mode="json")))
+    return path
+
+
+@pytest.fixture
+def hf_file(tmp_path: Path) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_HF))
+    return path
+
+
+def _comparable(body: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in body.items() if k != "cached"}
+    if "search" in body:
+        body["search"] = {k: v for k, v in body["search"].items() if k != "elapsed_ms"}
+    return body
+
+
+def _api_body(api: TestClient, route: str, request: dict[str, Any]) -> dict[str, Any]:
+    response = api.post(route, json=request)
+    assert response.status_code == 200, response.text
+    return _comparable(response.json())
+
+
+def _cli_json(args: list[str], exit_code: int = 0) -> dict[str, Any]:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == exit_code, result.output
+    return _comparable(json.loads(result.stdout))
+
+
+def _model_forms(shape_file: Path, hf_file: Path) -> list[tuple[list[str], dict[str, Any]]]:
+    shape = json.loads(shape_file.read_text())
+    return [
+        (["--model", "llama3-8b", "--seq-length", "4096"], {"preset": "llama3-8b", "seq_length": 4096}),
+        (["--hf-config", str(hf_file), "--seq-length", "2048"], {"hf_config": LLAMA_HF, "seq_length": 2048}),
+        (["--hf-config", str(hf_file)], {"hf_config": LLAMA_HF}),
+        (["--model-file", str(shape_file), "--seq-length", "1024"], {**shape, "seq_length": 1024}),
+        (["--model-file", str(shape_file)], shape),
+    ]
+
+
+def test_plan_json_equals_the_api_body_for_every_model_form(api: TestClient, shape_file: Path, hf_file: Path) -> None:
+    for args, model in _model_forms(shape_file, hf_file):
+        cli = _cli_json(["plan", *args, *JOB, "--top-k", "3", "-c", "recompute=selective,full"])
+        request = {
+            "model": model,
+            "cluster": CLUSTER,
+            "training": TRAINING,
+            "constraints": {"recompute": ["selective", "full"]},
+            "top_k": 3,
+        }
+        assert cli == _api_body(api, "/v1/plan", request), args
+        assert cli["plans"] and "num_microbatches" in cli["plans"][0]["layout"]
+
+
+def test_estimate_json_equals_the_api_body_for_every_model_form(
+    api: TestClient, shape_file: Path, hf_file: Path
+) -> None:
+    for args, model in _model_forms(shape_file, hf_file):
+        cli = _cli_json(["estimate", *args, *JOB, *LAYOUT_ARGS])
+        request = {"model": model, "cluster": CLUSTER, "training": TRAINING, "layout": LAYOUT}
+        assert cli == _api_body(api, "/v1/estimate", request), args
+        assert cli["layout"]["num_microbatches"] == 64 // 2 and cli["fits"] is True
+
+
+def test_estimate_layout_options_the_api_has(api: TestClient) -> None:
+    args = ["estimate", *JOB, *LAYOUT_ARGS, "--layers-per-stage", "23,25,25,23", "--num-microbatches", "32"]
+    request = {"model": {"preset": "gpt3-175b"}, "cluster": CLUSTER, "training": TRAINING}
+    layout = {**LAYOUT, "layers_per_stage": [23, 25, 25, 23], "num_microbatches": 32}
+    assert _cli_json(args) == _api_body(api, "/v1/estimate", {**request, "layout": layout})
+    body = _cli_json([*args[:-1], "5"], exit_code=1)
+    assert [v["rule"] for v in body["violations"]] == ["num_microbatches"]
+    _one_line_error([*args[:-4], "--layers-per-stage", "48,x"], "--layers-per-stage", "48,x")
+    _one_line_error([*args[:-4], "--layers-per-stage", "0,96"], "layout.layers_per_stage.0")
+
+
+def test_seq_length_changes_the_estimate(shape_file: Path) -> None:
+    short = _cli_json(["estimate", "--model-file", str(shape_file), "--seq-length", "1024", *JOB, *LAYOUT_ARGS])
+    long = _cli_json(["estimate", "--model-file", str(shape_file), "--seq-length", "4096", *JOB, *LAYOUT_ARGS])
+    assert long["estimate"]["step_time_s"] > short["estimate"]["step_time_s"]
+
+
+def test_estimate_exits_1_on_a_layout_that_does_not_fit_or_breaks_a_rule(api: TestClient) -> None:
+    result = runner.invoke(app, ["estimate", *JOB, "--tp", "8", "--pp", "8", "--dp", "16"])
+    assert result.exit_code == 1 and "DOES NOT FIT" in result.output
+    assert "[world_size] tp(8) * pp(8) * dp(16) * cp(1) = 1024 != num_gpus(64)" in result.output
+    result = runner.invoke(app, ["estimate", *JOB, "--tp", "1", "--pp", "8", "--dp", "8"])
+    assert result.exit_code == 1 and "[fits_memory] peak memory" in result.output
+    body = _cli_json(["estimate", *JOB, "--tp", "1", "--pp", "8", "--dp", "8"], exit_code=1)
+    request = {"model": {"preset": "gpt3-175b"}, "cluster": CLUSTER, "training": TRAINING}
+    layout = {**LAYOUT, "tp": 1, "pp": 8, "dp": 8, "sequence_parallel": False}
+    assert body == _api_body(api, "/v1/estimate", {**request, "layout": layout})
+    assert body["fits"] is False and [v["rule"] for v in body["violations"]] == ["fits_memory"]
+
+
+def test_estimate_sequence_parallel_defaults_to_tp_above_1() -> None:
+    small = ["estimate", "--model", "megatron-1.7b", "--gpus", "8", "--batch", "8", "--pp", "1"]
+    body = _cli_json([*small, "--tp", "1", "--dp", "8"])
+    assert body["fits"] and body["layout"]["sequence_parallel"] is False
+    body = _cli_json([*small, "--tp", "2", "--dp", "4"])
+    assert body["fits"] and body["layout"]["sequence_parallel"] is True
+    body = _cli_json([*small, "--tp", "2", "--dp", "4", "--no-sequence-parallel"])
+    assert body["fits"] and body["layout"]["sequence_parallel"] is False
+    body = _cli_json([*small, "--tp", "1", "--dp", "8", "--sequence-parallel"], exit_code=1)
+    assert [v["rule"] for v in body["violations"]] == ["sequence_parallel_needs_tp"]
+
+
+def test_plan_exits_1_when_nothing_fits_after_the_diagnosis() -> None:
+    result = runner.invoke(app, ["plan", "--gpus", "1", "--batch", "8"])
+    assert result.exit_code == 1
+    assert "nothing fits: the least-memory layout needs" in result.output
+    body = _cli_json(["plan", "--gpus", "1", "--batch", "8"], exit_code=1)
+    assert body["plans"] == [] and body["diagnosis"]["least_memory_gib"] > body["diagnosis"]["capacity_gib"]
+
+
+def _one_line_error(args: list[str], *needles: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and "Traceback" not in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("command", ["plan", "estimate"])
+def test_invalid_input_exits_2_with_one_line_naming_the_field(
+    command: str, tmp_path: Path, shape_file: Path, hf_file: Path
+) -> None:
+    _one_line_error([command, "--model", "nope"], "model.preset", "nope")
+    _one_line_error([command, "--model", "llama3-8b", "--hf-config", str(hf_file)], "--model and --hf-config")
+    _one_line_error([command, "--hf-config", str(hf_file), "--model-file", str(shape_file)], "--model-file")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model_type": ')
+    _one_line_error([command, "--hf-config", str(bad)], "--hf-config", "bad.json", "JSON")
+    _one_line_error([command, "--model-file", str(bad)], "--model-file", "bad.json", "JSON")
+    shape = json.loads(shape_file.read_text())
+    del shape["num_layers"]
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps(shape))
+    _one_line_error([command, "--model-file", str(missing)], "model.num_layers", "required")
+    _one_line_error([command, "--model-file", str(hf_file)], "model.")
+    wrong = tmp_path / "mistral.json"
+    wrong.write_text(json.dumps({**LLAMA_HF, "model_type": "not-a-family"}))
+    _one_line_error([command, "--hf-config", str(wrong)], "model.hf_config.model_type")
+    _one_line_error([command, "--seq-length", "99999999"], "model.seq_length", "4194304")
+    _one_line_error([command, "--profile", "nope"], "cluster.profile")
+    result = runner.invoke(app, [command, "--model-file", str(tmp_path / "absent.json")])
+    assert result.exit_code == 2 and "absent.json" in result.output and "Traceback" not in result.output
+
+
+def _served(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--server URL reaches the in-process app through the CLI's own client, over an httpx transport."""
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        answer = api.request(request.method, request.url.path, content=request.content, headers=request.headers)
+        return httpx.Response(answer.status_code, content=answer.content, headers={"content-type": "application/json"})
+
+    def client(url: str) -> PlannerClient:
+        return PlannerClient(url, transport=httpx.MockTransport(forward))
+
+    monkeypatch.setattr(planner.cli, "PlannerClient", client)
+
+
+def test_server_prints_the_same_table_as_a_local_run(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan_args = ["plan", *JOB, "--top-k", "3"]
+    estimate_args = ["estimate", *JOB, *LAYOUT_ARGS]
+    wrong_args = ["estimate", *JOB, "--tp", "8", "--pp", "8", "--dp", "16"]
+    local = [runner.invoke(app, args) for args in (plan_args, estimate_args, wrong_args)]
+    _served(api, monkeypatch)
+    served = [
+        runner.invoke(app, [*args, "--server", "http://planner.test"])
+        for args in (plan_args, estimate_args, wrong_args)
+    ]
+    assert [r.exit_code for r in local] == [r.exit_code for r in served] == [0, 0, 1]
+    assert "Ranked plans" in served[0].output and "{" not in served[0].output
+    no_ms = re.compile(r"\d+ ms\)")
+    assert no_ms.sub("ms)", served[0].output) == no_ms.sub("ms)", local[0].output)
+    assert served[1].output == local[1].output and served[2].output == local[2].output
+    served_json = _cli_json([*plan_args, "--server", "http://planner.test"])
+    assert served_json == _cli_json(plan_args)
+
+
+def test_server_errors_exit_2_for_bad_input_and_3_when_unreachable(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _served(api, monkeypatch)
+    _one_line_error(["plan", *JOB, "-c", "tq=2", "--server", "http://planner.test"], "422", "constraints.tq")
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    monkeypatch.setattr(
+        planner.cli, "PlannerClient", lambda url: PlannerClient(url, transport=httpx.MockTransport(refuse))
+    )
+    result = runner.invoke(app, ["estimate", "--server", "http://planner.test"])
+    assert result.exit_code == 3 and "cannot reach the service" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", ["plan", "estimate"])
+def test_help_at_80_columns_shows_every_option_name_in_full(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "…" not in result.output and max(map(len, result.output.splitlines())) <= 80
+    group: Any = typer.main.get_command(app)
+    names = [n for p in group.commands[command].params for n in (*p.opts, *p.secondary_opts) if n.startswith("--")]
+    assert {"--hf-config", "--model-file", "--seq-length", "--server", "--json"} <= set(names)
+    for name in names:
+        assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", result.output), name
+    assert "Exit status" in result.output

@@ -8,12 +8,10 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
 from api.cache import ResponseCache
-from api.convert import cluster_spec, estimate_response, layout_from, plan_response, resolve_model
+from api.convert import answer_estimate, answer_plan
 from api.deps import CacheDep, MetricsDep, ProfilesDep
 from api.metrics import Metrics
 from api.schemas import EstimateRequest, EstimateResponse, PlanRequest, PlanResponse
-from planner.estimate import estimate
-from planner.search.plan import plan
 
 router = APIRouter(prefix="/v1", tags=["planning"])
 JSON = "application/json"
@@ -32,21 +30,14 @@ def _answer(cache: ResponseCache, metrics: Metrics, key: str, produce: Callable[
 @router.post("/plan", response_model=PlanResponse, summary="Ranked layouts for a model on a cluster")
 def post_plan(request: PlanRequest, profiles: ProfilesDep, cache: CacheDep, metrics: MetricsDep) -> Response:
     def produce() -> PlanResponse:
-        resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
-        result = plan(resolved.model, cluster, request.training, request.constraints, request.top_k, request.objective)
-        metrics.search_seconds.observe(result.search.elapsed_ms / 1e3)
-        metrics.candidates.inc(result.search.evaluated)
-        return plan_response(result, resolved, request.training, cluster)
+        response = answer_plan(request, profiles)
+        metrics.search_seconds.observe(response.search.elapsed_ms / 1e3)
+        metrics.candidates.inc(response.search.evaluated)
+        return response
 
     return _answer(cache, metrics, cache.key("plan", request), produce)
 
 
 @router.post("/estimate", response_model=EstimateResponse, summary="Step time, memory and rule checks of one layout")
 def post_estimate(request: EstimateRequest, profiles: ProfilesDep, cache: CacheDep, metrics: MetricsDep) -> Response:
-    def produce() -> EstimateResponse:
-        resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
-        layout = layout_from(request.layout)
-        e = estimate(resolved.model, cluster, request.training, layout)
-        return estimate_response(layout, request.layout, e, resolved)
-
-    return _answer(cache, metrics, cache.key("estimate", request), produce)
+    return _answer(cache, metrics, cache.key("estimate", request), lambda: answer_estimate(request, profiles))
