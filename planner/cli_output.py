@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from api.schemas import EstimateResponse, LayoutOut, PlanResponse
+from api.schemas import EstimateResponse, LayoutOut, ModelOut, PlanResponse
 from planner.calibration.report import Report
 from planner.layout import Layout
 
@@ -59,8 +59,23 @@ def print_report(report: Report) -> None:
         console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
 
 
+def model_line(model: ModelOut) -> str:
+    """One line naming the model the answer planned, and where its sequence length came from."""
+    m = model.shape
+    size = f"{model.total_params / 1e9:.1f}B params" + (
+        f" ({model.active_params / 1e9:.1f}B active)" if model.active_params != model.total_params else ""
+    )
+    label = f"{m.name}: " if m.name else ""
+    return (
+        f"model {label}{m.num_layers} layers, hidden {m.hidden_size}, {m.num_attention_heads} heads"
+        f" / {m.num_query_groups} groups, {size}; seq {m.seq_length} from"
+        f" {model.sources.get('seq_length', '?').split(' (')[0]} (--json has every field's source)"
+    )
+
+
 def print_estimate(response: EstimateResponse) -> None:
     e = response.estimate
+    console.print(model_line(response.model), highlight=False)
     console.print(layout_cell(response.layout))
     console.print(
         f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
@@ -117,6 +132,7 @@ def print_plans(result: PlanResponse) -> None:
             f"{e.mfu:.1%}",
             f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
         )
+    console.print(model_line(result.model), highlight=False)
     console.print(table)
     b = result.baseline
     if b.speedup_of_best is not None:
