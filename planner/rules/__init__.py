@@ -20,6 +20,7 @@ from planner.rules.core import (
     STAGE_SPLIT,
     TENSOR_SPLIT,
     WORLD_SIZE,
+    interleave_breaks,
 )
 from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, RuleSet, rule_set
 from planner.rules.rule import LAYOUT_AXES, Clause, Columns, Job, Rule, StageClause, layout_columns
@@ -46,6 +47,7 @@ __all__ = [
     "Rule",
     "RuleSet",
     "StageClause",
+    "interleave_breaks",
     "layout_columns",
     "rule_set",
 ]

@@ -7,6 +7,7 @@ reported and a source. Messages are part of the API (`violations`), word for wor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ __all__ = [
     "TENSOR_SPLIT",
     "WORLD_SIZE",
     "ZERO_STAGES",
+    "interleave_breaks",
 ]
 
 SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
@@ -217,10 +219,18 @@ STAGE_SPLIT = Rule(
 )
 
 
-def _microbatches(c: Columns, j: Job) -> BoolArray:
-    m = j.training.global_batch_size // (c["micro_batch_size"] * c["dp"])
-    broken: BoolArray = (c["vp"] > 1) & (c["pp"] > 1) & (m % c["pp"] != 0)
+def interleave_breaks(num_microbatches: Any, pp: Any, vp: Any) -> BoolArray:
+    """Where interleaving (vp > 1, pp > 1) meets a micro-batch count that is not a multiple of pp.
+
+    The arithmetic of interleave_microbatches, for callers that hold the micro-batch count itself
+    (the timeline); arguments are ints or integer arrays that broadcast.
+    """
+    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & (np.asarray(num_microbatches) % pp != 0)
     return broken
+
+
+def _microbatches(c: Columns, j: Job) -> BoolArray:
+    return interleave_breaks(j.training.global_batch_size // (c["micro_batch_size"] * c["dp"]), c["pp"], c["vp"])
 
 
 def _microbatches_message(x: Layout, j: Job) -> str:

@@ -79,6 +79,10 @@ class Rule:
         ok: BoolArray = ~self.broken(columns, job)
         return ok
 
+    def holds(self, layout: Layout, job: Job) -> bool:
+        """Whether one layout passes every clause (its stage list included, if it names one)."""
+        return not self.explain(layout, job)
+
     def explain(self, layout: Layout, job: Job) -> list[str]:
         """The message of every clause the layout breaks, in clause order."""
         columns = layout_columns(layout)
