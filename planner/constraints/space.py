@@ -1,8 +1,10 @@
 """The candidate space: every layout the frameworks accept for a model, batch and GPU count.
 
 Per-axis generators yield only legal degrees (divisors that the model's shape
-allows); their product is filtered by named rules. Each rule that removes
-something is counted under its name, so "why is there no plan?" has an answer.
+allows); their product is filtered by the rules of `planner.rules` (the core set
+unless another is given), each applied at the first level that binds its axes.
+Each rule that removes something is counted under its name, so "why is there no
+plan?" has an answer.
 
 The space is kept as a product, not as one row per candidate: a *row* fixes
 (tp, cp, pp, dp, ep, vp, micro_batch_size) and a *mode* fixes (recompute,

@@ -75,7 +75,8 @@ def _zero_flags(layout: Layout) -> list[str]:
     Megatron FSDP (`--use-megatron-fsdp`) with `--data-parallel-sharding-strategy optim_grads` (ZeRO-2)
     or `optim_grads_params` (ZeRO-3), as its docs give them (with the distributed optimizer and without
     gradient-accumulation fusion). Megatron FSDP requires `--ckpt-format fsdp_dtensor`. The pinned docs list
-    TP, EP and CP as compatible with Megatron FSDP, not pipeline parallelism.
+    TP, EP and CP as compatible with Megatron FSDP, not pipeline parallelism (rule megatron_fsdp_needs_pp_1 in
+    `planner.rules`, set "megatron").
     """
     if layout.zero_stage == 0:
         return []
