@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from planner.constraints.space import MAX_VP
 from planner.errors import InvalidSpecError
+from planner.rules import interleave_breaks
 from planner.timeline import schedule_svg
 
 router = APIRouter(prefix="/v1", tags=["planning"])
@@ -21,7 +22,7 @@ def timeline_svg(
     forward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's forward on a stage.")] = 1.0,
     backward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's backward on a stage.")] = 2.0,
 ) -> Response:
-    if vp > 1 and num_microbatches % pp:
+    if interleave_breaks(num_microbatches, pp, vp):
         raise InvalidSpecError(
             "num_microbatches", f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0"
         )

@@ -1,10 +1,11 @@
-"""Independent checks of a stage partition, without the solver: rules, memory, and its slowest stage."""
+"""Independent checks of a stage partition, without the solver: stage_split's stage rules, memory, slowest stage."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts
+from planner.rules import STAGE_SPLIT
 
 __all__ = ["partition_problems", "slowest_stage_s"]
 
@@ -15,15 +16,7 @@ def _kind(i: int, pp: int) -> int:
 
 def partition_problems(stages: Sequence[int], num_layers: int, pp: int, vp: int, costs: StageCosts) -> list[str]:
     """Every rule the partition breaks; empty when it is valid and fits."""
-    problems = []
-    if len(stages) != pp:
-        problems.append(f"{len(stages)} stages != pp({pp})")
-    if sum(stages) != num_layers:
-        problems.append(f"sum {sum(stages)} != num_layers({num_layers})")
-    if any(n < vp or n % vp for n in stages):
-        problems.append(f"every stage must hold a positive multiple of vp({vp}) layers: {list(stages)}")
-    if len(set(stages[1:-1])) > 1:
-        problems.append(f"middle stages differ: {list(stages)}")
+    problems = STAGE_SPLIT.stage_problems(stages, num_layers, pp, vp)
     for i, n in enumerate(stages):
         need = costs.stage_memory_bytes(_kind(i, len(stages)), n)
         if need > costs.capacity_bytes:

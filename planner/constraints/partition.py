@@ -4,7 +4,9 @@ Megatron-LM expresses an uneven split as a first-stage count, a last-stage
 count (`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`)
 and equal middle stages, so the model has three integer variables: first f,
 middle m and last l, with f + (pp - 2) m + l = num_layers, each a positive
-multiple of vp. Stage time and memory are affine in the layer count
+multiple of vp: the stage-list clauses of `planner.rules.STAGE_SPLIT`, encoded as
+variables; `constraints.check` tests a solution against the rule itself. Stage
+time and memory are affine in the layer count
 (`constraints.costs`). Times are scaled to integer microseconds and memory to
 integer MiB here, and only here. Every solve has a time limit; the plans of one search are
 solved together in one model (independent problems, summed objective).

@@ -1,8 +1,10 @@
 """The candidate space: every layout the frameworks accept for a model, batch and GPU count.
 
 Per-axis generators yield only legal degrees (divisors that the model's shape
-allows); their product is filtered by named rules. Each rule that removes
-something is counted under its name, so "why is there no plan?" has an answer.
+allows); their product is filtered by the rules of `planner.rules` (the core set
+unless another is given), each applied at the first level that binds its axes.
+Each rule that removes something is counted under its name, so "why is there no
+plan?" has an answer.
 
 The space is kept as a product, not as one row per candidate: a *row* fixes
 (tp, cp, pp, dp, ep, vp, micro_batch_size) and a *mode* fixes (recompute,
@@ -24,6 +26,21 @@ import numpy as np
 
 from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, Candidates, IntArray, default_stage_layers
 from planner.errors import InvalidSpecError
+from planner.rules import (
+    BATCH_DIVISIBLE,
+    CONTEXT_SPLIT,
+    CORE,
+    CORE_RULES,
+    EXPERT_SPLIT,
+    INTERLEAVE_MICROBATCHES,
+    LAYOUT_AXES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    STAGE_SPLIT,
+    TENSOR_SPLIT,
+    Job,
+    Rule,
+    RuleSet,
+)
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 
 __all__ = [
@@ -76,13 +93,16 @@ class Space:
     layer_candidates: Candidates
     num_gpus: int
     rejected: Counter[str] = field(default_factory=Counter)
+    job: Job | None = None
+    pair_rules: tuple[Rule, ...] = (SEQUENCE_PARALLEL_NEEDS_TP,)
 
     def __len__(self) -> int:
         return int(self.row.shape[0])
 
     def valid(self) -> BoolArray:
-        """(rows, modes): which pairs are candidates (sequence parallelism needs tp > 1)."""
-        return _pairs(self.rows, self.modes)
+        """(rows, modes): which pairs are candidates (sequence_parallel_needs_tp and any framework pair rule)."""
+        assert self.job is not None, "a space is built by build_space"
+        return _pairs(self.rows, self.modes, self.job, self.pair_rules)
 
     def take(self, index: IntArray | BoolArray | slice) -> Candidates:
         """Columns of the candidates selected by an index, mask or slice."""
@@ -116,42 +136,93 @@ def _keep(values: Iterable[AllowedValue], key: str, allowed: Allowed, rejected: 
     return kept
 
 
-def _tensor_degrees(model: ModelSpec, n: int, allowed: Allowed, rejected: Counter[str]) -> list[int]:
-    out = []
-    for tp in _keep(divisors(n), "tp", allowed, rejected):
-        assert isinstance(tp, int)
-        g = model.num_query_groups
-        widths = [model.ffn_hidden_size] + ([model.moe.expert_ffn_hidden_size] if model.moe else [])
-        if model.num_attention_heads % tp or (g % tp and tp % g) or any(w % tp for w in widths):
-            rejected["tensor_split"] += 1
+def _level_rules(rules: RuleSet) -> dict[str, tuple[Rule, ...]]:
+    """The rule set's rules beyond the core, each at the first level of the space that binds its axes."""
+    out: dict[str, list[Rule]] = {level: [] for level in _LEVELS}
+    for rule in rules.rules:
+        if rule in CORE_RULES:
             continue
-        out.append(tp)
+        level = next(name for name, axes in _LEVELS.items() if set(rule.axes) <= axes)
+        out[level].append(rule)
+    return {level: tuple(found) for level, found in out.items()}
+
+
+_LEVELS = {
+    "tp": {"tp"},
+    "cp": {"cp"},
+    "outer": {"tp", "cp", "pp", "dp"},
+    "row": {"tp", "cp", "pp", "dp", "ep", "micro_batch_size", "vp"},
+    "pair": set(LAYOUT_AXES),
+}
+"""The space's levels, by the axes a rule may read there: tp, cp, (tp, cp, pp, dp), rows, (row, mode) pairs."""
+
+
+def _first_failure(rules: tuple[Rule, ...], axis: str, values: IntArray, job: Job) -> dict[int, str | None]:
+    """Per value of one axis: the name of the first of `rules` it breaks, or None."""
+    out: dict[int, str | None] = {int(v): None for v in values}
+    for rule in reversed(rules):
+        for v in values[rule.broken({axis: values}, job)]:
+            out[int(v)] = rule.name
     return out
 
 
 def _outer_degrees(
-    model: ModelSpec, train: TrainingSpec, n: int, allowed: Allowed, rejected: Counter[str]
+    job: Job, rules: dict[str, tuple[Rule, ...]], allowed: Allowed, rejected: Counter[str]
 ) -> list[tuple[int, int, int, int]]:
-    """(tp, cp, pp, dp) with tp*cp*pp*dp = n that pass the shape rules."""
+    """(tp, cp, pp, dp) with tp*cp*pp*dp = n that pass the shape rules.
+
+    Each rule is tested once over the GPU count's divisors, at the level that binds its axis:
+    tensor_split per tp, context_split per cp, stage_split's pp <= num_layers per pp (vp = 1),
+    batch_divisible's global_batch_size % dp per dp (micro-batch 1); a rejection counts per
+    partial layout, after the request's constraint on that axis.
+    """
+    n = job.num_gpus
+    degrees = np.asarray(divisors(n), dtype=np.int64)
+    ones = np.ones_like(degrees)
+    tensor = _first_failure((TENSOR_SPLIT, *rules["tp"]), "tp", degrees, job)
+    context = _first_failure((CONTEXT_SPLIT, *rules["cp"]), "cp", degrees, job)
+    stages = dict(zip(degrees.tolist(), STAGE_SPLIT.ok({"pp": degrees, "vp": ones}, job).tolist(), strict=True))
+    batch = BATCH_DIVISIBLE.ok({"dp": degrees, "micro_batch_size": ones}, job)
+    whole_batch = dict(zip(degrees.tolist(), batch.tolist(), strict=True))
     out = []
-    for tp in _tensor_degrees(model, n, allowed, rejected):
+    for tp in _keep(divisors(n), "tp", allowed, rejected):
+        assert isinstance(tp, int)
+        if (broken := tensor[tp]) is not None:
+            rejected[broken] += 1
+            continue
         for cp in _keep(divisors(n // tp), "cp", allowed, rejected):
             assert isinstance(cp, int)
-            if cp > 1 and model.seq_length % (2 * cp):
-                rejected["context_split"] += 1
+            if (broken := context[cp]) is not None:
+                rejected[broken] += 1
                 continue
             for pp in _keep(divisors(n // (tp * cp)), "pp", allowed, rejected):
                 assert isinstance(pp, int)
                 dp = n // (tp * cp * pp)
-                if pp > model.num_layers:
-                    rejected["stage_split"] += 1
+                if not stages[pp]:
+                    rejected[STAGE_SPLIT.name] += 1
                 elif key_rejects(dp, "dp", allowed, rejected):
                     continue
-                elif train.global_batch_size % dp:
-                    rejected["batch_divisible"] += 1
+                elif not whole_batch[dp]:
+                    rejected[BATCH_DIVISIBLE.name] += 1
                 else:
                     out.append((tp, cp, pp, dp))
-    return out
+    return _drop(out, rules["outer"], job, rejected)
+
+
+def _drop(
+    outer: list[tuple[int, int, int, int]], rules: tuple[Rule, ...], job: Job, rejected: Counter[str]
+) -> list[tuple[int, int, int, int]]:
+    """`outer` without the (tp, cp, pp, dp) that a framework rule at this level removes, counted."""
+    if not rules or not outer:
+        return outer
+    columns = dict(zip(("tp", "cp", "pp", "dp"), np.asarray(outer, dtype=np.int64).T, strict=True))
+    keep = np.ones(len(outer), dtype=np.bool_)
+    for rule in rules:
+        broken = keep & rule.broken(columns, job)
+        if removed := int(np.count_nonzero(broken)):
+            rejected[rule.name] += removed
+        keep &= ~broken
+    return [o for o, k in zip(outer, keep.tolist(), strict=True) if k]
 
 
 def key_rejects(value: AllowedValue, key: str, allowed: Allowed, rejected: Counter[str]) -> bool:
@@ -176,30 +247,33 @@ def _legal(legal: BoolArray, values: IntArray, key: str, allowed: Allowed, rejec
 
 
 def _rows(
-    model: ModelSpec, train: TrainingSpec, outer: IntArray, allowed: Allowed, rejected: Counter[str]
+    job: Job, outer: IntArray, extra: tuple[Rule, ...], allowed: Allowed, rejected: Counter[str]
 ) -> tuple[BoolArray, IntArray, IntArray, IntArray]:
     """Which (outer, ep, micro_batch_size, vp) combinations are legal, and the ep, mbs and vp values.
 
-    Per (tp, cp, pp, dp): ep divides dp*cp and the expert count; the micro-batch
-    divides the per-replica batch (up to MAX_MICRO_BATCH); vp > 1 needs pp > 1,
-    a layer count that splits into pp*vp chunks and a micro-batch count that is
-    a multiple of pp (Megatron's interleaved schedule).
+    The values searched are the rules' domains, not counted as rejections: ep among the expert
+    count's divisors passing expert_split, micro-batches up to MAX_MICRO_BATCH passing
+    batch_divisible, vp up to MAX_VP passing stage_split. interleave_microbatches (and a
+    framework rule on these axes) is counted per combination of otherwise legal values.
     """
-    _, cp, pp, dp = (outer[:, j, None] for j in range(4))
+    tp, cp, pp, dp = (outer[:, j, None, None, None] for j in range(4))
+    model = job.model
     ep_values = np.asarray(divisors(model.moe.num_experts) if model.moe else [1], dtype=np.int64)
     mbs_values = np.arange(1, MAX_MICRO_BATCH + 1, dtype=np.int64)
     vp_values = np.arange(1, MAX_VP + 1, dtype=np.int64)
-    ep_ok = _legal((dp * cp) % ep_values == 0, ep_values, "ep", allowed, rejected)
-    per_replica = train.global_batch_size // dp
-    mbs_ok = _legal(per_replica % mbs_values == 0, mbs_values, "micro_batch_size", allowed, rejected)
-    splits = (vp_values == 1) | ((pp > 1) & (model.num_layers % (pp * vp_values) == 0))
-    vp_ok = _legal(splits, vp_values, "vp", allowed, rejected)
-    # (outer, mbs, vp): interleaving needs the micro-batch count to be a multiple of pp.
-    uneven = (vp_values[None, None, :] > 1) & (((per_replica // mbs_values)[:, :, None] % pp[:, :, None]) != 0)
-    shape_ok = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
-    if removed := int(np.count_nonzero(shape_ok & uneven[:, None])):
-        rejected["interleave_microbatches"] += removed
-    return shape_ok & ~uneven[:, None], ep_values, mbs_values, vp_values
+    # Columns broadcast to (outer, ep, mbs, vp).
+    ep, mbs, vp = ep_values[None, :, None, None], mbs_values[None, None, :, None], vp_values[None, None, None, :]
+    columns = {"tp": tp, "cp": cp, "pp": pp, "dp": dp, "ep": ep, "micro_batch_size": mbs, "vp": vp}
+    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected)
+    mbs_ok = _legal(BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected)
+    vp_ok = _legal(STAGE_SPLIT.ok(columns, job)[:, 0, 0, :], vp_values, "vp", allowed, rejected)
+    legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
+    for rule in (INTERLEAVE_MICROBATCHES, *extra):
+        broken = legal & rule.broken(columns, job)
+        if removed := int(np.count_nonzero(broken)):
+            rejected[rule.name] += removed
+        legal &= ~broken
+    return legal, ep_values, mbs_values, vp_values
 
 
 def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, int]]:
@@ -210,12 +284,14 @@ def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, in
     return [(RECOMPUTE_CODE[r], s, z) for r, s, z in itertools.product(recompute, sp, zero)]
 
 
-def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: Allowed) -> Space:
-    """Every legal candidate on `num_gpus` GPUs under the request's constraints."""
+def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: Allowed, rules: RuleSet = CORE) -> Space:
+    """Every candidate on `num_gpus` GPUs that `rules` (default: the core rules) and the request's constraints allow."""
     rejected: Counter[str] = Counter()
+    job = Job(model, train, num_gpus)
+    levels = _level_rules(rules)
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
-    outer = np.asarray(_outer_degrees(model, train, num_gpus, allowed, rejected), dtype=np.int64).reshape(-1, 4)
-    legal, ep_values, mbs_values, vp_values = _rows(model, train, outer, allowed, rejected)
+    outer = np.asarray(_outer_degrees(job, levels, allowed, rejected), dtype=np.int64).reshape(-1, 4)
+    legal, ep_values, mbs_values, vp_values = _rows(job, outer, levels["row"], allowed, rejected)
     count = int(np.count_nonzero(legal)) * len(modes)
     if count > MAX_CANDIDATES:  # refused before any candidate is built
         raise InvalidSpecError(
@@ -237,8 +313,14 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
         recompute=np.tile(key_modes[:, 0], len(keys)),
         sequence_parallel=np.tile(key_modes[:, 1], len(keys)).astype(np.bool_),
     )
-    valid = _pairs(rows, modes)
-    rejected["sequence_parallel_needs_tp"] += int(np.count_nonzero(~valid))
+    pair_rules = (SEQUENCE_PARALLEL_NEEDS_TP, *levels["pair"])
+    valid = np.ones((len(rows), len(modes)), dtype=np.bool_)
+    for rule in pair_rules:
+        broken = valid & rule.broken(_pair_columns(rows, modes), job)
+        removed = int(np.count_nonzero(broken))
+        if removed or rule is SEQUENCE_PARALLEL_NEEDS_TP:
+            rejected[rule.name] += removed
+        valid &= ~broken
     row, mode = np.nonzero(valid)
     return Space(
         rows=rows,
@@ -249,12 +331,24 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
         layer_candidates=layer_candidates,
         num_gpus=num_gpus,
         rejected=rejected,
+        job=job,
+        pair_rules=pair_rules,
     )
 
 
-def _pairs(rows: Candidates, modes: IntArray) -> BoolArray:
-    """(rows, modes): which pairs are candidates; sequence parallelism needs tp > 1."""
-    valid: BoolArray = ~((rows.tp == 1)[:, None] & (modes[:, 1] == 1)[None, :])
+def _pair_columns(rows: Candidates, modes: IntArray) -> dict[str, IntArray]:
+    """(rows, modes) columns: row axes down, mode axes across."""
+    columns = {axis: getattr(rows, axis)[:, None] for axis in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")}
+    columns |= {"sequence_parallel": modes[None, :, 1], "zero_stage": modes[None, :, 2]}
+    return columns
+
+
+def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...]) -> BoolArray:
+    """(rows, modes): which pairs are candidates under the pair-level rules."""
+    columns = _pair_columns(rows, modes)
+    valid: BoolArray = np.ones((len(rows), len(modes)), dtype=np.bool_)
+    for rule in rules:
+        valid &= rule.ok(columns, job)
     return valid
 
 

@@ -9,6 +9,7 @@ from planner.costmodel.candidates import stages_of
 from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
+from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import layout_violations
 
@@ -20,6 +21,7 @@ __all__ = [
     "known_model",
     "moe_layer_pattern",
     "node_count",
+    "sequence_parallel_on",
     "stage_layers",
     "tp_pp_dp_mapping_allowed",
     "torchrun_command",
@@ -49,6 +51,12 @@ class LaunchArgs:
     megatron: FrameworkLaunch
     torchtitan: FrameworkLaunch
     nemo: FrameworkLaunch
+
+
+def sequence_parallel_on(model: ModelSpec, training: TrainingSpec, layout: Layout) -> bool:
+    """Whether the launch turns sequence parallelism on: asked for, and sequence_parallel_needs_tp holds."""
+    job = Job(model, training, layout.world_size)
+    return layout.sequence_parallel and SEQUENCE_PARALLEL_NEEDS_TP.holds(layout, job)
 
 
 def check_inputs(model: ModelSpec, training: TrainingSpec, layout: Layout, num_gpus: int, gpus_per_node: int) -> None:

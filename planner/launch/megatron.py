@@ -10,6 +10,7 @@ import shlex
 
 from planner.launch.common import (
     FrameworkLaunch,
+    sequence_parallel_on,
     stage_layers,
     torchrun_command,
     tp_pp_dp_mapping_allowed,
@@ -25,13 +26,13 @@ MEGATRON_VERSION = "Megatron-LM core_v0.15.0 (commit 0d7e02bd26d3, 2025-12-05)"
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 
 
-def _parallel_flags(layout: Layout) -> list[str]:
+def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     flags = ["--tensor-model-parallel-size", str(layout.tp), "--pipeline-model-parallel-size", str(layout.pp)]
     if layout.cp > 1:
         flags += ["--context-parallel-size", str(layout.cp)]
     if layout.ep > 1:
         flags += ["--expert-model-parallel-size", str(layout.ep)]
-    if layout.sequence_parallel and layout.tp > 1:
+    if sequence_parallel_on(model, training, layout):
         flags.append("--sequence-parallel")
     # Planner rank order is tp, cp, pp, dp; without the flag Megatron uses tp-cp-ep-dp-pp (pp outermost),
     # and Megatron rejects the flag when pp > 1 and ep != cp (see tp_pp_dp_mapping_allowed).
@@ -74,7 +75,8 @@ def _zero_flags(layout: Layout) -> list[str]:
     Megatron FSDP (`--use-megatron-fsdp`) with `--data-parallel-sharding-strategy optim_grads` (ZeRO-2)
     or `optim_grads_params` (ZeRO-3), as its docs give them (with the distributed optimizer and without
     gradient-accumulation fusion). Megatron FSDP requires `--ckpt-format fsdp_dtensor`. The pinned docs list
-    TP, EP and CP as compatible with Megatron FSDP, not pipeline parallelism.
+    TP, EP and CP as compatible with Megatron FSDP, not pipeline parallelism (rule megatron_fsdp_needs_pp_1 in
+    `planner.rules`, set "megatron").
     """
     if layout.zero_stage == 0:
         return []
@@ -144,7 +146,7 @@ def _moe_flags(model: ModelSpec, layout: Layout) -> list[str]:
     return flags
 
 
-def _precision_runtime_flags(training: TrainingSpec, layout: Layout) -> list[str]:
+def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     runtime = training.runtime
     flags = ["--fp16"] if training.precision is Precision.FP16 else ["--bf16"]
     if training.precision is Precision.FP8:
@@ -156,7 +158,7 @@ def _precision_runtime_flags(training: TrainingSpec, layout: Layout) -> list[str
         if runtime.overlap_param_gather and layout.zero_stage >= 1:
             flags.append("--overlap-param-gather")
     # validate_args: TP communication overlap needs sequence parallelism.
-    if runtime.tp_comm_overlap and layout.tp > 1 and layout.sequence_parallel:
+    if runtime.tp_comm_overlap and sequence_parallel_on(model, training, layout):
         flags.append("--tp-comm-overlap")
     return flags
 
@@ -239,9 +241,10 @@ def _sbatch(args: list[str], env: dict[str, str | None], nnodes: int, nproc: int
 def megatron_launch(
     model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
 ) -> FrameworkLaunch:
-    args = _parallel_flags(layout) + _pipeline_flags(model, layout) + _batch_recompute_flags(training, layout)
+    args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
+    args += _batch_recompute_flags(training, layout)
     args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout)
-    args += _precision_runtime_flags(training, layout)
+    args += _precision_runtime_flags(model, training, layout)
     run = args + _run_flags(model)
     env = _env(layout)
     return FrameworkLaunch(

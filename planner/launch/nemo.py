@@ -22,6 +22,7 @@ from planner.launch.common import (
     FrameworkLaunch,
     known_model,
     moe_layer_pattern,
+    sequence_parallel_on,
     stage_layers,
     tp_pp_dp_mapping_allowed,
 )
@@ -47,7 +48,7 @@ def nemo_recipe(model: ModelSpec) -> str:
     return "llama3_8b" if model.gated_mlp else "gpt3_175b"
 
 
-def _strategy(model: ModelSpec, layout: Layout) -> dict[str, Override]:
+def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     stages = stage_layers(model, layout)
     uneven = layout.pp > 1 and len(set(stages)) > 1
     s = "trainer.strategy."
@@ -59,7 +60,7 @@ def _strategy(model: ModelSpec, layout: Layout) -> dict[str, Override]:
         f"{s}num_layers_in_last_pipeline_stage": stages[-1] if uneven else None,
         f"{s}context_parallel_size": layout.cp,
         f"{s}expert_model_parallel_size": layout.ep,
-        f"{s}sequence_parallel": layout.sequence_parallel and layout.tp > 1,
+        f"{s}sequence_parallel": sequence_parallel_on(model, training, layout),
         f"{s}use_tp_pp_dp_mapping": tp_pp_dp_mapping_allowed(layout),
     }
 
@@ -148,7 +149,7 @@ def _format(value: Override) -> str:
 
 def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int) -> FrameworkLaunch:
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
-    overrides |= _strategy(model, layout) | _data_parallel(training, layout)
+    overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
     overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)
     overrides |= _precision(training)
     args = [f"{key}={_format(value)}" for key, value in overrides.items()]

@@ -7,7 +7,8 @@ Every key is checked against `tests/data/torchtitan_config_keys.txt`, the dotted
 - ZeRO stages: TorchTitan shards with FSDP2 over dp_shard * cp. ZeRO 1 and 2 map to FSDP keeping
   parameters gathered after forward (`fsdp_reshard_after_forward = "never"`), ZeRO 3 to resharding
   them (`"always"`); ZeRO 0 to replication (DDP), except that cp > 1 and ep > 1 still need FSDP
-  (experts are sharded out of dp_shard * cp), so the smallest such shard degree is used.
+  (experts are sharded out of dp_shard * cp), so the smallest such shard degree is used. Plain DDP
+  refuses > 1-D parallelism (rule ddp_one_dimensional in `planner.rules`, set "torchtitan").
 - selective recomputation: TorchTitan's per-op SAC (`selective_ac_option = "op"`) is the closest to
   Megatron's attention-core recompute.
 - fp16: no fp16 mixed precision; bfloat16 is used. fp8: the float8 Linear converter (torchao).

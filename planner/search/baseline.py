@@ -13,6 +13,7 @@ import numpy as np
 from planner.constraints.space import Allowed, build_space, divisors
 from planner.costmodel.candidates import RECOMPUTE_CODE
 from planner.profiles import Hardware
+from planner.rules import TENSOR_SPLIT, Job
 from planner.search.evaluate import Evaluated, evaluate
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 
@@ -21,16 +22,10 @@ __all__ = ["BASELINE_RULE", "baseline_candidates"]
 BASELINE_RULE = "tp = gpus_per_node, smallest pp that fits, rest dp, full recompute, best micro-batch"
 
 
-def _heuristic_tp(model: ModelSpec, num_gpus: int, gpus_per_node: int) -> int:
-    legal = [
-        t
-        for t in divisors(num_gpus)
-        if t <= gpus_per_node
-        and model.num_attention_heads % t == 0
-        and model.ffn_hidden_size % t == 0
-        and (model.num_query_groups % t == 0 or t % model.num_query_groups == 0)
-    ]
-    return max(legal)
+def _heuristic_tp(model: ModelSpec, train: TrainingSpec, num_gpus: int, gpus_per_node: int) -> int:
+    """The largest tensor-parallel degree within a server that tensor_split allows."""
+    degrees = np.asarray([t for t in divisors(num_gpus) if t <= gpus_per_node], dtype=np.int64)
+    return int(degrees[TENSOR_SPLIT.ok({"tp": degrees}, Job(model, train, num_gpus))].max())
 
 
 def baseline_candidates(
@@ -41,7 +36,7 @@ def baseline_candidates(
     `searched`, a complete unconstrained evaluation on `num_gpus`, already holds the heuristic's
     layouts and is reused; otherwise they are evaluated here.
     """
-    tp = _heuristic_tp(model, num_gpus, hw.gpus_per_node)
+    tp = _heuristic_tp(model, train, num_gpus, hw.gpus_per_node)
     if searched is not None:
         (space,) = searched.spaces
         rows, modes = space.rows, space.modes

@@ -1,0 +1,53 @@
+"""The layout rules, each defined once: `core` (the planner's default) and per-framework rule sets.
+
+`rule.py` says what a rule is (named clauses: a vectorised test and a message),
+`core.py` holds the nine core rules, `frameworks.py` the framework rules and the
+rule sets. The space, `validate`, the stage checker, the timeline, the baseline
+and the launch modules all evaluate these; none restates the arithmetic.
+"""
+
+from __future__ import annotations
+
+from planner.rules.core import (
+    BATCH_DIVISIBLE,
+    CONTEXT_SPLIT,
+    CORE_RULES,
+    EXPERT_SPLIT,
+    INTERLEAVE_MICROBATCHES,
+    POSITIVE_SIZES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    SIZE_AXES,
+    STAGE_SPLIT,
+    TENSOR_SPLIT,
+    WORLD_SIZE,
+    interleave_breaks,
+)
+from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, RuleSet, rule_set
+from planner.rules.rule import LAYOUT_AXES, Clause, Columns, Job, Rule, StageClause, layout_columns
+
+__all__ = [
+    "BATCH_DIVISIBLE",
+    "CONTEXT_SPLIT",
+    "CORE",
+    "CORE_RULES",
+    "EXPERT_SPLIT",
+    "FRAMEWORK_RULES",
+    "INTERLEAVE_MICROBATCHES",
+    "LAYOUT_AXES",
+    "POSITIVE_SIZES",
+    "RULE_SETS",
+    "SEQUENCE_PARALLEL_NEEDS_TP",
+    "SIZE_AXES",
+    "STAGE_SPLIT",
+    "TENSOR_SPLIT",
+    "WORLD_SIZE",
+    "Clause",
+    "Columns",
+    "Job",
+    "Rule",
+    "RuleSet",
+    "StageClause",
+    "interleave_breaks",
+    "layout_columns",
+    "rule_set",
+]

@@ -1,0 +1,273 @@
+"""The core layout rules: the divisibility every framework the planner targets needs (the default set).
+
+Each rule is defined here once, with its clauses in the order its messages are
+reported and a source. Messages are part of the API (`violations`), word for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from planner.costmodel.candidates import BoolArray
+from planner.layout import Layout
+from planner.rules.rule import Clause, Columns, Job, Rule, StageClause
+
+__all__ = [
+    "BATCH_DIVISIBLE",
+    "CONTEXT_SPLIT",
+    "CORE_RULES",
+    "EXPERT_SPLIT",
+    "INTERLEAVE_MICROBATCHES",
+    "POSITIVE_SIZES",
+    "SEQUENCE_PARALLEL_NEEDS_TP",
+    "SIZE_AXES",
+    "STAGE_SPLIT",
+    "TENSOR_SPLIT",
+    "WORLD_SIZE",
+    "ZERO_STAGES",
+    "interleave_breaks",
+]
+
+SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
+"""Axes that are group sizes or counts, so at least 1."""
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def _at_least_one(axis: str) -> Clause:
+    return Clause(lambda c, j: c[axis] < 1, lambda x, j: f"{axis}({getattr(x, axis)}) must be >= 1")
+
+
+POSITIVE_SIZES = Rule(
+    name="positive_sizes",
+    axes=(*SIZE_AXES, "zero_stage"),
+    clauses=(
+        *(_at_least_one(axis) for axis in SIZE_AXES),
+        Clause(
+            lambda c, j: ~np.isin(c["zero_stage"], ZERO_STAGES),
+            lambda x, j: f"zero_stage({x.zero_stage}) must be 0, 1, 2 or 3",
+        ),
+    ),
+    source="Parallel degrees are process-group sizes; ZeRO stages 0-3 are Rajbhandari et al. 2020 (ZeRO) Sec. 5",
+)
+
+WORLD_SIZE = Rule(
+    name="world_size",
+    axes=("tp", "pp", "dp", "cp"),
+    clauses=(
+        Clause(
+            lambda c, j: c["tp"] * c["pp"] * c["dp"] * c["cp"] != j.num_gpus,
+            lambda x, j: (
+                f"tp({x.tp}) * pp({x.pp}) * dp({x.dp}) * cp({x.cp}) = {x.world_size} != num_gpus({j.num_gpus})"
+            ),
+        ),
+    ),
+    source="Narayanan et al. 2021 Sec. 3 (p * t * d = n); Megatron-LM megatron/core/parallel_state.py"
+    " initialize_model_parallel (data-parallel size = world / (tp * pp * cp))",
+)
+
+
+def _expert_width(j: Job) -> int:
+    """The expert FFN width, or 0 (divisible by anything) for a dense model."""
+    return j.model.moe.expert_ffn_hidden_size if j.model.moe is not None else 0
+
+
+TENSOR_SPLIT = Rule(
+    name="tensor_split",
+    axes=("tp",),
+    clauses=(
+        Clause(
+            lambda c, j: j.model.num_attention_heads % c["tp"] != 0,
+            lambda x, j: (
+                f"num_attention_heads({j.model.num_attention_heads}) % tp({x.tp})"
+                f" = {j.model.num_attention_heads % x.tp}, must be 0"
+            ),
+        ),
+        Clause(
+            lambda c, j: (j.model.num_query_groups % c["tp"] != 0) & (c["tp"] % j.model.num_query_groups != 0),
+            lambda x, j: f"num_query_groups({j.model.num_query_groups}) must be a multiple or a divisor of tp({x.tp})",
+        ),
+        Clause(
+            lambda c, j: j.model.ffn_hidden_size % c["tp"] != 0,
+            lambda x, j: (
+                f"ffn_hidden_size({j.model.ffn_hidden_size}) % tp({x.tp}) = {j.model.ffn_hidden_size % x.tp}, must be 0"
+            ),
+        ),
+        Clause(
+            lambda c, j: _expert_width(j) % c["tp"] != 0,
+            lambda x, j: (
+                f"moe.expert_ffn_hidden_size({_expert_width(j)}) % tp({x.tp}) = {_expert_width(j) % x.tp}, must be 0"
+            ),
+        ),
+    ),
+    source="Shoeybi et al. 2019 (Megatron-LM) Sec. 3: attention heads and MLP columns are split over the tensor"
+    " ranks; key/value groups are split, or replicated when tp exceeds them",
+)
+
+BATCH_DIVISIBLE = Rule(
+    name="batch_divisible",
+    axes=("dp", "micro_batch_size"),
+    clauses=(
+        Clause(
+            lambda c, j: j.training.global_batch_size % (c["micro_batch_size"] * c["dp"]) != 0,
+            lambda x, j: (
+                f"global_batch_size({j.training.global_batch_size}) % (micro_batch_size({x.micro_batch_size})"
+                f" * dp({x.dp})) = {j.training.global_batch_size % (x.micro_batch_size * x.dp)}, must be 0"
+            ),
+        ),
+    ),
+    source="Megatron-LM megatron/core/num_microbatches_calculator.py (global batch % (micro_batch_size *"
+    " data_parallel_size) == 0)",
+)
+
+CONTEXT_SPLIT = Rule(
+    name="context_split",
+    axes=("cp",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["cp"] > 1) & (j.model.seq_length % (2 * c["cp"]) != 0),
+            lambda x, j: (
+                f"seq_length({j.model.seq_length}) % (2 * cp({x.cp})) = {j.model.seq_length % (2 * x.cp)}, must be 0"
+            ),
+        ),
+    ),
+    source="Megatron-LM megatron/core/utils.py get_batch_on_this_cp_rank: the sequence is cut into 2 * cp chunks"
+    " (load-balanced causal context parallelism)",
+)
+
+
+def _num_experts(j: Job) -> int:
+    return j.model.moe.num_experts if j.model.moe is not None else 1
+
+
+EXPERT_SPLIT = Rule(
+    name="expert_split",
+    axes=("dp", "cp", "ep"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["ep"] > 1) & (j.model.moe is None),
+            lambda x, j: f"ep({x.ep}) > 1 needs a mixture-of-experts model",
+        ),
+        Clause(
+            lambda c, j: (c["ep"] > 1) & (j.model.moe is not None) & ((c["dp"] * c["cp"]) % c["ep"] != 0),
+            lambda x, j: f"(dp({x.dp}) * cp({x.cp})) % ep({x.ep}) = {(x.dp * x.cp) % x.ep}, must be 0",
+        ),
+        Clause(
+            lambda c, j: (c["ep"] > 1) & (j.model.moe is not None) & (_num_experts(j) % c["ep"] != 0),
+            lambda x, j: f"moe.num_experts({_num_experts(j)}) % ep({x.ep}) = {_num_experts(j) % x.ep}, must be 0",
+        ),
+    ),
+    source="Megatron-LM megatron/training/arguments.py validate_args (num_experts % expert_model_parallel_size)"
+    " and megatron/core/parallel_state.py initialize_model_parallel (expert groups carved out of dp * cp)",
+)
+
+
+def _middle_differ(stages: Sequence[int], num_layers: int, pp: int, vp: int) -> bool:
+    return len(set(stages[1:-1])) > 1
+
+
+STAGE_SPLIT = Rule(
+    name="stage_split",
+    axes=("pp", "vp"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["vp"] > 1) & (c["pp"] == 1),
+            lambda x, j: f"vp({x.vp}) > 1 needs pp > 1",
+        ),
+        Clause(
+            lambda c, j: c["pp"] > j.model.num_layers,
+            lambda x, j: f"pp({x.pp}) > num_layers({j.model.num_layers})",
+        ),
+        Clause(
+            lambda c, j: (c["vp"] > 1) & (j.model.num_layers % (c["pp"] * c["vp"]) != 0),
+            lambda x, j: (
+                f"num_layers({j.model.num_layers}) % (pp({x.pp}) * vp({x.vp}))"
+                f" = {j.model.num_layers % (x.pp * x.vp)}, must be 0 to interleave"
+            ),
+            default_split_only=True,
+        ),
+    ),
+    stage_clauses=(
+        StageClause(
+            lambda s, n, pp, vp: len(s) != pp,
+            lambda s, n, pp, vp: f"len(layers_per_stage)({len(s)}) != pp({pp})",
+        ),
+        StageClause(
+            lambda s, n, pp, vp: sum(s) != n,
+            lambda s, n, pp, vp: f"sum(layers_per_stage)({sum(s)}) != num_layers({n})",
+        ),
+        StageClause(
+            lambda s, n, pp, vp: any(k < 1 for k in s),
+            lambda s, n, pp, vp: f"every stage needs at least one layer; got {list(s)}",
+        ),
+        StageClause(
+            _middle_differ,
+            lambda s, n, pp, vp: (
+                f"middle stages must hold equal layer counts (Megatron sets only first and last); got {list(s)}"
+            ),
+        ),
+        StageClause(
+            lambda s, n, pp, vp: vp > 1 and any(k % vp for k in s),
+            lambda s, n, pp, vp: f"every stage's layer count must be a multiple of vp({vp}); got {list(s)}",
+        ),
+    ),
+    source="Narayanan et al. 2021 Sec. 2.2.2 (each of pp * vp chunks holds num_layers / (pp * vp) layers);"
+    " Megatron-LM megatron/core/transformer/transformer_config.py (pipeline layer split) and"
+    " --decoder-first/last-pipeline-num-layers (uneven split: first and last set, middle stages equal)",
+)
+
+
+def interleave_breaks(num_microbatches: Any, pp: Any, vp: Any) -> BoolArray:
+    """Where interleaving (vp > 1, pp > 1) meets a micro-batch count that is not a multiple of pp.
+
+    The arithmetic of interleave_microbatches, for callers that hold the micro-batch count itself
+    (the timeline); arguments are ints or integer arrays that broadcast.
+    """
+    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & (np.asarray(num_microbatches) % pp != 0)
+    return broken
+
+
+def _microbatches(c: Columns, j: Job) -> BoolArray:
+    return interleave_breaks(j.training.global_batch_size // (c["micro_batch_size"] * c["dp"]), c["pp"], c["vp"])
+
+
+def _microbatches_message(x: Layout, j: Job) -> str:
+    m = x.num_microbatches(j.training.global_batch_size)
+    return f"interleaving needs num_microbatches({m}) % pp({x.pp}) = 0, got {m % x.pp} (Megatron-LM schedule)"
+
+
+INTERLEAVE_MICROBATCHES = Rule(
+    name="interleave_microbatches",
+    axes=("pp", "vp", "dp", "micro_batch_size"),
+    clauses=(Clause(_microbatches, _microbatches_message),),
+    source="Narayanan et al. 2021 Sec. 2.2.2 (interleaved 1F1B runs micro-batches in rounds of pp);"
+    " Megatron-LM megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving",
+)
+
+SEQUENCE_PARALLEL_NEEDS_TP = Rule(
+    name="sequence_parallel_needs_tp",
+    axes=("tp", "sequence_parallel"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["sequence_parallel"] != 0) & (c["tp"] == 1),
+            lambda x, j: "sequence_parallel needs tp > 1",
+        ),
+    ),
+    source="Korthikanti et al. 2022 Sec. 4.2.2 (sequence parallelism shards over the tensor-parallel group);"
+    " Megatron-LM megatron/training/arguments.py validate_args turns it off when tensor_model_parallel_size == 1",
+)
+
+CORE_RULES = (
+    POSITIVE_SIZES,
+    WORLD_SIZE,
+    TENSOR_SPLIT,
+    BATCH_DIVISIBLE,
+    CONTEXT_SPLIT,
+    EXPERT_SPLIT,
+    STAGE_SPLIT,
+    INTERLEAVE_MICROBATCHES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+)
+"""Today's rules, in the order their violations are reported."""

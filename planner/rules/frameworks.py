@@ -1,0 +1,170 @@
+"""Rule sets per framework and version: the core rules plus what each framework's own code refuses.
+
+`core` is the default everywhere (the planner's behaviour). The framework sets add
+the rules read from the framework's source at the version the launch modules pin;
+each rule names the file and function that enforces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.costmodel.candidates import BoolArray
+from planner.layout import Layout
+from planner.rules.core import CORE_RULES
+from planner.rules.rule import Clause, Columns, Job, Rule
+from planner.specs import ModelSpec, Precision
+
+__all__ = [
+    "FRAMEWORK_RULES",
+    "MEGATRON_FSDP_NEEDS_NO_PP",
+    "MOE_FP16_NO_EXPERT_PARALLEL",
+    "QUERY_GROUPS_SPLIT",
+    "RULE_SETS",
+    "TORCHTITAN_DDP_ONE_DIMENSIONAL",
+    "TORCHTITAN_FLEX_ATTENTION_NO_CP",
+    "RuleSet",
+    "rule_set",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """The rules one framework (at one version) enforces, in report order."""
+
+    name: str
+    version: str
+    rules: tuple[Rule, ...]
+
+    def __getitem__(self, name: str) -> Rule:
+        for rule in self.rules:
+            if rule.name == name:
+                return rule
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(rule.name for rule in self.rules)
+
+
+_MEGATRON = "Megatron-LM core_v0.15.0"
+_NEMO = "NeMo main (commit 8cfedd720346) with Megatron-LM b615e731080e"
+_TORCHTITAN = "TorchTitan v0.2.2"
+
+MEGATRON_FSDP_NEEDS_NO_PP = Rule(
+    name="megatron_fsdp_needs_pp_1",
+    axes=("pp", "zero_stage"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["zero_stage"] >= 2) & (c["pp"] > 1),
+            lambda x, j: f"zero_stage({x.zero_stage}) runs Megatron-FSDP, which needs pp = 1; got pp({x.pp})",
+        ),
+    ),
+    source=f"{_MEGATRON} megatron/core/distributed/fsdp/mcore_fsdp_adapter.py _get_dp_tp_mesh: the mesh is"
+    " '(dp_cp tp)' over the whole world size and must match the DP and TP groups, so no pipeline dimension",
+)
+
+QUERY_GROUPS_SPLIT = Rule(
+    name="query_groups_split",
+    axes=("tp",),
+    clauses=(
+        Clause(
+            lambda c, j: j.model.num_query_groups % c["tp"] != 0,
+            lambda x, j: (
+                f"num_query_groups({j.model.num_query_groups}) % tp({x.tp})"
+                f" = {j.model.num_query_groups % x.tp}, must be 0"
+            ),
+        ),
+    ),
+    source=f"{_MEGATRON} megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__"
+    " ('num_query_groups ... must be a multiple of tensor_model_parallel_size')",
+)
+
+
+def _fp16(j: Job) -> bool:
+    return j.training.precision is Precision.FP16
+
+
+MOE_FP16_NO_EXPERT_PARALLEL = Rule(
+    name="fp16_no_expert_parallel",
+    axes=("ep",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["ep"] > 1) & _fp16(j),
+            lambda x, j: f"ep({x.ep}) > 1 is refused in fp16 training; use ep = 1 or bf16",
+        ),
+    ),
+    source=f"{_MEGATRON} megatron/training/arguments.py validate_args ('Expert parallelism is not supported with"
+    " fp16 training.')",
+)
+
+
+def _replicated_only(c: Columns) -> BoolArray:
+    """TorchTitan's ZeRO 0 is plain DDP only without cp and ep (those shard with FSDP2; launch/torchtitan.py)."""
+    ddp: BoolArray = (c["zero_stage"] == 0) & (c["cp"] == 1) & (c["ep"] == 1) & (c["dp"] > 1)
+    return ddp
+
+
+TORCHTITAN_DDP_ONE_DIMENSIONAL = Rule(
+    name="ddp_one_dimensional",
+    axes=("tp", "pp", "dp", "cp", "ep", "zero_stage"),
+    clauses=(
+        Clause(
+            lambda c, j: _replicated_only(c) & (c["tp"] * c["pp"] > 1),
+            lambda x, j: (
+                f"zero_stage(0) runs plain DDP, which has no > 1-D parallelism: tp({x.tp}) * pp({x.pp})"
+                f" = {x.tp * x.pp}, must be 1"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/models/llama3/infra/parallelize.py parallelize_llama (and the other"
+    " models' parallelize): 'DDP has not supported > 1D parallelism' when the dp_replicate mesh is not the world",
+)
+
+
+def _flex_attention(model: ModelSpec) -> bool:
+    """The model runs on TorchTitan's DeepSeek-V3 flavors, which set attn_type = 'flex'."""
+    from planner.launch.common import known_model  # launch imports the rules; resolved at call time
+
+    known = known_model(model)
+    return known is not None and known.torchtitan is not None and known.torchtitan[0] == "deepseek_v3"
+
+
+def _flex_message(x: Layout, j: Job) -> str:
+    return f"cp({x.cp}) > 1 needs SDPA attention; TorchTitan's DeepSeek-V3 uses flex attention"
+
+
+TORCHTITAN_FLEX_ATTENTION_NO_CP = Rule(
+    name="flex_attention_no_cp",
+    axes=("cp",),
+    clauses=(Clause(lambda c, j: (c["cp"] > 1) & _flex_attention(j.model), _flex_message),),
+    source=f"{_TORCHTITAN} torchtitan/models/deepseek_v3/infra/parallelize.py parallelize_deepseekv3 ('Context"
+    " Parallel only supports SDPA attention'); torchtitan/models/deepseek_v3/__init__.py flavors 16B/236B/671B"
+    " set attn_type='flex'",
+)
+
+FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {
+    "core": (),
+    "megatron": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL),
+    "nemo": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT),
+    "torchtitan": (TORCHTITAN_DDP_ONE_DIMENSIONAL, TORCHTITAN_FLEX_ATTENTION_NO_CP),
+}
+"""Rules each framework adds to the core. NeMo trains through Megatron-Core (FSDP adapter and
+TransformerConfig) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check."""
+
+_VERSIONS = {"core": "planner", "megatron": _MEGATRON, "nemo": _NEMO, "torchtitan": _TORCHTITAN}
+
+RULE_SETS: dict[str, RuleSet] = {
+    name: RuleSet(name, _VERSIONS[name], CORE_RULES + extra) for name, extra in FRAMEWORK_RULES.items()
+}
+
+
+def rule_set(framework: str = "core") -> RuleSet:
+    """The rule set of `framework` ('core', 'megatron', 'nemo', 'torchtitan')."""
+    try:
+        return RULE_SETS[framework]
+    except KeyError:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(RULE_SETS)}") from None
+
+
+CORE = RULE_SETS["core"]

@@ -1,0 +1,107 @@
+"""What a layout rule is: named clauses, each a vectorised test over candidate columns and a message.
+
+A rule reads some layout axes (its `axes`) and the job's shape (model, training,
+GPU count). Each clause says where it is broken, over numpy integer columns that
+broadcast against each other (one layout is a batch of one), and explains a
+broken single layout with the arithmetic written out. Stage-list clauses check
+an explicit layers-per-stage split, which has no column form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.costmodel.candidates import BoolArray, IntArray
+from planner.layout import Layout
+from planner.specs import ModelSpec, TrainingSpec
+
+__all__ = ["LAYOUT_AXES", "Clause", "Columns", "Job", "Rule", "StageClause", "layout_columns"]
+
+LAYOUT_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "sequence_parallel", "zero_stage")
+"""The axes a rule may read; `sequence_parallel` is a 0/1 column."""
+
+Columns = Mapping[str, IntArray]
+"""Axis name -> integer column; columns broadcast against each other."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What a rule reads besides the layout."""
+
+    model: ModelSpec
+    training: TrainingSpec
+    num_gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One condition of a rule: `broken` is True where it fails; `message` explains one failing layout.
+
+    `default_split_only`: the clause holds for Megatron's default (even) stage split and is
+    replaced by the stage-list clauses when a layout names its layers per stage.
+    """
+
+    broken: Callable[[Columns, Job], BoolArray]
+    message: Callable[[Layout, Job], str]
+    default_split_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StageClause:
+    """One condition on an explicit layers-per-stage list: (stages, num_layers, pp, vp) -> broken, message."""
+
+    broken: Callable[[Sequence[int], int, int, int], bool]
+    message: Callable[[Sequence[int], int, int, int], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A named layout rule, defined once: the axes it reads, its clauses, and where it comes from."""
+
+    name: str
+    axes: tuple[str, ...]
+    clauses: tuple[Clause, ...]
+    source: str
+    stage_clauses: tuple[StageClause, ...] = ()
+
+    def broken(self, columns: Columns, job: Job) -> BoolArray:
+        """Where any clause fails, over broadcast columns (the default stage split)."""
+        out: BoolArray = np.asarray(self.clauses[0].broken(columns, job), dtype=np.bool_)
+        for clause in self.clauses[1:]:
+            out = out | clause.broken(columns, job)
+        return out
+
+    def ok(self, columns: Columns, job: Job) -> BoolArray:
+        """Where every clause holds, over broadcast columns (the default stage split)."""
+        ok: BoolArray = ~self.broken(columns, job)
+        return ok
+
+    def holds(self, layout: Layout, job: Job) -> bool:
+        """Whether one layout passes every clause (its stage list included, if it names one)."""
+        return not self.explain(layout, job)
+
+    def explain(self, layout: Layout, job: Job) -> list[str]:
+        """The message of every clause the layout breaks, in clause order."""
+        columns = layout_columns(layout)
+        explicit = layout.layers_per_stage is not None
+        messages = [
+            clause.message(layout, job)
+            for clause in self.clauses
+            if not (explicit and clause.default_split_only) and bool(clause.broken(columns, job).any())
+        ]
+        if layout.layers_per_stage is not None:
+            messages += self.stage_problems(layout.layers_per_stage, job.model.num_layers, layout.pp, layout.vp)
+        return messages
+
+    def stage_problems(self, stages: Sequence[int], num_layers: int, pp: int, vp: int) -> list[str]:
+        """The message of every stage-list clause an explicit split breaks."""
+        args = (stages, num_layers, pp, vp)
+        return [clause.message(*args) for clause in self.stage_clauses if clause.broken(*args)]
+
+
+def layout_columns(layout: Layout) -> dict[str, IntArray]:
+    """One layout as a batch of one."""
+    return {axis: np.asarray([int(getattr(layout, axis))], dtype=np.int64) for axis in LAYOUT_AXES}

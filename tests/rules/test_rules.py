@@ -1,0 +1,275 @@
+"""The rule registry: each rule on hand cases (pass, fail, exact message), vectorised = scalar, framework sets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.constraints.check import partition_problems
+from planner.constraints.costs import StageCosts
+from planner.constraints.space import build_space
+from planner.layout import Layout
+from planner.rules import CORE, LAYOUT_AXES, RULE_SETS, STAGE_SPLIT, Job, Rule, interleave_breaks, rule_set
+from planner.specs import ModelSpec, MoESpec, Precision, TrainingSpec
+from planner.validate import layout_violations
+
+BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
+DENSE = ModelSpec(**BASE, vocab_size=1000, seq_length=16)
+MOE = ModelSpec(**BASE, vocab_size=1000, seq_length=16, moe=MoESpec(num_experts=6, top_k=2, expert_ffn_hidden_size=100))
+# DeepSeek-V3's shape: the launch modules map it to TorchTitan's deepseek_v3 671B flavor (flex attention).
+DSV3 = ModelSpec(
+    num_layers=61,
+    hidden_size=7168,
+    num_attention_heads=128,
+    num_query_groups=128,
+    ffn_hidden_size=18432,
+    vocab_size=129280,
+    seq_length=4096,
+    moe=MoESpec(num_experts=256, top_k=8, expert_ffn_hidden_size=2048),
+)
+
+
+def job(model: ModelSpec = DENSE, gbs: int = 16, gpus: int = 8, precision: Precision = Precision.BF16) -> Job:
+    return Job(model, TrainingSpec(global_batch_size=gbs, precision=precision), gpus)
+
+
+# (rule, job, a layout it keeps, a layout it removes, the removed layout's messages)
+CASES = [
+    ("positive_sizes", job(), Layout(tp=2, pp=2, dp=2), Layout(tp=2, pp=2, dp=2, vp=0), ["vp(0) must be >= 1"]),
+    (
+        "world_size",
+        job(),
+        Layout(tp=2, pp=2, dp=2),
+        Layout(tp=2, pp=2, dp=1),
+        ["tp(2) * pp(2) * dp(1) * cp(1) = 4 != num_gpus(8)"],
+    ),
+    (
+        "tensor_split",
+        job(MOE),
+        Layout(tp=4, pp=1, dp=2),
+        Layout(tp=8, pp=1, dp=1),
+        ["moe.expert_ffn_hidden_size(100) % tp(8) = 4, must be 0"],
+    ),
+    (
+        "batch_divisible",
+        job(gbs=12),
+        Layout(tp=1, pp=2, dp=4, micro_batch_size=3),
+        Layout(tp=1, pp=2, dp=4, micro_batch_size=2),
+        ["global_batch_size(12) % (micro_batch_size(2) * dp(4)) = 4, must be 0"],
+    ),
+    (
+        "context_split",
+        job(gpus=3),
+        Layout(tp=1, pp=1, dp=1, cp=1),
+        Layout(tp=1, pp=1, dp=1, cp=3),
+        ["seq_length(16) % (2 * cp(3)) = 4, must be 0"],
+    ),
+    (
+        "expert_split",
+        job(MOE),
+        Layout(tp=1, pp=1, dp=8, ep=2),
+        Layout(tp=1, pp=1, dp=8, ep=3),
+        ["(dp(8) * cp(1)) % ep(3) = 2, must be 0"],
+    ),
+    (
+        "stage_split",
+        job(),
+        Layout(tp=1, pp=2, dp=4, vp=2),
+        Layout(tp=1, pp=2, dp=4, vp=3),
+        ["num_layers(8) % (pp(2) * vp(3)) = 2, must be 0 to interleave"],
+    ),
+    (
+        "interleave_microbatches",
+        job(gbs=12),
+        Layout(tp=2, pp=2, dp=2, vp=2, micro_batch_size=3),
+        Layout(tp=2, pp=2, dp=2, vp=2, micro_batch_size=2),
+        ["interleaving needs num_microbatches(3) % pp(2) = 0, got 1 (Megatron-LM schedule)"],
+    ),
+    (
+        "sequence_parallel_needs_tp",
+        job(),
+        Layout(tp=2, pp=2, dp=2, sequence_parallel=True),
+        Layout(tp=1, pp=4, dp=2, sequence_parallel=True),
+        ["sequence_parallel needs tp > 1"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "j", "kept", "removed", "messages"), CASES, ids=[c[0] for c in CASES])
+def test_core_rule_keeps_one_and_removes_one(
+    name: str, j: Job, kept: Layout, removed: Layout, messages: list[str]
+) -> None:
+    rule = CORE[name]
+    assert rule.explain(kept, j) == [] and rule.holds(kept, j)
+    assert rule.explain(removed, j) == messages
+    # Only this rule fires on the removed layout, with the same message, through validate.
+    violations = layout_violations(removed, j.model, j.training, j.num_gpus)
+    assert [(v.rule, v.message) for v in violations] == [(name, m) for m in messages]
+
+
+def test_core_set_is_todays_rules_in_order() -> None:
+    assert CORE.names == (
+        "positive_sizes",
+        "world_size",
+        "tensor_split",
+        "batch_divisible",
+        "context_split",
+        "expert_split",
+        "stage_split",
+        "interleave_microbatches",
+        "sequence_parallel_needs_tp",
+    )
+
+
+def test_every_rule_is_named_once_and_cites_a_source() -> None:
+    rules = {rule.name: rule for s in RULE_SETS.values() for rule in s.rules}
+    for s in RULE_SETS.values():
+        assert len(set(s.names)) == len(s.names)
+    for rule in rules.values():
+        assert len(rule.source) > 40 and set(rule.axes) <= set(LAYOUT_AXES), rule.name
+    assert len({id(r) for r in rules.values()}) == len(rules)
+
+
+def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
+    return {
+        "tp": rng.choice([1, 2, 3, 4, 8], count),
+        "pp": rng.choice([1, 2, 3, 4, 8, 16], count),
+        "dp": rng.choice([1, 2, 3, 4, 6, 8], count),
+        "cp": rng.choice([1, 2, 3, 4], count),
+        "ep": rng.choice([1, 2, 3, 4], count),
+        "vp": rng.choice([1, 2, 3, 4], count),
+        "micro_batch_size": rng.choice([1, 2, 3, 4], count),
+        "sequence_parallel": rng.integers(0, 2, count),
+        "zero_stage": rng.integers(0, 4, count),
+    }
+
+
+@pytest.mark.parametrize("framework", sorted(RULE_SETS))
+@pytest.mark.parametrize("model", [DENSE, MOE, DSV3], ids=["dense", "moe", "dsv3"])
+def test_vectorised_test_equals_the_scalar_one(framework: str, model: ModelSpec) -> None:
+    rng = np.random.default_rng(7)
+    columns = _random_layouts(rng, 300)
+    for precision in (Precision.BF16, Precision.FP16):
+        j = job(model, gbs=48, gpus=32, precision=precision)
+        for rule in rule_set(framework).rules:
+            ok = rule.ok(columns, j)
+            for i in range(300):
+                x = Layout(
+                    **{a: int(v[i]) for a, v in columns.items() if a != "sequence_parallel"},
+                    sequence_parallel=bool(columns["sequence_parallel"][i]),
+                )
+                assert bool(ok[i]) == rule.holds(x, j), (rule.name, x)
+
+
+def test_interleave_breaks_is_the_rules_arithmetic() -> None:
+    assert interleave_breaks(np.arange(1, 9), 4, 2).tolist() == [True, True, True, False] * 2
+    assert not interleave_breaks(3, 1, 2) and not interleave_breaks(3, 2, 1)
+
+
+def test_stage_checker_reports_the_stage_split_rules() -> None:
+    costs = StageCosts(
+        layer_time_s=1.0,
+        last_extra_s=0.0,
+        memory_per_layer_bytes=(1.0, 1.0, 1.0),
+        memory_intercept_bytes=(0.0, 0.0, 0.0),
+        capacity_bytes=1e12,
+    )
+    assert partition_problems((2, 3, 3), 8, 3, 1, costs) == []
+    assert (
+        partition_problems((2, 2, 3, 1), 8, 4, 2, costs)
+        == STAGE_SPLIT.stage_problems((2, 2, 3, 1), 8, 4, 2)
+        == [
+            "middle stages must hold equal layer counts (Megatron sets only first and last); got [2, 2, 3, 1]",
+            "every stage's layer count must be a multiple of vp(2); got [2, 2, 3, 1]",
+        ]
+    )
+
+
+# Framework rules: (framework, rule, job, kept, removed, message)
+FRAMEWORK_CASES = [
+    (
+        "megatron",
+        "megatron_fsdp_needs_pp_1",
+        job(),
+        Layout(tp=2, pp=1, dp=4, zero_stage=3),
+        Layout(tp=2, pp=2, dp=2, zero_stage=2),
+        "zero_stage(2) runs Megatron-FSDP, which needs pp = 1; got pp(2)",
+    ),
+    (
+        "megatron",
+        "query_groups_split",
+        job(),
+        Layout(tp=4, pp=1, dp=2),
+        Layout(tp=8, pp=1, dp=1),
+        "num_query_groups(4) % tp(8) = 4, must be 0",
+    ),
+    (
+        "megatron",
+        "fp16_no_expert_parallel",
+        job(MOE, precision=Precision.FP16),
+        Layout(tp=1, pp=1, dp=8, ep=1),
+        Layout(tp=1, pp=1, dp=8, ep=2),
+        "ep(2) > 1 is refused in fp16 training; use ep = 1 or bf16",
+    ),
+    (
+        "torchtitan",
+        "ddp_one_dimensional",
+        job(),
+        Layout(tp=1, pp=1, dp=8),
+        Layout(tp=2, pp=1, dp=4),
+        "zero_stage(0) runs plain DDP, which has no > 1-D parallelism: tp(2) * pp(1) = 2, must be 1",
+    ),
+    (
+        "torchtitan",
+        "flex_attention_no_cp",
+        job(DSV3, gbs=64, gpus=16),
+        Layout(tp=8, pp=1, dp=2, zero_stage=1),
+        Layout(tp=8, pp=1, dp=1, cp=2, zero_stage=1),
+        "cp(2) > 1 needs SDPA attention; TorchTitan's DeepSeek-V3 uses flex attention",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("framework", "name", "j", "kept", "removed", "message"), FRAMEWORK_CASES, ids=[c[1] for c in FRAMEWORK_CASES]
+)
+def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed: Layout, message: str) -> None:
+    rules = rule_set(framework)
+    assert name in rules.names and name not in CORE.names
+    assert layout_violations(kept, j.model, j.training, j.num_gpus, rules) == []
+    assert [(v.rule, v.message) for v in layout_violations(removed, j.model, j.training, j.num_gpus, rules)] == [
+        (name, message)
+    ]
+    assert layout_violations(removed, j.model, j.training, j.num_gpus) == []  # the core set keeps it
+
+
+def test_framework_sets_are_core_plus_their_rules() -> None:
+    assert rule_set("megatron").names[9:] == (
+        "megatron_fsdp_needs_pp_1",
+        "query_groups_split",
+        "fp16_no_expert_parallel",
+    )
+    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
+    assert rule_set("torchtitan").names[9:] == ("ddp_one_dimensional", "flex_attention_no_cp")
+    assert rule_set().rules == CORE.rules
+    with pytest.raises(ValueError, match="unknown framework 'jax'"):
+        rule_set("jax")
+
+
+@pytest.mark.parametrize("framework", ["megatron", "nemo", "torchtitan"])
+def test_framework_space_is_core_space_minus_the_rules(framework: str) -> None:
+    model, training, gpus = MOE, TrainingSpec(global_batch_size=48, precision=Precision.FP16), 24
+    core = build_space(model, training, gpus, {})
+    narrowed = build_space(model, training, gpus, {}, rule_set(framework))
+    extra: list[Rule] = [r for r in rule_set(framework).rules if r.name not in CORE.names]
+    c = core.candidates
+    columns = {a: np.asarray(getattr(c, a), dtype=np.int64) for a in LAYOUT_AXES}
+    keep = np.ones(len(core), dtype=np.bool_)
+    j = Job(model, training, gpus)
+    for rule in extra:
+        keep &= rule.ok(columns, j)
+    n = narrowed.candidates
+    assert len(narrowed) == int(keep.sum()) < len(core)
+    assert np.array_equal(n.tp, c.tp[keep]) and np.array_equal(n.zero_stage, c.zero_stage[keep])
+    assert sum(narrowed.rejected[r.name] for r in extra) > 0
+    assert narrowed.rejected["tensor_split"] == core.rejected["tensor_split"]  # core rules first at a level
