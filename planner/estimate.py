@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.step import TIME_KEYS, StepEstimates, estimate_steps
+from planner.costmodel.step import StepEstimates, estimate_steps
 from planner.costmodel.topology import Crossings, count_crossings
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
@@ -97,7 +97,7 @@ def _to_estimate(
     tokens_per_step = train.global_batch_size * model.seq_length
     model_flop_per_s = float(s.model_flop[i]) / step / n
     peak = cluster.profile.hardware(train.precision).peak_flop_per_s
-    breakdown = {k: float(s.time_s[k][i]) for k in TIME_KEYS}
+    breakdown = {kind: float(seconds[i]) for kind, seconds in s.time_s.as_dict().items()}
     days = gpu_hours = None
     if train.train_tokens is not None:
         seconds = train.train_tokens / tokens_per_step * step
@@ -108,7 +108,7 @@ def _to_estimate(
         model_tflops_per_gpu=model_flop_per_s / TERA,
         hardware_tflops_per_gpu=float(s.hardware_flop[i]) / step / n / TERA,
         mfu=model_flop_per_s / peak,
-        bubble_fraction=breakdown["bubble"] / step,
+        bubble_fraction=float(s.time_s.bubble[i]) / step,
         num_microbatches=int(c.num_microbatches[i]),
         time_breakdown_s=breakdown,
         memory=_memory(s, i, cluster),

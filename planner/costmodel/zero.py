@@ -1,0 +1,54 @@
+"""ZeRO sharding: over how many ranks each parameter's states are split, and from which ZeRO stage.
+
+Sources: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 5.1-5.3:
+stage 1 partitions the optimizer states (P_os), stage 2 also the gradients
+(P_os+g), stage 3 also the parameters (P_os+g+p), each over the data-parallel
+group. Megatron-LM's distributed optimizer is stage 1 over dp x cp; experts are
+sharded over their own expert-data-parallel group, dp x cp / ep ranks holding
+the same experts (Megatron-Core `expert_data_parallel` groups).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import numpy as np
+
+from planner.costmodel.candidates import FloatArray, IntArray
+from planner.costmodel.params import ParamCounts
+
+__all__ = ["ModelState", "held_params", "shard_group_sizes"]
+
+
+class ModelState(IntEnum):
+    """A model state, valued at the first ZeRO stage that shards it (Rajbhandari 2020 Sec. 5.1-5.3)."""
+
+    OPTIMIZER = 1
+    GRADIENTS = 2
+    PARAMETERS = 3
+
+
+def shard_group_sizes(dp: IntArray, cp: IntArray, ep: IntArray) -> tuple[IntArray, IntArray]:
+    """(dense, expert) ranks a sharded state is split over: dp x cp, and the expert-dp group max(dp x cp // ep, 1).
+
+    The expert group is a whole number of ranks; for a layout that breaks the
+    `(dp x cp) % ep == 0` rule it is rounded down, as the group the expert
+    gradients are reduced over is.
+    """
+    dense = dp * cp
+    return dense, np.maximum(dense // ep, 1)
+
+
+def held_params(
+    params: ParamCounts, dp: IntArray, cp: IntArray, ep: IntArray, zero_stage: IntArray, state: ModelState
+) -> FloatArray:
+    """Parameters whose `state` one GPU holds: each count over its shard group when ZeRO shards `state`, else all.
+
+    The ZeRO divisor is the shard group size where `zero_stage >= state`, else 1; broadcasts over all arguments.
+    """
+    dense_group, expert_group = shard_group_sizes(dp, cp, ep)
+    sharded = zero_stage >= state
+    return np.asarray(
+        params.dense / np.where(sharded, dense_group, 1) + params.expert / np.where(sharded, expert_group, 1),
+        dtype=np.float64,
+    )
