@@ -52,32 +52,32 @@ def narayanan_eq4_days(tokens: float, params: float, num_gpus: int, flop_per_s_p
     return 8 * tokens * params / (num_gpus * flop_per_s_per_gpu) / SECONDS_PER_DAY
 
 
-def estimate(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout) -> Estimate:
+def estimate(model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layout: Layout) -> Estimate:
     """Predicted step time, throughput and memory of one layout, with every rule it breaks.
 
     A layout that breaks a divisibility rule is still estimated where the
     arithmetic allows (sizes >= 1); `fits` is false and `violations` says why.
     """
-    return estimate_many(model, cluster, training, [layout])[0]
+    return estimate_many(model, cluster, train, [layout])[0]
 
 
 def estimate_many(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout]
+    model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layouts: Sequence[Layout]
 ) -> list[Estimate]:
     """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
-    violations = [layout_violations(x, model, training, cluster.num_gpus) for x in layouts]
+    violations = [layout_violations(x, model, train, cluster.num_gpus) for x in layouts]
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
-    hw = cluster.profile.hardware(training.precision)
+    hw = cluster.profile.hardware(train.precision)
     layouts = [
         replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
         for x in layouts
     ]
-    c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
-    steps = estimate_steps(model, training, c, hw)
+    c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
+    steps = estimate_steps(model, train, c, hw)
     out = []
     for i, found in enumerate(violations):
-        result = _to_estimate(steps, i, model, training, cluster, c)
+        result = _to_estimate(steps, i, model, train, cluster, c)
         if result.memory.peak_gib > result.memory.capacity_gib:
             found = found + [
                 Violation(
@@ -136,8 +136,3 @@ def _memory(s: StepEstimates, i: int, cluster: ClusterSpec) -> MemoryEstimate:
         capacity_gib=cluster.profile.gpu.memory_gib,
         breakdown_gib=breakdown,
     )
-
-
-def _crossings(c: Candidates, i: int, nvlink_domain_gpus: int) -> Crossings:
-    dims = (int(c.tp[i]), int(c.cp[i]), int(c.pp[i]), int(c.dp[i]), int(c.ep[i]))
-    return count_crossings(*dims, nvlink_domain_gpus)

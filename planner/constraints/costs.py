@@ -21,7 +21,7 @@ from planner.layout import Layout
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["FIRST", "LAST", "MIDDLE", "StageCosts", "StageKind", "stage_costs", "stage_costs_many"]
+__all__ = ["FIRST", "LAST", "MIDDLE", "StageCosts", "StageKind", "stage_costs_many"]
 
 FIRST, MIDDLE, LAST = StageKind.FIRST, StageKind.MIDDLE, StageKind.LAST
 """The cost model's stage kinds under the short names the partition code indexes with."""
@@ -42,11 +42,6 @@ class StageCosts:
 
     def stage_memory_bytes(self, kind: StageKind, layers: int) -> float:
         return self.memory_intercept_bytes[kind] + layers * self.memory_per_layer_bytes[kind]
-
-
-def stage_costs(model: ModelSpec, train: TrainingSpec, layout: Layout, hw: Hardware) -> StageCosts:
-    """Coefficients of the stage-time and stage-memory lines for `layout` (pp >= 2)."""
-    return stage_costs_many(model, train, [layout], hw)[0]
 
 
 def _by_kind(a: np.ndarray, i: int) -> tuple[float, float, float]:
