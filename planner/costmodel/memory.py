@@ -23,7 +23,7 @@ import numpy as np
 from planner.costmodel.candidates import FULL, NONE, SELECTIVE, BoolArray, Candidates, FloatArray, select_max
 from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
-from planner.costmodel.zero import ModelState, held_params
+from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
 
@@ -179,8 +179,10 @@ def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flig
     grad_bytes, opt_bytes = state_bytes_per_param(precision)
     z = c.zero_stage
 
+    sharded = sharded_params(terms.params, c.dp, c.cp, c.ep)
+
     def held(state: ModelState) -> FloatArray:
-        return held_params(terms.params, c.dp, c.cp, c.ep, z, state)
+        return held_params(z, state, terms.params, sharded)
 
     activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(

@@ -24,7 +24,7 @@ from planner.costmodel.params import ParamCounts
 from planner.costmodel.pipeline import bubble_s
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
-from planner.costmodel.zero import ModelState, held_params
+from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 
@@ -95,7 +95,7 @@ def assemble_step(
 
 def updated_params(c: Candidates, params: ParamCounts) -> FloatArray:
     """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
-    return held_params(params, c.dp, c.cp, c.ep, c.zero_stage, ModelState.OPTIMIZER)
+    return held_params(c.zero_stage, ModelState.OPTIMIZER, params, sharded_params(params, c.dp, c.cp, c.ep))
 
 
 def once_per_step_s(

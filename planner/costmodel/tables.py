@@ -46,10 +46,8 @@ class KeyTables:
     average_stage_s: FloatArray
     p2p_message_s: FloatArray
     """One point-to-point send of a micro-batch's activations (zero without a pipeline)."""
-    dp_comm_s: FloatArray
-    """(ZeRO stage, key): exposed data-parallel seconds at the key's micro-batch count."""
-    optimizer_s: FloatArray
-    """(ZeRO stage, key): the optimizer step."""
+    once_per_step_s: FloatArray
+    """(ZeRO stage, key): exposed data-parallel seconds at the key's micro-batch count plus the optimizer step."""
     memory_fixed: FloatArray
     """(stage kind, ZeRO stage, key): bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
@@ -85,8 +83,7 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
         slowest_stage_s=q.slowest_stage_s,
         average_stage_s=q.average_stage_s,
         p2p_message_s=per_message,
-        dp_comm_s=np.broadcast_to(dp_comm, grid),
-        optimizer_s=np.broadcast_to(optimizer, grid),
+        once_per_step_s=np.broadcast_to(dp_comm + optimizer, grid),
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
         last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
@@ -100,31 +97,28 @@ def grid_step_time_and_peak(
 
     `keys[r, j]` is row r's layer-level key under its j-th (recompute, sequence
     parallel) pair; mode q uses pair `key_of_mode[q]` at ZeRO stage `zero[q]`.
-    The step is `assemble_step` on a (row, ZeRO stage, pair) grid, then each
-    mode's cell is picked.
+    The step is `assemble_step` per (row, pair) without its once-per-step parts,
+    which depend on the ZeRO stage and are added per mode from the tables.
     """
-    pairs = keys.shape[1]
 
-    def by_pair(a: FloatArray) -> FloatArray:  # (key,) -> (row, 1, pair)
-        return a[keys][:, None, :]
+    def by_pair(a: FloatArray) -> FloatArray:  # (key,) -> (row, pair)
+        return a[keys]
 
-    def by_zero(a: FloatArray) -> FloatArray:  # (ZeRO stage, key) -> (row, ZeRO stage, pair)
-        return a[:, keys].transpose(1, 0, 2)
-
-    column = (slice(None), None, None)
-    sends = p2p_messages_per_microbatch(rows)[:, None] * tables.p2p_message_s[keys]
-    step = assemble_step(
+    column = (slice(None), None)
+    sends = p2p_messages_per_microbatch(rows)[column] * tables.p2p_message_s[keys]
+    zero_free = np.zeros(1)  # the ZeRO-dependent parts are added per mode below
+    pipelined = assemble_step(
         rows.num_microbatches[column].astype(np.float64),
         rows.pp[column],
         rows.vp[column],
         tables.slowest_stage_s.map(by_pair),
-        sends[:, None, :],
+        sends,
         by_pair(tables.average_stage_s),
-        by_zero(tables.dp_comm_s),
-        by_zero(tables.optimizer_s),
+        zero_free,
+        zero_free,
     ).total
-    step = step.reshape(len(keys), -1)[:, zero * pairs + key_of_mode]
     flat_by_zero = keys[:, key_of_mode] + zero[None, :] * tables.average_stage_s.shape[0]
+    step = pipelined[:, key_of_mode] + np.take(tables.once_per_step_s, flat_by_zero)
     in_flight_first = in_flight_microbatches(rows)[:, None]
     vp = rows.vp[:, None]
     peak = None

@@ -17,7 +17,7 @@ import numpy as np
 from planner.costmodel.candidates import FloatArray, IntArray
 from planner.costmodel.params import ParamCounts
 
-__all__ = ["ModelState", "held_params", "shard_group_sizes"]
+__all__ = ["ModelState", "held_params", "shard_group_sizes", "sharded_params"]
 
 
 class ModelState(IntEnum):
@@ -39,16 +39,15 @@ def shard_group_sizes(dp: IntArray, cp: IntArray, ep: IntArray) -> tuple[IntArra
     return dense, np.maximum(dense // ep, 1)
 
 
-def held_params(
-    params: ParamCounts, dp: IntArray, cp: IntArray, ep: IntArray, zero_stage: IntArray, state: ModelState
-) -> FloatArray:
-    """Parameters whose `state` one GPU holds: each count over its shard group when ZeRO shards `state`, else all.
-
-    The ZeRO divisor is the shard group size where `zero_stage >= state`, else 1; broadcasts over all arguments.
-    """
+def sharded_params(params: ParamCounts, dp: IntArray, cp: IntArray, ep: IntArray) -> FloatArray:
+    """Parameters of one shard: dense / (dp x cp) + expert / expert-dp (`shard_group_sizes`); broadcasts."""
     dense_group, expert_group = shard_group_sizes(dp, cp, ep)
-    sharded = zero_stage >= state
-    return np.asarray(
-        params.dense / np.where(sharded, dense_group, 1) + params.expert / np.where(sharded, expert_group, 1),
-        dtype=np.float64,
-    )
+    return np.asarray(params.dense / dense_group + params.expert / expert_group, dtype=np.float64)
+
+
+def held_params(zero_stage: IntArray, state: ModelState, params: ParamCounts, sharded: FloatArray) -> FloatArray:
+    """Parameters whose `state` one GPU holds: the shard (`sharded_params`) where ZeRO shards `state`, else all.
+
+    ZeRO stage z shards `state` when z >= state; broadcasts over all arguments.
+    """
+    return np.asarray(np.where(zero_stage >= state, sharded, params.total), dtype=np.float64)

@@ -8,7 +8,7 @@ from planner.costmodel.params import ParamCounts, StageKind, stage_kinds
 from planner.costmodel.pipeline import bubble_s, stage_in_flight_microbatches
 from planner.costmodel.shared import LayerSeconds
 from planner.costmodel.step import TimeBreakdown, assemble_step, updated_params
-from planner.costmodel.zero import ModelState, held_params, shard_group_sizes
+from planner.costmodel.zero import ModelState, held_params, shard_group_sizes, sharded_params
 from planner.layout import Layout
 
 
@@ -73,7 +73,9 @@ HELD = {
 def test_held_params_by_zero_stage(state: ModelState) -> None:
     """ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the parameters."""
     params = ParamCounts(_a(800.0), _a(80.0))
-    got = held_params(params, _i(4), _i(2), _i(4), _i(0, 1, 2, 3), state)
+    sharded = sharded_params(params, _i(4), _i(2), _i(4))
+    assert float(sharded[0]) == 140.0
+    got = held_params(_i(0, 1, 2, 3), state, params, sharded)
     np.testing.assert_array_equal(got, HELD[state])
 
 
