@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.step import TIME_KEYS, StepEstimates, estimate_steps
+from planner.costmodel.step import StepEstimates, estimate_steps
 from planner.costmodel.topology import Crossings, count_crossings
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
@@ -52,32 +52,32 @@ def narayanan_eq4_days(tokens: float, params: float, num_gpus: int, flop_per_s_p
     return 8 * tokens * params / (num_gpus * flop_per_s_per_gpu) / SECONDS_PER_DAY
 
 
-def estimate(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout) -> Estimate:
+def estimate(model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layout: Layout) -> Estimate:
     """Predicted step time, throughput and memory of one layout, with every rule it breaks.
 
     A layout that breaks a divisibility rule is still estimated where the
     arithmetic allows (sizes >= 1); `fits` is false and `violations` says why.
     """
-    return estimate_many(model, cluster, training, [layout])[0]
+    return estimate_many(model, cluster, train, [layout])[0]
 
 
 def estimate_many(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout]
+    model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layouts: Sequence[Layout]
 ) -> list[Estimate]:
     """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
-    violations = [layout_violations(x, model, training, cluster.num_gpus) for x in layouts]
+    violations = [layout_violations(x, model, train, cluster.num_gpus) for x in layouts]
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
-    hw = cluster.profile.hardware(training.precision)
+    hw = cluster.profile.hardware(train.precision)
     layouts = [
         replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
         for x in layouts
     ]
-    c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
-    steps = estimate_steps(model, training, c, hw)
+    c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
+    steps = estimate_steps(model, train, c, hw)
     out = []
     for i, found in enumerate(violations):
-        result = _to_estimate(steps, i, model, training, cluster, c)
+        result = _to_estimate(steps, i, model, train, cluster, c)
         if result.memory.peak_gib > result.memory.capacity_gib:
             found = found + [
                 Violation(
@@ -97,7 +97,7 @@ def _to_estimate(
     tokens_per_step = train.global_batch_size * model.seq_length
     model_flop_per_s = float(s.model_flop[i]) / step / n
     peak = cluster.profile.hardware(train.precision).peak_flop_per_s
-    breakdown = {k: float(s.time_s[k][i]) for k in TIME_KEYS}
+    breakdown = {kind: float(seconds[i]) for kind, seconds in s.time_s.as_dict().items()}
     days = gpu_hours = None
     if train.train_tokens is not None:
         seconds = train.train_tokens / tokens_per_step * step
@@ -108,7 +108,7 @@ def _to_estimate(
         model_tflops_per_gpu=model_flop_per_s / TERA,
         hardware_tflops_per_gpu=float(s.hardware_flop[i]) / step / n / TERA,
         mfu=model_flop_per_s / peak,
-        bubble_fraction=breakdown["bubble"] / step,
+        bubble_fraction=float(s.time_s.bubble[i]) / step,
         num_microbatches=int(c.num_microbatches[i]),
         time_breakdown_s=breakdown,
         memory=_memory(s, i, cluster),
@@ -136,8 +136,3 @@ def _memory(s: StepEstimates, i: int, cluster: ClusterSpec) -> MemoryEstimate:
         capacity_gib=cluster.profile.gpu.memory_gib,
         breakdown_gib=breakdown,
     )
-
-
-def _crossings(c: Candidates, i: int, nvlink_domain_gpus: int) -> Crossings:
-    dims = (int(c.tp[i]), int(c.cp[i]), int(c.pp[i]), int(c.dp[i]), int(c.ep[i]))
-    return count_crossings(*dims, nvlink_domain_gpus)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts
+from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts, StageKind
 from planner.rules import STAGE_SPLIT
 
 __all__ = ["partition_problems", "slowest_stage_s"]
 
 
-def _kind(i: int, pp: int) -> int:
+def _kind(i: int, pp: int) -> StageKind:
     return FIRST if i == 0 else LAST if i == pp - 1 else MIDDLE
 
 

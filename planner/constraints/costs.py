@@ -15,19 +15,21 @@ import numpy as np
 
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_by_stage
-from planner.costmodel.shared import LAYER_KEYS, layer_quantities
+from planner.costmodel.params import StageKind
+from planner.costmodel.shared import layer_quantities
 from planner.layout import Layout
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["StageCosts", "stage_costs", "stage_costs_many"]
+__all__ = ["FIRST", "LAST", "MIDDLE", "StageCosts", "StageKind", "stage_costs_many"]
 
-FIRST, MIDDLE, LAST = 0, 1, 2
+FIRST, MIDDLE, LAST = StageKind.FIRST, StageKind.MIDDLE, StageKind.LAST
+"""The cost model's stage kinds under the short names the partition code indexes with."""
 
 
 @dataclass(frozen=True, slots=True)
 class StageCosts:
-    """Per-stage-kind cost coefficients (index FIRST, MIDDLE, LAST) for one layout."""
+    """Per-stage-kind cost coefficients (indexed by `StageKind`) for one layout."""
 
     layer_time_s: float
     last_extra_s: float
@@ -35,39 +37,42 @@ class StageCosts:
     memory_per_layer_bytes: tuple[float, float, float]
     capacity_bytes: float
 
-    def stage_time_s(self, kind: int, layers: int) -> float:
-        return layers * self.layer_time_s + (self.last_extra_s if kind == LAST else 0.0)
+    def stage_time_s(self, kind: StageKind, layers: int) -> float:
+        return layers * self.layer_time_s + (self.last_extra_s if kind == StageKind.LAST else 0.0)
 
-    def stage_memory_bytes(self, kind: int, layers: int) -> float:
+    def stage_memory_bytes(self, kind: StageKind, layers: int) -> float:
         return self.memory_intercept_bytes[kind] + layers * self.memory_per_layer_bytes[kind]
 
 
-def stage_costs(model: ModelSpec, train: TrainingSpec, layout: Layout, hw: Hardware) -> StageCosts:
-    """Coefficients of the stage-time and stage-memory lines for `layout` (pp >= 2)."""
-    return stage_costs_many(model, train, [layout], hw)[0]
+def _by_kind(a: np.ndarray, i: int) -> tuple[float, float, float]:
+    """Column i of a (StageKind, layout) array."""
+    return float(a[StageKind.FIRST, i]), float(a[StageKind.MIDDLE, i]), float(a[StageKind.LAST, i])
 
 
 def stage_costs_many(model: ModelSpec, train: TrainingSpec, layouts: list[Layout], hw: Hardware) -> list[StageCosts]:
-    """`stage_costs` of several layouts in one vectorised pass (each stage kind at 1 and 2 layers)."""
+    """Coefficients of the stage-time and stage-memory lines of each layout (pp >= 2), in one vectorised pass.
+
+    Each stage kind is evaluated at 1 and 2 layers.
+    """
     assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
     k = len(layouts)
     c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
     q = layer_quantities(model, train, c, hw)
-    layer_time = np.sum([q.layer_s[key] for key in LAYER_KEYS], axis=0)
+    layer_time = q.layer_s.critical_path_s
     twice = c.take(np.concatenate([np.arange(k), np.arange(k)]))
     n = np.repeat([1, 2], k)
     at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
     qa = layer_quantities(model, train, at, hw)
-    first, last, middle = memory_by_stage(at, train.precision, qa.stage_terms)
-    peaks = np.stack([first.peak, middle.peak, last.peak])  # (FIRST, MIDDLE, LAST) x (n=1 block, n=2 block)
+    peaks = np.stack([stage.peak for stage in memory_by_stage(at, train.precision, qa.stage_terms)])
+    # peaks: (StageKind) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
     intercept = peaks[:, :k] - slope
     return [
         StageCosts(
             layer_time_s=float(layer_time[i]),
             last_extra_s=float(q.logits_s[i]),
-            memory_intercept_bytes=(float(intercept[0, i]), float(intercept[1, i]), float(intercept[2, i])),
-            memory_per_layer_bytes=(float(slope[0, i]), float(slope[1, i]), float(slope[2, i])),
+            memory_intercept_bytes=_by_kind(intercept, i),
+            memory_per_layer_bytes=_by_kind(slope, i),
             capacity_bytes=hw.hbm_bytes,
         )
         for i in range(k)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts
+from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts, StageKind
 from planner.errors import InfeasibleError, SolverTimeoutError
 from planner.units import MIB
 
@@ -42,7 +42,9 @@ class PartitionProblem:
     costs: StageCosts
 
 
-def _add_problem(model: cp_model.CpModel, p: PartitionProblem, tag: str) -> tuple[dict[int, cp_model.IntVar], Any]:
+def _add_problem(
+    model: cp_model.CpModel, p: PartitionProblem, tag: str
+) -> tuple[dict[StageKind, cp_model.IntVar], Any]:
     """The variables and the objective term of one partition problem, added to `model`."""
     upper = p.num_layers // p.vp
     chunks = {

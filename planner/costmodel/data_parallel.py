@@ -19,12 +19,40 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
+from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import GroupPlacement, Placement
+from planner.costmodel.zero import shard_group_sizes
 from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import Precision, RuntimeFeatures
 
-__all__ = ["DataParallelTimes", "data_parallel_times", "dp_collectives_s", "exposed_dp_s", "gradient_group"]
+__all__ = [
+    "DataParallelTimes",
+    "DpCollectives",
+    "data_parallel_times",
+    "dp_collectives_s",
+    "exposed_dp_s",
+    "gradient_group",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DpCollectives:
+    """Seconds of each DP collective over one GPU's parameters, whatever the ZeRO stage.
+
+    Dense parameters over the dp x cp group, experts over the expert-dp group.
+    """
+
+    all_reduce: FloatArray
+    """All-reduce of the gradients."""
+    reduce_scatter: FloatArray
+    """Reduce-scatter of the gradients."""
+    all_gather: FloatArray
+    """All-gather of the bf16 weights."""
+
+    def map(self, fn: Callable[[FloatArray], FloatArray]) -> DpCollectives:
+        """The times with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
+        return DpCollectives(fn(self.all_reduce), fn(self.reduce_scatter), fn(self.all_gather))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +85,7 @@ def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
 def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
     """The expert-data-parallel group: dp x cp / ep ranks holding the same experts."""
     group = gradient_group(c, placement)
-    size = np.maximum(group.size // c.ep, 1)
+    _, size = shard_group_sizes(c.dp, c.cp, c.ep)
     return GroupPlacement(
         size=size,
         members_per_domain=np.minimum(group.members_per_domain, size),
@@ -66,17 +94,9 @@ def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
 
 
 def dp_collectives_s(
-    c: Candidates,
-    params: tuple[FloatArray, FloatArray],
-    placement: Placement,
-    hw: Hardware,
-    precision: Precision,
-) -> dict[str, FloatArray]:
-    """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage.
-
-    `all_reduce` and `reduce_scatter` of the gradients, `all_gather` of the bf16 weights;
-    dense parameters over the dp x cp group, experts over the expert-dp group.
-    """
+    c: Candidates, params: ParamCounts, placement: Placement, hw: Hardware, precision: Precision
+) -> DpCollectives:
+    """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage."""
     dense, expert = params
     num = numerics(precision)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
@@ -86,18 +106,18 @@ def dp_collectives_s(
         out = fn(bytes_per_param * dense, dense_group, hw)
         return out + fn(bytes_per_param * expert, expert_group, hw) if has_experts else out
 
-    return {
-        "all_reduce": both(all_reduce_s, num.gradient_bytes),
-        "reduce_scatter": both(all_gather_s, num.gradient_bytes),
-        "all_gather": both(all_gather_s, num.weight_bytes),
-    }
+    return DpCollectives(
+        all_reduce=both(all_reduce_s, num.gradient_bytes),
+        reduce_scatter=both(all_gather_s, num.gradient_bytes),
+        all_gather=both(all_gather_s, num.weight_bytes),
+    )
 
 
-def data_parallel_times(c: Candidates, collectives: dict[str, FloatArray]) -> DataParallelTimes:
+def data_parallel_times(c: Candidates, collectives: DpCollectives) -> DataParallelTimes:
     """Raw (not yet overlapped) DP communication seconds per step, by the candidate's ZeRO stage."""
     zero = c.zero_stage
-    scatter, gather = collectives["reduce_scatter"], collectives["all_gather"]
-    grad_reduce = np.where(zero == 0, collectives["all_reduce"], np.where(zero == 1, scatter, 0.0))
+    scatter, gather = collectives.reduce_scatter, collectives.all_gather
+    grad_reduce = np.where(zero == 0, collectives.all_reduce, np.where(zero == 1, scatter, 0.0))
     param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
     gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
     microbatch_reduce = np.where(zero >= 2, scatter, 0.0)
@@ -106,7 +126,7 @@ def data_parallel_times(c: Candidates, collectives: dict[str, FloatArray]) -> Da
 
 
 def exposed_dp_s(
-    t: DataParallelTimes,
+    times: DataParallelTimes,
     c: Candidates,
     stage_forward_s: FloatArray,
     stage_backward_s: FloatArray,
@@ -118,12 +138,12 @@ def exposed_dp_s(
     forward (gather); per-micro-batch traffic behind that micro-batch's compute.
     Only the traffic whose overlap flag is on is hidden.
     """
-    grad = exposed_s(t.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else t.grad_reduce_s
-    gather = exposed_s(t.param_gather_s, stage_forward_s) if rt.overlap_param_gather else t.param_gather_s
-    zero = np.zeros_like(t.microbatch_gather_s)
-    hideable = (t.microbatch_gather_s if rt.overlap_param_gather else zero) + (
-        t.microbatch_reduce_s if rt.overlap_grad_reduce else zero
+    grad = exposed_s(times.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else times.grad_reduce_s
+    gather = exposed_s(times.param_gather_s, stage_forward_s) if rt.overlap_param_gather else times.param_gather_s
+    zero = np.zeros_like(times.microbatch_gather_s)
+    hideable = (times.microbatch_gather_s if rt.overlap_param_gather else zero) + (
+        times.microbatch_reduce_s if rt.overlap_grad_reduce else zero
     )
-    serial = t.microbatch_gather_s + t.microbatch_reduce_s - hideable
+    serial = times.microbatch_gather_s + times.microbatch_reduce_s - hideable
     per_mb = serial + exposed_s(hideable, stage_forward_s + stage_backward_s)
     return grad + gather + c.num_microbatches * per_mb

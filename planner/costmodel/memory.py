@@ -5,15 +5,17 @@ Sources:
   Megatron-LM `docs/.../dist_optimizer.md`: bf16 weights 2 + fp32 grads 4 +
   Adam 12 = 18 bytes/param; fp16: 2 + 2 + 16 = 20 (`planner.numerics`). ZeRO-1 shards the optimizer
   (Megatron distributed optimizer: 6 + 12/d), ZeRO-2 also gradients, ZeRO-3
-  also weights, over the dp x cp group (experts: over the expert-dp group).
+  also weights, over the dp x cp group (experts: over the expert-dp group);
+  the divisor is `zero.held_params`.
 - Activations: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 / Eqs. 1-6
   per layer, generalised to GQA, gated MLPs and MoE; in-flight micro-batches
-  from `pipeline.in_flight_microbatches`; embedding and logit terms from
+  from `pipeline.stage_in_flight_microbatches`; embedding and logit terms from
   Megatron-LM `theoretical_memory_usage.py`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +27,12 @@ from planner.costmodel.candidates import (
     BoolArray,
     Candidates,
     FloatArray,
-    IntArray,
     select_max,
     tokens_per_microbatch,
 )
-from planner.costmodel.params import stage_kinds, stage_params
-from planner.costmodel.pipeline import in_flight_microbatches
+from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
+from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
+from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import numerics
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
@@ -129,89 +131,95 @@ class StageTerms:
     search computes it once per key (`costmodel.shared`).
     """
 
-    weights: FloatArray
-    """Parameters one GPU of the stage holds, unsharded (dense + expert)."""
-    sharded_weights: FloatArray
-    """The same over the ZeRO group: dense / (dp x cp) + expert / expert-dp."""
+    params: ParamCounts
+    """Parameters one GPU of the stage holds, before ZeRO sharding."""
     layer_activations: FloatArray
     """Bytes one in-flight micro-batch keeps: its layers and, on the first stage, the embedding output."""
     fixed_activations: FloatArray
     """Bytes held once: the output stage's fp32 logits and the recompute working set."""
     zero3_buffer: FloatArray
     """Parameters of one layer, gathered whole under ZeRO-3 (`stage_memory` turns them into bytes)."""
-    single_microbatch: BoolArray
-    """The last stage of a non-trivial pipeline: one micro-batch in flight under 1F1B."""
+    last_of_pipeline: BoolArray
+    """The last stage of a pipeline with pp > 1 (`pipeline.stage_in_flight_microbatches`)."""
+
+    def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> StageTerms:
+        """The terms with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
+        return StageTerms(
+            params=self.params.map(fn),
+            layer_activations=fn(self.layer_activations),
+            fixed_activations=fn(self.fixed_activations),
+            zero3_buffer=fn(self.zero3_buffer),
+            last_of_pipeline=fn(self.last_of_pipeline),
+        )
 
 
 def stage_terms(
-    model: ModelSpec,
-    c: Candidates,
-    params: tuple[FloatArray, FloatArray],
-    per_layer: FloatArray,
-    working: FloatArray,
-    kind: tuple[IntArray, BoolArray, BoolArray],
+    model: ModelSpec, c: Candidates, params: ParamCounts, per_layer: FloatArray, working: FloatArray, stage: StageShape
 ) -> StageTerms:
-    """The memory terms of one stage kind (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer."""
-    layers, embedding, output = kind
-    dense, expert = params
+    """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer."""
+    layers, embedding, output = stage
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
-    dense_shard = (c.dp * c.cp).astype(np.float64)
-    expert_shard = np.maximum(dense_shard / c.ep, 1.0)
-    weights = dense + expert
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
     logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     return StageTerms(
-        weights=weights,
-        sharded_weights=dense / dense_shard + expert / expert_shard,
+        params=params,
         layer_activations=per_layer * layers + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
-        zero3_buffer=weights / np.maximum(layers, 1),
-        single_microbatch=np.asarray(output & (c.pp > 1)),
+        zero3_buffer=params.total / np.maximum(layers, 1),
+        last_of_pipeline=np.asarray(output & (c.pp > 1)),
     )
 
 
-def stage_memory(c: Candidates, precision: Precision, t: StageTerms, in_flight_first: FloatArray) -> MemoryBreakdown:
-    """Bytes per GPU of one stage: states by ZeRO stage, activations by micro-batches in flight.
+def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
+    """Bytes per GPU of one stage holding `in_flight` micro-batches: states by ZeRO stage, activations.
 
-    The first (and any middle) stage holds `in_flight_first` micro-batches; the
-    last stage one under 1F1B (interleaving keeps more). ZeRO-3 adds the gathered
-    bf16 weights of the layer being computed (Rajbhandari 2020 Sec. 5.3).
+    `in_flight` is the stage's own count (`pipeline.stage_in_flight_microbatches`).
+    ZeRO-3 adds the gathered bf16 weights of the layer being computed
+    (Rajbhandari 2020 Sec. 5.3). Broadcasts over `c`, `terms` and `in_flight`.
     """
     num = numerics(precision)
     z = c.zero_stage
-    in_flight = np.where(t.single_microbatch & (c.vp == 1), 1.0, in_flight_first)
-    activations = in_flight * t.layer_activations + t.fixed_activations
+
+    sharded = sharded_params(terms.params, c.dp, c.cp, c.ep)
+
+    def held(state: ModelState) -> FloatArray:
+        return held_params(z, state, terms.params, sharded)
+
+    activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(
-        parameters=num.weight_bytes * np.where(z >= 3, t.sharded_weights, t.weights),
-        gradients=num.gradient_bytes * np.where(z >= 2, t.sharded_weights, t.weights),
-        optimizer_states=num.optimizer_state_bytes * np.where(z >= 1, t.sharded_weights, t.weights),
+        parameters=num.weight_bytes * held(ModelState.PARAMETERS),
+        gradients=num.gradient_bytes * held(ModelState.GRADIENTS),
+        optimizer_states=num.optimizer_state_bytes * held(ModelState.OPTIMIZER),
         activations=activations,
         other=RUNTIME_ALLOWANCE_BYTES
         + FRAGMENTATION_FRACTION * activations
-        + np.where(z == 3, num.weight_bytes * t.zero3_buffer, 0.0),
+        + np.where(z == 3, num.weight_bytes * terms.zero3_buffer, 0.0),
     )
 
 
-def memory_by_stage(c: Candidates, precision: Precision, terms: tuple[StageTerms, ...]) -> list[MemoryBreakdown]:
-    """Memory of each stage kind (`params.stage_kinds` order) from its terms."""
-    in_flight = in_flight_microbatches(c)
-    return [stage_memory(c, precision, t, in_flight) for t in terms]
+def memory_by_stage(c: Candidates, precision: Precision, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:
+    """Memory of each stage (`StageKind` order) from its terms."""
+    first_stage = in_flight_microbatches(c)
+    return tuple(
+        stage_memory(c, precision, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp))
+        for t in terms
+    )
 
 
 def all_stage_terms(
-    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, stage_params: tuple[tuple[FloatArray, FloatArray], ...]
+    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, stage_params: tuple[ParamCounts, ...]
 ) -> tuple[StageTerms, ...]:
-    """`stage_terms` of the first, last and middle stage."""
+    """`stage_terms` of the first, middle and last stage (`StageKind` order)."""
     per_layer = activation_bytes_per_layer(model, c, rt)
     working = working_bytes(model, c, rt)
     return tuple(
-        stage_terms(model, c, params, per_layer, working, kind)
-        for params, kind in zip(stage_params, stage_kinds(c), strict=True)
+        stage_terms(model, c, params, per_layer, working, stage)
+        for params, stage in zip(stage_params, stage_kinds(c), strict=True)
     )
 
 
-def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
+def peak_stage(stages: tuple[MemoryBreakdown, ...]) -> MemoryBreakdown:
     """Per candidate, the breakdown of the stage with the highest peak."""
     names = MemoryBreakdown.__slots__
     chosen = select_max([s.peak for s in stages], *([getattr(s, name) for s in stages] for name in names))
@@ -220,5 +228,5 @@ def peak_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
 
 def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
-    params = tuple(stage_params(model, c, *kind) for kind in stage_kinds(c))
+    params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
     return peak_stage(memory_by_stage(c, precision, all_stage_terms(model, c, rt, params)))

@@ -6,6 +6,10 @@ grouped-query attention, gated MLPs, untied embeddings and MoE layers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from enum import IntEnum
+from typing import NamedTuple
+
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray, select_max
@@ -13,6 +17,9 @@ from planner.costmodel.gemms import attention_gemms, logits_gemm, mlp_gemms, rou
 from planner.specs import ModelSpec
 
 __all__ = [
+    "ParamCounts",
+    "StageKind",
+    "StageShape",
     "active_params",
     "attention_params",
     "dense_mlp_params",
@@ -22,10 +29,45 @@ __all__ = [
     "norm_params",
     "output_params",
     "params_per_gpu",
+    "largest_stage_params",
     "stage_kinds",
     "stage_params",
     "total_params",
 ]
+
+
+class StageKind(IntEnum):
+    """The pipeline stages whose costs differ: the first holds the embedding, the last the output layer.
+
+    Middle stages hold neither. With one stage, FIRST and LAST are the same stage.
+    """
+
+    FIRST = 0
+    MIDDLE = 1
+    LAST = 2
+
+
+class ParamCounts(NamedTuple):
+    """Parameters per GPU split into dense ones (sharded over dp x cp) and routed experts (over expert-dp)."""
+
+    dense: FloatArray
+    expert: FloatArray
+
+    @property
+    def total(self) -> FloatArray:
+        return self.dense + self.expert
+
+    def map(self, fn: Callable[[FloatArray], FloatArray]) -> ParamCounts:
+        """The counts with `fn` applied to both arrays (to select, repeat or broadcast candidates)."""
+        return ParamCounts(fn(self.dense), fn(self.expert))
+
+
+class StageShape(NamedTuple):
+    """What one kind of stage holds: its layer count, and whether it holds the embedding and the output layer."""
+
+    layers: IntArray
+    embedding: BoolArray
+    output: BoolArray
 
 
 def narayanan_eq2_params(num_layers: int, hidden: int, vocab: int, seq: int) -> int:
@@ -103,9 +145,7 @@ def active_params(model: ModelSpec) -> int:
     )
 
 
-def stage_params(
-    model: ModelSpec, c: Candidates, layers: IntArray, embedding: BoolArray, output: BoolArray
-) -> tuple[FloatArray, FloatArray]:
+def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCounts:
     """(dense, expert) parameters one GPU of a stage holds, before ZeRO sharding.
 
     Matrices split over tp (Megatron column/row parallel); norms replicated;
@@ -114,6 +154,7 @@ def stage_params(
     embedding when the two are different stages, and the final norm.
     Assumes MoE layers spread evenly over stages.
     """
+    layers, embedding, output = stage
     tp = c.tp.astype(np.float64)
     n = layers.astype(np.float64)
     moe_share = model.num_moe_layers / model.num_layers
@@ -130,21 +171,25 @@ def stage_params(
     )
     dense = dense + np.where(embedding, embedding_params(model) / tp, 0.0)
     dense = dense + np.where(output, output_matrix / tp + norm_params(model), 0.0)
-    return dense, expert
+    return ParamCounts(dense, expert)
 
 
-def stage_kinds(c: Candidates) -> list[tuple[IntArray, BoolArray, BoolArray]]:
-    """(layers, holds embedding, holds output) of the first, last and a middle stage."""
+def stage_kinds(c: Candidates) -> tuple[StageShape, StageShape, StageShape]:
+    """The first, middle and last stage, indexed by `StageKind` (a middle stage has 0 layers when pp <= 2)."""
     single = c.pp == 1
-    return [
-        (c.first_stage_layers, np.ones_like(single), single),
-        (c.last_stage_layers, single, np.ones_like(single)),
-        (np.where(c.pp > 2, c.stage_layers, 0), np.zeros_like(single), np.zeros_like(single)),
-    ]
+    return (
+        StageShape(c.first_stage_layers, np.ones_like(single), single),
+        StageShape(np.where(c.pp > 2, c.stage_layers, 0), np.zeros_like(single), np.zeros_like(single)),
+        StageShape(c.last_stage_layers, single, np.ones_like(single)),
+    )
 
 
-def params_per_gpu(model: ModelSpec, c: Candidates) -> tuple[FloatArray, FloatArray]:
+def largest_stage_params(stages: tuple[ParamCounts, ...]) -> ParamCounts:
+    """Per candidate, the counts of the stage holding the most parameters (the first such stage on ties)."""
+    dense, expert = select_max([p.total for p in stages], [p.dense for p in stages], [p.expert for p in stages])
+    return ParamCounts(dense, expert)
+
+
+def params_per_gpu(model: ModelSpec, c: Candidates) -> ParamCounts:
     """(dense, expert) parameters of one GPU on the stage holding the most."""
-    options = [stage_params(model, c, *kind) for kind in stage_kinds(c)]
-    dense, expert = select_max([d + e for d, e in options], [d for d, _ in options], [e for _, e in options])
-    return dense, expert
+    return largest_stage_params(tuple(stage_params(model, c, stage) for stage in stage_kinds(c)))

@@ -4,21 +4,38 @@ Sources: Narayanan et al. 2021 (arXiv 2104.04473) Sec. 2.2.1 (1F1B bubble
 (p-1)/m) and Sec. 2.2.2 (interleaved bubble (p-1)/(v m), v times the
 point-to-point messages); Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.2.3
 and Megatron-LM `theoretical_memory_usage.py` (first stage holds min(p, m)
-micro-batches; interleaving multiplies by 1 + (p-1)/(p v)).
+micro-batches; interleaving multiplies by 1 + (p-1)/(p v)). The last stage
+of a 1F1B pipeline runs each micro-batch's backward right after its forward
+(Narayanan 2021 Fig. 4, top), so it holds one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.candidates import Candidates, FloatArray
+from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 
-__all__ = ["bubble_fraction", "in_flight_microbatches", "p2p_messages_per_microbatch"]
+__all__ = [
+    "bubble_fraction",
+    "bubble_s",
+    "in_flight_microbatches",
+    "p2p_messages_per_microbatch",
+    "stage_in_flight_microbatches",
+]
 
 
 def bubble_fraction(pp: FloatArray | int, vp: FloatArray | int, m: FloatArray | int) -> FloatArray:
     """Pipeline bubble as a fraction of ideal compute time: (p - 1) / (v m)."""
     return np.asarray((np.asarray(pp) - 1) / (np.asarray(vp) * np.asarray(m)), dtype=np.float64)
+
+
+def bubble_s(pp: IntArray, vp: IntArray, stage_microbatch_s: FloatArray) -> FloatArray:
+    """Seconds of the pipeline bubble: (p - 1)/v micro-batch times of a stage (Narayanan 2021 Sec. 2.2.1, 2.2.2).
+
+    `stage_microbatch_s` is one micro-batch on an average stage, its point-to-point sends included.
+    Broadcasts over all arguments.
+    """
+    return np.asarray((pp - 1) / vp * stage_microbatch_s, dtype=np.float64)
 
 
 def in_flight_microbatches(c: Candidates) -> FloatArray:
@@ -30,6 +47,16 @@ def in_flight_microbatches(c: Candidates) -> FloatArray:
     base = np.minimum(pp, c.num_microbatches)
     interleave = np.where(c.vp > 1, 1 + (pp - 1) / (pp * c.vp), 1.0)
     return base * interleave
+
+
+def stage_in_flight_microbatches(first_stage: FloatArray, last_of_pipeline: BoolArray, vp: IntArray) -> FloatArray:
+    """Micro-batches a stage holds at once: one on the last stage of a 1F1B pipeline, else the first stage's count.
+
+    `first_stage` is `in_flight_microbatches`; `last_of_pipeline` marks the last
+    stage of a pipeline with pp > 1. Interleaving (vp > 1) keeps more on the
+    last stage too (Korthikanti 2022 Sec. 4.2.3). Broadcasts over all arguments.
+    """
+    return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, first_stage), dtype=np.float64)
 
 
 def p2p_messages_per_microbatch(c: Candidates) -> FloatArray:

@@ -9,7 +9,8 @@ The numbers are the same either way, so the search stays exact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,56 +23,83 @@ from planner.costmodel.comm import (
     sp_backward_gather_per_layer_s,
     tp_comm_per_layer_s,
 )
-from planner.costmodel.data_parallel import dp_collectives_s
+from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
 from planner.costmodel.memory import StageTerms, all_stage_terms
-from planner.costmodel.params import stage_kinds, stage_params
+from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
 from planner.costmodel.topology import Placement, place
 from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LAYER_KEYS", "LayerQuantities", "layer_quantities"]
+__all__ = ["LayerQuantities", "LayerSeconds", "layer_quantities"]
 
-LAYER_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm")
-"""Per-layer critical-path kinds; a stage's time is its layer count times their sum (+ logits)."""
+
+@dataclass(frozen=True, slots=True)
+class LayerSeconds:
+    """Seconds of one micro-batch through one layer (or a stage's layers), by kind.
+
+    The first five are on the critical path and add up to `critical_path_s`;
+    `forward` and `backward` (with recomputation) split the compute for overlap
+    windows and the schedule drawing.
+    """
+
+    compute: FloatArray
+    recompute: FloatArray
+    tp_comm: FloatArray
+    cp_comm: FloatArray
+    ep_comm: FloatArray
+    forward: FloatArray
+    backward: FloatArray
+
+    @property
+    def critical_path_s(self) -> FloatArray:
+        """compute + recompute + TP, CP and EP communication left exposed."""
+        return self.compute + self.recompute + self.tp_comm + self.cp_comm + self.ep_comm
+
+    def map(self, fn: Callable[[FloatArray], FloatArray]) -> LayerSeconds:
+        """The seconds with `fn` applied to every per-candidate array."""
+        return LayerSeconds(*(fn(getattr(self, name)) for name in LayerSeconds.__slots__))
 
 
 @dataclass(frozen=True, slots=True)
 class LayerQuantities:
     placement: Placement
-    layer_s: dict[str, FloatArray]
-    """Seconds of one layer and micro-batch by LAYER_KEYS, plus `forward` and `backward` (with recompute)."""
+    layer_s: LayerSeconds
+    """One layer and micro-batch."""
     logits_s: FloatArray
-    stage_params: tuple[tuple[FloatArray, FloatArray], ...]
-    """(dense, expert) parameters per GPU of the first, last and middle stage (`params.stage_kinds` order)."""
+    stage_params: tuple[ParamCounts, ...]
+    """Parameters per GPU of the first, middle and last stage (`StageKind` order)."""
     stage_terms: tuple[StageTerms, ...]
     """The memory terms of the same stages."""
-    largest_params: tuple[FloatArray, FloatArray]
-    """(dense, expert) parameters per GPU of the stage holding the most."""
-    dp_collectives_s: dict[str, FloatArray]
+    largest_params: ParamCounts
+    """Parameters per GPU of the stage holding the most."""
+    dp_collectives_s: DpCollectives
     """DP all-reduce, reduce-scatter and all-gather seconds over the largest stage's parameters."""
-    slowest_stage_s: dict[str, FloatArray]
-    """One micro-batch on the slowest stage: LAYER_KEYS (compute includes the logits there), `forward`,
-    `backward`, and `average_stage` (all layers and logits over pp; pipeline sends excluded)."""
+    slowest_stage_s: LayerSeconds
+    """One micro-batch on the slowest stage (compute includes the logits there); pipeline sends excluded."""
+    average_stage_s: FloatArray
+    """One micro-batch on an average stage: all layers and the logits over pp; pipeline sends excluded."""
 
     def take(self, index: IntArray) -> LayerQuantities:
+        def pick(a: np.ndarray) -> np.ndarray:
+            return a[index]
+
         return LayerQuantities(
-            placement=self.placement.map(lambda a: a[index]),
-            layer_s={k: v[index] for k, v in self.layer_s.items()},
+            placement=self.placement.map(pick),
+            layer_s=self.layer_s.map(pick),
             logits_s=self.logits_s[index],
-            stage_params=tuple((d[index], e[index]) for d, e in self.stage_params),
-            stage_terms=tuple(
-                StageTerms(*(getattr(t, f)[index] for f in StageTerms.__slots__)) for t in self.stage_terms
-            ),
-            largest_params=(self.largest_params[0][index], self.largest_params[1][index]),
-            dp_collectives_s={k: v[index] for k, v in self.dp_collectives_s.items()},
-            slowest_stage_s={k: v[index] for k, v in self.slowest_stage_s.items()},
+            stage_params=tuple(p.map(pick) for p in self.stage_params),
+            stage_terms=tuple(t.map(pick) for t in self.stage_terms),
+            largest_params=self.largest_params.map(pick),
+            dp_collectives_s=self.dp_collectives_s.map(pick),
+            slowest_stage_s=self.slowest_stage_s.map(pick),
+            average_stage_s=self.average_stage_s[index],
         )
 
 
 def _layer_seconds(
     model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
-) -> dict[str, FloatArray]:
+) -> LayerSeconds:
     rt, num = train.runtime, numerics(train.precision)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
@@ -79,29 +107,28 @@ def _layer_seconds(
     if rt.tp_comm_overlap:
         tp_comm = exposed_s(tp_comm, layer_compute)
     tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw, num), layer.backward_s / 2)
-    return {
-        "compute": layer_compute,
-        "recompute": layer.recompute_s,
-        "tp_comm": tp_comm,
-        "cp_comm": exposed_s(cp_comm_per_layer_s(model, c, placement, hw, num), layer_compute),
-        "ep_comm": ep_comm_per_layer_s(model, c, placement, hw, num),
-        "forward": layer.forward_s,
-        "backward": layer.backward_s + layer.recompute_s,
-    }
+    return LayerSeconds(
+        compute=layer_compute,
+        recompute=layer.recompute_s,
+        tp_comm=tp_comm,
+        cp_comm=exposed_s(cp_comm_per_layer_s(model, c, placement, hw, num), layer_compute),
+        ep_comm=ep_comm_per_layer_s(model, c, placement, hw, num),
+        forward=layer.forward_s,
+        backward=layer.backward_s + layer.recompute_s,
+    )
 
 
 def _slowest_stage(
-    model: ModelSpec, c: Candidates, layer_s: dict[str, FloatArray], logits_s: FloatArray
-) -> dict[str, FloatArray]:
-    """Seconds of one micro-batch on the slowest stage, by kind, and the average stage's total."""
-    layer_total = np.sum([layer_s[k] for k in LAYER_KEYS], axis=0)
-    kinds = stage_kinds(c)
-    totals = [n * layer_total + np.where(out, logits_s, 0.0) for n, _, out in kinds]
-    n, has_logits = select_max(totals, [k[0] for k in kinds], [k[2] for k in kinds])
-    parts = {key: n * layer_s[key] for key in (*LAYER_KEYS, "forward", "backward")}
-    parts["compute"] = parts["compute"] + np.where(has_logits, logits_s, 0.0)
-    parts["average_stage"] = (model.num_layers * layer_total + logits_s) / c.pp
-    return parts
+    model: ModelSpec, c: Candidates, layer_s: LayerSeconds, logits_s: FloatArray
+) -> tuple[LayerSeconds, FloatArray]:
+    """Seconds of one micro-batch on the slowest stage, by kind, and on an average stage."""
+    layer_total = layer_s.critical_path_s
+    stages = stage_kinds(c)
+    totals = [s.layers * layer_total + np.where(s.output, logits_s, 0.0) for s in stages]
+    n, has_logits = select_max(totals, [s.layers for s in stages], [s.output for s in stages])
+    slowest = layer_s.map(lambda a: n * a)
+    slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0))
+    return slowest, (model.num_layers * layer_total + logits_s) / c.pp
 
 
 def _spread(x: FloatArray, run: int) -> FloatArray:
@@ -120,24 +147,28 @@ def layer_quantities(
     which depend on neither, are computed once per run. The numbers are the
     same either way (a test checks it).
     """
+
+    def spread(x: FloatArray) -> FloatArray:
+        return _spread(x, run)
+
     base = c if run == 1 else c.take(slice(None, None, run))
     base_placement = place(base, hw.nvlink_domain_gpus)
     placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
-    base_params = [stage_params(model, base, *kind) for kind in stage_kinds(base)]
-    dense, expert = select_max(
-        [d + e for d, e in base_params], [d for d, _ in base_params], [e for _, e in base_params]
-    )
-    collectives = dp_collectives_s(base, (dense, expert), base_placement, hw, train.precision)
-    params = tuple((_spread(d, run), _spread(e, run)) for d, e in base_params)
+    base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
+    largest = largest_stage_params(base_params)
+    collectives = dp_collectives_s(base, largest, base_placement, hw, train.precision)
+    params = tuple(p.map(spread) for p in base_params)
     layer_s = _layer_seconds(model, c, hw, train, placement)
     logits_s = compute.logits_time_s(model, c, hw)
+    slowest, average = _slowest_stage(model, c, layer_s, logits_s)
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
         stage_terms=all_stage_terms(model, c, train.runtime, params),
-        largest_params=(_spread(dense, run), _spread(expert, run)),
-        dp_collectives_s={k: _spread(v, run) for k, v in collectives.items()},
-        slowest_stage_s=_slowest_stage(model, c, layer_s, logits_s),
+        largest_params=largest.map(spread),
+        dp_collectives_s=collectives.map(spread),
+        slowest_stage_s=slowest,
+        average_stage_s=average,
     )

@@ -5,44 +5,118 @@ the slowest stage's pace, plus the bubble (p - 1)/v micro-batch times of an
 average stage, plus the data-parallel traffic not hidden behind compute, plus
 the optimizer step. TP, CP and EP collectives sit on each layer's critical
 path; CP's ring exchange overlaps the attention core, TP's the GEMMs when
-`tp_comm_overlap` is on.
+`tp_comm_overlap` is on. `assemble_step` and `once_per_step_s` are called by
+both the reference path here and the search's tables (`costmodel.tables`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from planner.costmodel import compute, flops
-from planner.costmodel.candidates import RECOMPUTE_CODES, Candidates, FloatArray
+from planner.costmodel.candidates import RECOMPUTE_CODES, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
-from planner.costmodel.data_parallel import data_parallel_times, exposed_dp_s
+from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
-from planner.costmodel.shared import LAYER_KEYS, LayerQuantities, layer_quantities
+from planner.costmodel.params import ParamCounts
+from planner.costmodel.pipeline import bubble_s
+from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
+from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = [
-    "LAYER_KEYS",
     "StepEstimates",
-    "TIME_KEYS",
+    "TimeBreakdown",
+    "assemble_step",
     "estimate_steps",
-    "peak_memory",
-    "step_times_s",
+    "once_per_step_s",
     "updated_params",
 ]
 
-TIME_KEYS = ("compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer")
+
+@dataclass(frozen=True, slots=True)
+class TimeBreakdown:
+    """Seconds of one step by kind; `total` is their sum. Fields broadcast (a search holds (row, mode) grids)."""
+
+    compute: FloatArray
+    recompute: FloatArray
+    bubble: FloatArray
+    tp_comm: FloatArray
+    pp_comm: FloatArray
+    dp_comm: FloatArray
+    cp_comm: FloatArray
+    ep_comm: FloatArray
+    optimizer: FloatArray
+
+    @property
+    def total(self) -> FloatArray:
+        """The step: the pipelined parts first, then the once-per-step ones (the search's grids broadcast those)."""
+        pipelined = self.compute + self.recompute + self.bubble + self.tp_comm + self.pp_comm + self.cp_comm
+        return np.asarray(pipelined + self.ep_comm + self.dp_comm + self.optimizer, dtype=np.float64)
+
+    def as_dict(self) -> dict[str, FloatArray]:
+        """The kinds by name, in field order (the API's `time_breakdown_s` keys)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def assemble_step(
+    m: FloatArray,
+    pp: IntArray,
+    vp: IntArray,
+    slowest: LayerSeconds,
+    sends_s: FloatArray,
+    average_stage_s: FloatArray,
+    dp_comm_s: FloatArray,
+    optimizer_s: FloatArray,
+) -> TimeBreakdown:
+    """The step of a pipeline, by kind (Narayanan 2021 Sec. 2.2, Eq. 1 generalised).
+
+    m micro-batches on the slowest stage (`slowest`: one micro-batch by kind),
+    each followed by its point-to-point sends (`sends_s`); the bubble of
+    (p - 1)/v average stages with their sends (`pipeline.bubble_s`); the
+    exposed DP traffic and the optimizer step once. Broadcasts over all arguments.
+    """
+    return TimeBreakdown(
+        compute=m * slowest.compute,
+        recompute=m * slowest.recompute,
+        bubble=bubble_s(pp, vp, average_stage_s + sends_s),
+        tp_comm=m * slowest.tp_comm,
+        pp_comm=m * sends_s,
+        dp_comm=dp_comm_s,
+        cp_comm=m * slowest.cp_comm,
+        ep_comm=m * slowest.ep_comm,
+        optimizer=optimizer_s,
+    )
+
+
+def updated_params(c: Candidates, params: ParamCounts) -> FloatArray:
+    """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
+    return held_params(c.zero_stage, ModelState.OPTIMIZER, params, sharded_params(params, c.dp, c.cp, c.ep))
+
+
+def once_per_step_s(
+    c: Candidates,
+    collectives: DpCollectives,
+    largest_params: ParamCounts,
+    slowest: LayerSeconds,
+    train: TrainingSpec,
+    hw: Hardware,
+) -> tuple[FloatArray, FloatArray]:
+    """(exposed DP seconds, optimizer seconds) of one step, by the candidate's ZeRO stage; broadcasts over `c`."""
+    dp = exposed_dp_s(data_parallel_times(c, collectives), c, slowest.forward, slowest.backward, train.runtime)
+    return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, numerics(train.precision))
 
 
 @dataclass(frozen=True, slots=True)
 class StepEstimates:
     """Per-candidate step time with breakdown (seconds), flop per step, memory and placement."""
 
-    time_s: dict[str, FloatArray]
+    time_s: TimeBreakdown
     model_flop: FloatArray
     hardware_flop: FloatArray
     memory: MemoryBreakdown
@@ -54,29 +128,24 @@ class StepEstimates:
 
     @property
     def step_time_s(self) -> FloatArray:
-        return np.asarray(np.sum([self.time_s[key] for key in TIME_KEYS], axis=0), dtype=np.float64)
+        return self.time_s.total
 
 
-def step_times_s(
+def _step_times_s(
     model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
-) -> dict[str, FloatArray]:
-    """Step time by TIME_KEYS for every candidate (seconds)."""
-    parts, num = q.slowest_stage_s, numerics(train.precision)
-    pp_comm = pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime, num)
-    m = c.num_microbatches.astype(np.float64)
-    time_s = {k: m * parts[k] for k in LAYER_KEYS}
-    time_s["pp_comm"] = m * pp_comm
-    time_s["bubble"] = (c.pp - 1) / c.vp * (parts["average_stage"] + pp_comm)
-    dp_raw = data_parallel_times(c, q.dp_collectives_s)
-    time_s["dp_comm"] = exposed_dp_s(dp_raw, c, parts["forward"], parts["backward"], train.runtime)
-    updated = updated_params(c, q.largest_params)
-    time_s["optimizer"] = compute.optimizer_step_time_s(updated, hw, num)
-    return time_s
-
-
-def peak_memory(model: ModelSpec, train: TrainingSpec, c: Candidates, q: LayerQuantities) -> MemoryBreakdown:
-    """Memory per GPU of the most loaded stage, with breakdown."""
-    return peak_stage(memory_by_stage(c, train.precision, q.stage_terms))
+) -> TimeBreakdown:
+    """Step time by kind for every candidate (seconds)."""
+    dp_comm, optimizer = once_per_step_s(c, q.dp_collectives_s, q.largest_params, q.slowest_stage_s, train, hw)
+    return assemble_step(
+        c.num_microbatches.astype(np.float64),
+        c.pp,
+        c.vp,
+        q.slowest_stage_s,
+        pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime, numerics(train.precision)),
+        q.average_stage_s,
+        dp_comm,
+        optimizer,
+    )
 
 
 def estimate_steps(
@@ -93,19 +162,11 @@ def estimate_steps(
     model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
     by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
     return StepEstimates(
-        time_s=step_times_s(model, train, c, hw, q),
+        time_s=_step_times_s(model, train, c, hw, q),
         model_flop=model_flop,
         hardware_flop=model_flop + sequences * by_mode[c.recompute],
-        memory=peak_memory(model, train, c, q),
+        memory=peak_stage(memory_by_stage(c, train.precision, q.stage_terms)),
         placement=q.placement,
-        forward_s=q.slowest_stage_s["forward"],
-        backward_s=q.slowest_stage_s["backward"],
+        forward_s=q.slowest_stage_s.forward,
+        backward_s=q.slowest_stage_s.backward,
     )
-
-
-def updated_params(c: Candidates, params: tuple[FloatArray, FloatArray]) -> FloatArray:
-    """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
-    dense, expert = params
-    dense_shard = np.where(c.zero_stage >= 1, c.dp * c.cp, 1)
-    expert_shard = np.where(c.zero_stage >= 1, np.maximum(c.dp * c.cp // c.ep, 1), 1)
-    return dense / dense_shard + expert / expert_shard

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from planner.constraints.space import KEY_MODES, build_space
+from planner.costmodel.data_parallel import DpCollectives
 from planner.costmodel.memory import StageTerms
-from planner.costmodel.shared import LayerQuantities, layer_quantities
+from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.step import estimate_steps
 from planner.presets import get_preset
 from planner.profiles import load_profiles
@@ -57,9 +58,9 @@ def _arrays(q: LayerQuantities) -> list[np.ndarray]:
     p = q.placement
     groups = [p.tp, p.cp, p.pp, p.dp, p.ep]
     out = [getattr(g, f) for g in groups for f in ("size", "members_per_domain", "crosses_network")] + [p.num_gpus]
-    out += [q.layer_s[k] for k in sorted(q.layer_s)] + [q.logits_s]
-    out += [a for pair in q.stage_params for a in pair] + list(q.largest_params)
-    out += [getattr(t, f) for t in q.stage_terms for f in StageTerms.__slots__]
-    out += [q.dp_collectives_s[k] for k in sorted(q.dp_collectives_s)]
-    out += [q.slowest_stage_s[k] for k in sorted(q.slowest_stage_s)]
+    out += [getattr(q.layer_s, f) for f in LayerSeconds.__slots__] + [q.logits_s]
+    out += [a for params in q.stage_params for a in params] + list(q.largest_params)
+    out += [a for t in q.stage_terms for a in (*t.params, *(getattr(t, f) for f in StageTerms.__slots__[1:]))]
+    out += [getattr(q.dp_collectives_s, f) for f in DpCollectives.__slots__]
+    out += [getattr(q.slowest_stage_s, f) for f in LayerSeconds.__slots__] + [q.average_stage_s]
     return out

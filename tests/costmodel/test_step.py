@@ -1,0 +1,146 @@
+"""The step's single functions on hand-computed cases: bubble, in-flight micro-batches, ZeRO divisor, assembly."""
+
+import numpy as np
+import pytest
+
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.params import ParamCounts, StageKind, stage_kinds
+from planner.costmodel.pipeline import bubble_s, stage_in_flight_microbatches
+from planner.costmodel.shared import LayerSeconds
+from planner.costmodel.step import TimeBreakdown, assemble_step, updated_params
+from planner.costmodel.zero import ModelState, held_params, shard_group_sizes, sharded_params
+from planner.layout import Layout
+
+
+def _a(*values: float) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def _i(*values: int) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    ("pp", "vp", "expected"),
+    [(4, 1, 3.0), (4, 2, 1.5), (1, 1, 0.0), (8, 4, 1.75)],
+    ids=["p4", "p4-v2", "pp1", "p8-v4"],
+)
+def test_bubble_s(pp: int, vp: int, expected: float) -> None:
+    """(p - 1)/v stage times: with a 1 s stage, 3 s at p = 4; interleaving by 2 halves it."""
+    assert float(bubble_s(_i(pp), _i(vp), _a(1.0))[0]) == expected
+
+
+def test_bubble_s_broadcasts() -> None:
+    got = bubble_s(_i(4, 8)[:, None], _i(1, 2)[None, :], _a(2.0))
+    np.testing.assert_array_equal(got, [[6.0, 3.0], [14.0, 7.0]])
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "vp", "expected"),
+    [(4.0, True, 1, 1.0), (5.5, True, 2, 5.5), (4.0, False, 1, 4.0), (1.0, False, 1, 1.0)],
+    ids=["last-1f1b", "last-interleaved", "first", "no-pipeline"],
+)
+def test_stage_in_flight(first: float, last: bool, vp: int, expected: float) -> None:
+    """1F1B's last stage holds one micro-batch; interleaved, it holds as many as the first."""
+    assert float(stage_in_flight_microbatches(_a(first), np.asarray([last]), _i(vp))[0]) == expected
+
+
+def test_stage_in_flight_broadcasts() -> None:
+    got = stage_in_flight_microbatches(_a(4.0, 2.0)[:, None], np.asarray([[True, False]]), _i(1, 1)[:, None])
+    np.testing.assert_array_equal(got, [[1.0, 4.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize(
+    ("dp", "cp", "ep", "expected"),
+    [(4, 2, 4, (8, 2)), (4, 1, 1, (4, 4)), (2, 1, 8, (2, 1)), (8, 1, 8, (8, 1))],
+    ids=["dp4-cp2-ep4", "no-ep", "ep-beyond-dp", "ep-equals-dp"],
+)
+def test_shard_group_sizes(dp: int, cp: int, ep: int, expected: tuple[int, int]) -> None:
+    dense, expert = shard_group_sizes(_i(dp), _i(cp), _i(ep))
+    assert (int(dense[0]), int(expert[0])) == expected
+
+
+# 800 dense + 80 expert parameters on dp 4 x cp 2 with ep 4: dense over 8 ranks, experts over 2.
+# Sharded: 800/8 + 80/2 = 140; whole: 880.
+HELD = {
+    ModelState.OPTIMIZER: [880.0, 140.0, 140.0, 140.0],
+    ModelState.GRADIENTS: [880.0, 880.0, 140.0, 140.0],
+    ModelState.PARAMETERS: [880.0, 880.0, 880.0, 140.0],
+}
+
+
+@pytest.mark.parametrize("state", list(ModelState), ids=[s.name for s in ModelState])
+def test_held_params_by_zero_stage(state: ModelState) -> None:
+    """ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the parameters."""
+    params = ParamCounts(_a(800.0), _a(80.0))
+    sharded = sharded_params(params, _i(4), _i(2), _i(4))
+    assert float(sharded[0]) == 140.0
+    got = held_params(_i(0, 1, 2, 3), state, params, sharded)
+    np.testing.assert_array_equal(got, HELD[state])
+
+
+def test_updated_params_is_the_optimizer_shard() -> None:
+    layouts = [Layout(tp=1, pp=1, dp=4, cp=2, ep=4, zero_stage=z) for z in (0, 1, 2, 3)]
+    c = Candidates.from_layouts(layouts, num_layers=4, global_batch_size=64)
+    got = updated_params(c, ParamCounts(np.full(4, 800.0), np.full(4, 80.0)))
+    np.testing.assert_array_equal(got, HELD[ModelState.OPTIMIZER])
+
+
+def _seconds(compute: float, recompute: float, tp: float, cp: float, ep: float) -> LayerSeconds:
+    return LayerSeconds(_a(compute), _a(recompute), _a(tp), _a(cp), _a(ep), _a(compute / 3), _a(2 * compute / 3))
+
+
+def test_assemble_step_by_hand() -> None:
+    """p = 4, m = 8, 1 s per micro-batch and no sends: the bubble is 3 s, 37.5 % of the 8 s of work."""
+    step = assemble_step(_a(8.0), _i(4), _i(1), _seconds(1.0, 0.0, 0.0, 0.0, 0.0), _a(0.0), _a(1.0), _a(0.0), _a(0.0))
+    assert float(step.bubble[0]) == 3.0
+    assert float(step.bubble[0] / step.compute[0]) == 0.375
+    assert float(step.total[0]) == 11.0
+
+
+def test_assemble_step_every_kind() -> None:
+    m, sends, average = 8.0, 0.01, 1.5
+    step = assemble_step(
+        _a(m), _i(4), _i(2), _seconds(1.0, 0.5, 0.25, 0.125, 0.0625), _a(sends), _a(average), _a(0.3), _a(0.2)
+    )
+    expected = {
+        "compute": 8.0,
+        "recompute": 4.0,
+        "bubble": 3 / 2 * (average + sends),
+        "tp_comm": 2.0,
+        "pp_comm": m * sends,
+        "dp_comm": 0.3,
+        "cp_comm": 1.0,
+        "ep_comm": 0.5,
+        "optimizer": 0.2,
+    }
+    got = {k: float(v[0]) for k, v in step.as_dict().items()}
+    assert list(got) == list(expected)  # the API's key order
+    assert got == pytest.approx(expected, rel=1e-15)
+    assert float(step.total[0]) == pytest.approx(sum(expected.values()), rel=1e-15)
+
+
+def test_time_breakdown_broadcasts_to_a_grid() -> None:
+    """A search's grid: pipelined parts per (row, 1, pair), once-per-step parts per (row, ZeRO stage, pair)."""
+    once = np.arange(8.0).reshape(1, 4, 2)
+    step = assemble_step(
+        _a(2.0)[:, None, None],
+        _i(2)[:, None, None],
+        _i(1)[:, None, None],
+        _seconds(1.0, 0.0, 0.0, 0.0, 0.0).map(lambda a: np.broadcast_to(a, (1, 1, 2))),
+        np.zeros((1, 1, 2)),
+        np.ones((1, 1, 2)),
+        once,
+        np.zeros((1, 4, 2)),
+    )
+    assert isinstance(step, TimeBreakdown)
+    np.testing.assert_array_equal(step.total, 3.0 + once)
+
+
+def test_stage_kinds_are_indexed_by_stage_kind() -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=2, dp=1), Layout(tp=1, pp=4, dp=1)], 8, 8)
+    stages = stage_kinds(c)
+    assert [int(k) for k in StageKind] == [0, 1, 2]
+    np.testing.assert_array_equal(stages[StageKind.FIRST].embedding, [True, True])
+    np.testing.assert_array_equal(stages[StageKind.LAST].output, [True, True])
+    np.testing.assert_array_equal(stages[StageKind.MIDDLE].layers, [0, 2])  # no middle stage at pp = 2
