@@ -88,3 +88,11 @@ def test_bad_input_shows_the_error_by_its_field(page) -> None:  # type: ignore[n
     assert "num_gpus" in error.inner_text()
     assert "invalid" in (page.locator("#num_gpus").get_attribute("class") or "")
     page.screenshot(path=str(OUTPUT / "page-error.png"), full_page=True)
+
+
+def test_favicon_is_served(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    response = page.request.get(server + "/favicon.ico")
+    assert response.status == 200
+    assert response.headers["content-type"] == "image/x-icon"
+    assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    assert page.locator('link[rel="icon"]').get_attribute("href") == "/favicon.ico"
