@@ -52,5 +52,9 @@ def create_app(profiles_dir: Path = DEFAULT_PROFILES_DIR, cache_entries: int = 2
     def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/x-icon")
+
     app.add_middleware(ServiceMiddleware, metrics=metrics)
     return app

@@ -1,25 +1,43 @@
 "use strict";
-// The planner page: a form over POST /v1/plan, a ranked table, and details of the selected plan.
-// No framework and no network beyond this service.
+// The planner page: a form over POST /v1/plan, the resolved model, a ranked table (or why nothing fits),
+// and details of the selected plan. No framework and no network beyond this service.
 
 const $ = (sel) => document.querySelector(sel);
 const MEMORY_KEYS = ["parameters", "gradients", "optimizer_states", "activations", "other"];
 const MEMORY_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#bab0ac"];
 const TIME_KEYS = ["compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer"];
-// Where an error's `loc` should be shown: its last named part -> the field's element id.
+// Where an error's `loc` should be shown: its last named part -> the field's element id
+// (seq_length depends on the model form: see fieldFor).
 const FIELD_FOR = {
-  preset: "model-preset", hf_config: "hf-config", model: "model-preset", profile: "profile", overrides: "profile",
+  preset: "model-preset", hf_config: "hf-config", profile: "profile", overrides: "profile",
   num_gpus: "num_gpus", cluster: "num_gpus", global_batch_size: "global_batch_size", precision: "precision",
+  train_tokens: "train_tokens", objective: "objective", top_k: "top_k",
   tp: "pin-tp", pp: "pin-pp", recompute: "recompute",
   num_layers: "shape", hidden_size: "shape", num_attention_heads: "shape", num_query_groups: "shape",
-  ffn_hidden_size: "shape", vocab_size: "shape", seq_length: "shape",
+  ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
 };
+// The API validates `model` as a union and reports every branch's complaints; only the branch of the
+// form the user filled in is worth showing. Tags as pydantic names them in `loc`.
+const BRANCH_TAG = { preset: "PresetModel", hf: "HfConfigModel" };
+const isBranchTag = (p) => typeof p === "string" && (/^[A-Z]\w*Model$/.test(p) || p.startsWith("function-"));
+const SHAPE_TEXT = [
+  ["num_layers", "layers"], ["hidden_size", "hidden"], ["num_attention_heads", "heads"],
+  ["num_query_groups", "query groups"], ["ffn_hidden_size", "FFN"], ["vocab_size", "vocab"], ["seq_length", "seq length"],
+];
 let lastResponse = null;
+let requestSeq = 0; // answers to a superseded submit are dropped
 
 async function getJson(url) {
   const r = await fetch(url);
   if (!r.ok) throw new Error(`${url}: ${r.status}`);
   return r.json();
+}
+
+function modelKind() { return document.querySelector('input[name="model-kind"]:checked').value; }
+
+function showKind(kind) {
+  for (const div of document.querySelectorAll(".model-kind")) div.hidden = div.dataset.kind !== kind;
+  $("#seq-row").hidden = kind === "shape"; // the shape form has its own sequence length
 }
 
 async function init() {
@@ -31,10 +49,9 @@ async function init() {
   for (const p of profiles) profile.add(new Option(`${p.id}: ${p.gpu.name}, ${p.gpu.memory_gib} GiB`, p.id));
   profile.value = "dgx-a100-80gb";
   for (const radio of document.querySelectorAll('input[name="model-kind"]')) {
-    radio.addEventListener("change", () => {
-      for (const div of document.querySelectorAll(".model-kind")) div.hidden = div.dataset.kind !== radio.value;
-    });
+    radio.addEventListener("change", () => showKind(radio.value));
   }
+  showKind(modelKind());
   $("#plan-form").addEventListener("submit", (e) => { e.preventDefault(); submitPlan(); });
 }
 
@@ -43,11 +60,22 @@ function numberOrNull(id) {
   return v === "" ? null : Number(v);
 }
 
-function modelInput() {
-  const kind = document.querySelector('input[name="model-kind"]:checked').value;
-  if (kind === "preset") return { preset: $("#model-preset").value };
+// "300B", "1.5T", "3e11", "300,000,000" -> a number of tokens; empty -> null.
+function tokensOrNull(id) {
+  const raw = $("#" + id).value.trim().replace(/[,_\s]/g, "");
+  if (raw === "") return null;
+  const m = /^(\d+(?:\.\d*)?(?:e[+-]?\d+)?)([kmbt]?)$/i.exec(raw);
+  if (!m) throw { field: id, message: "a number of tokens, e.g. 300B, 1.5T or 3e11" };
+  const scale = { "": 1, k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[m[2].toLowerCase()];
+  return Number(m[1]) * scale;
+}
+
+function modelInput(kind) {
+  const seq = numberOrNull("model-seq-length");
+  const withSeq = (m) => (seq === null ? m : { ...m, seq_length: seq });
+  if (kind === "preset") return withSeq({ preset: $("#model-preset").value });
   if (kind === "hf") {
-    try { return { hf_config: JSON.parse($("#hf-config").value || "{}") }; }
+    try { return withSeq({ hf_config: JSON.parse($("#hf-config").value || "{}") }); }
     catch (err) { throw { field: "hf-config", message: "not valid JSON: " + err.message }; }
   }
   const shape = {};
@@ -57,20 +85,26 @@ function modelInput() {
   return shape;
 }
 
-function planRequest() {
+function planRequest(kind) {
   const constraints = {};
   const tp = numberOrNull("pin-tp"), pp = numberOrNull("pin-pp");
   if (tp !== null) constraints.tp = tp;
   if (pp !== null) constraints.pp = pp;
   const recompute = [...document.querySelectorAll('input[name="recompute"]:checked')].map((x) => x.value);
   if (recompute.length < 3) constraints.recompute = recompute;
-  return {
-    model: modelInput(),
+  const training = { global_batch_size: numberOrNull("global_batch_size"), precision: $("#precision").value };
+  const tokens = tokensOrNull("train_tokens");
+  if (tokens !== null) training.train_tokens = tokens;
+  const topK = numberOrNull("top_k");
+  const request = {
+    model: modelInput(kind),
     cluster: { profile: $("#profile").value, num_gpus: numberOrNull("num_gpus") },
-    training: { global_batch_size: numberOrNull("global_batch_size"), precision: $("#precision").value },
+    training,
     constraints: Object.keys(constraints).length ? constraints : null,
-    top_k: 10,
+    objective: $("#objective").value,
   };
+  if (topK !== null) request.top_k = topK;
+  return request;
 }
 
 function clearErrors() {
@@ -78,33 +112,83 @@ function clearErrors() {
   for (const el of document.querySelectorAll(".invalid")) el.classList.remove("invalid");
 }
 
+// Nothing of an earlier answer may stay on screen under a new request.
+function clearResults() {
+  lastResponse = null;
+  for (const id of ["#model-info", "#results", "#details", "#nothing-fits"]) $(id).hidden = true;
+  for (const id of ["#plans thead tr", "#plans tbody", "#summary", "#diagnosis", "#least-memory", "#relax",
+                    "#model-shape", "#model-params", "#model-sources dl", "#timeline", "#memory", "#breakdown",
+                    "#launch", "#plan-facts"]) $(id).replaceChildren();
+}
+
 function showError(field, message) {
-  const slot = document.querySelector(`.field-error[data-for="${field}"]`) || document.querySelector('.field-error[data-for="form"]');
-  slot.textContent = message;
+  let slot = document.querySelector(`.field-error[data-for="${field}"]`);
+  if (!slot || slot.offsetParent === null) slot = document.querySelector('.field-error[data-for="form"]'); // hidden form part
+  slot.textContent = slot.textContent ? `${slot.textContent}; ${message}` : message;
   const input = document.getElementById(field);
   if (input) input.classList.add("invalid");
 }
 
-function showProblem(problem) {
-  const errors = problem.errors && problem.errors.length ? problem.errors : [{ loc: [], msg: problem.detail }];
-  for (const e of errors) {
-    const named = [...e.loc].reverse().find((p) => typeof p === "string" && FIELD_FOR[p]);
-    showError(named ? FIELD_FOR[named] : "form", `${e.loc.filter((p) => p !== "body").join(".")}: ${e.msg}`);
+// The model's own fields belong to whichever model form was sent.
+const MODEL_FIELD = { preset: "model-preset", hf: "hf-config", shape: "shape" };
+
+function fieldFor(loc, kind) {
+  for (const p of [...loc].reverse()) {
+    if (p === "seq_length") return kind === "shape" ? "shape" : "model-seq-length";
+    if (p === "model" || FIELD_FOR[p] === "shape") return MODEL_FIELD[kind];
+    if (typeof p === "string" && FIELD_FOR[p]) return FIELD_FOR[p];
+  }
+  return "form";
+}
+
+function relevantErrors(errors, kind) {
+  const tagOf = (e) => (e.loc[0] === "body" && e.loc[1] === "model" && isBranchTag(e.loc[2]) ? e.loc[2] : null);
+  const mine = (tag) => (kind === "shape" ? !Object.values(BRANCH_TAG).includes(tag) : tag === BRANCH_TAG[kind]);
+  const kept = errors.filter((e) => tagOf(e) === null || mine(tagOf(e)));
+  return kept.length ? kept : errors;
+}
+
+function showProblem(problem, kind) {
+  const listed = problem.errors && problem.errors.length ? problem.errors : [{ loc: [], msg: problem.detail || problem.title }];
+  for (const e of relevantErrors(listed, kind)) {
+    const path = e.loc.filter((p) => p !== "body" && !isBranchTag(p)).join(".");
+    showError(fieldFor(e.loc, kind), path ? `${path}: ${e.msg}` : e.msg);
   }
 }
 
 async function submitPlan() {
+  const seq = ++requestSeq;
   clearErrors();
+  clearResults();
+  const kind = modelKind();
   let request;
-  try { request = planRequest(); } catch (err) { showError(err.field, err.message); return; }
+  try { request = planRequest(kind); } catch (err) {
+    if (!err.field) throw err;
+    showError(err.field, err.message);
+    $("#status").textContent = "not sent: see the marked field";
+    return;
+  }
   $("#status").textContent = "planning...";
-  const response = await fetch("/v1/plan", {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request),
-  });
-  const body = await response.json();
-  $("#status").textContent = "";
-  if (!response.ok) { showProblem(body); return; }
+  $("#plan-form").setAttribute("aria-busy", "true");
+  let response, body;
+  try {
+    response = await fetch("/v1/plan", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request),
+    });
+    body = await response.json().catch(() => null);
+  } catch (err) {
+    body = { detail: `the service did not answer (${err.message})` };
+  }
+  if (seq !== requestSeq) return;
+  $("#plan-form").removeAttribute("aria-busy");
+  if (!response || !response.ok || !body || !body.plans) {
+    $("#status").textContent = response ? `refused (${response.status})` : "no answer";
+    showProblem(body || { detail: `HTTP ${response.status} without a readable body` }, kind);
+    return;
+  }
+  $("#status").textContent = body.cached ? "done (from the service's cache)" : "done";
   lastResponse = body;
+  renderModel(body.model, request.model);
   renderPlans(body);
 }
 
@@ -117,16 +201,66 @@ function layoutText(x) {
   return s;
 }
 
-function fmt(n, digits = 2) { return Number(n).toLocaleString(undefined, { maximumFractionDigits: digits }); }
+function fmt(n, digits = 2) { return Number(n).toLocaleString("en-US", { maximumFractionDigits: digits }); }
 
-function planRow(p, label, cls) {
+// 70553706496 -> "70.6 B"
+function human(n) {
+  for (const [v, unit] of [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]]) {
+    if (Math.abs(n) >= v) return `${fmt(n / v, 1)} ${unit}`;
+  }
+  return fmt(n, 0);
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.append(...children);
+  return node;
+}
+
+function renderModel(model, asked) {
+  if (!model) return;
+  const s = model.shape;
+  let name = s.name;
+  if (!name && asked.hf_config) {
+    const arch = (asked.hf_config.architectures || [])[0] || asked.hf_config.model_type || "model";
+    name = `Hugging Face config (${arch})`;
+  }
+  $("#model-name").textContent = name || "Model (explicit shape)";
+  const parts = SHAPE_TEXT.map(([k, label]) => `${fmt(s[k], 0)} ${label}`);
+  if (s.moe) parts.push(`MoE: ${s.moe.num_experts} experts, top-${s.moe.top_k}`);
+  $("#model-shape").textContent = parts.join(" · ");
+  const params = [el("b", {}, `${human(model.total_params)}`), " parameters in total, ",
+    el("b", {}, `${human(model.active_params)}`), " active per token"];
+  if (model.active_params === model.total_params) params.push(" (dense: all of them)");
+  $("#model-params").replaceChildren(...params);
+  // One entry per distinct source, listing the fields it gave: a preset's citation appears once.
+  const bySource = new Map();
+  for (const [field, source] of Object.entries(model.sources || {})) {
+    if (!bySource.has(source)) bySource.set(source, []);
+    bySource.get(source).push(field);
+  }
+  const dl = $("#model-sources dl");
+  dl.replaceChildren();
+  for (const [source, fields] of bySource) dl.append(el("dt", {}, source), el("dd", {}, fields.join(", ")));
+  $("#model-sources summary").textContent = `Where each value comes from (${bySource.size} source${bySource.size === 1 ? "" : "s"})`;
+  $("#model-info").hidden = false;
+}
+
+function columns(withRun) {
+  const cols = ["#", "GPUs", "layout", "step time", "tokens/s", "MFU", "memory / GPU"];
+  return withRun ? cols.concat(["days to train", "GPU-hours"]) : cols;
+}
+
+function planRow(p, label, withRun, cls) {
   const e = p.estimate, mem = e.memory;
   const tr = document.createElement("tr");
   if (cls) tr.className = cls;
   tr.dataset.rank = label;
   const cells = [label, p.num_gpus, layoutText(p.layout), `${fmt(e.step_time_s, 3)} s`, fmt(e.tokens_per_s, 0),
     `${fmt(100 * e.mfu, 1)}%`, `${fmt(mem.peak_gib, 1)} / ${fmt(mem.capacity_gib, 0)} GiB`];
-  for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.appendChild(td); }
+  if (withRun) cells.push(e.days_to_train == null ? "" : e.days_to_train.toFixed(1), e.gpu_hours == null ? "" : human(e.gpu_hours));
+  for (const c of cells) tr.appendChild(el("td", {}, String(c)));
   tr.addEventListener("click", () => selectPlan(p, tr));
   return tr;
 }
@@ -134,25 +268,66 @@ function planRow(p, label, cls) {
 function renderPlans(body) {
   $("#results").hidden = false;
   $("#details").hidden = true;
+  const withRun = body.plans.some((p) => p.estimate.days_to_train != null);
+  $("#plans thead tr").replaceChildren(...columns(withRun).map((c) => el("th", {}, c)));
   const tbody = $("#plans tbody");
   tbody.replaceChildren();
-  body.plans.forEach((p) => tbody.appendChild(planRow(p, String(p.rank))));
+  body.plans.forEach((p) => tbody.appendChild(planRow(p, String(p.rank), withRun)));
   const base = body.baseline;
-  if (base.plan) tbody.appendChild(planRow(base.plan, "baseline", "baseline"));
+  if (base.plan) tbody.appendChild(planRow(base.plan, "baseline", withRun, "baseline"));
   const s = body.search;
   let summary = `${fmt(s.candidates, 0)} layouts searched, ${fmt(s.feasible, 0)} fit, ${fmt(s.elapsed_ms, 0)} ms.`;
   if (base.speedup_of_best) summary += ` The best plan is ${fmt(base.speedup_of_best, 2)}x faster than the rule of thumb (${base.rule}).`;
   else if (!base.plan) summary += " The rule of thumb finds nothing that fits.";
   if (!s.complete) summary += " The search budget ran out: these are the best found so far.";
   $("#summary").textContent = summary;
-  $("#diagnosis").textContent = body.diagnosis ? body.diagnosis.message : "";
+  $("#plans-wrap").hidden = tbody.children.length === 0;
+  $("#results-title").textContent = body.plans.length ? "Ranked plans" : "No plan fits";
+  renderDiagnosis(body.diagnosis, body.plans.length === 0);
   if (body.plans.length) selectPlan(body.plans[0], tbody.firstElementChild);
 }
 
+// Memory needed against the capacity, as a bar with the numbers written on it.
+function gauge(needGib, capacityGib, label) {
+  const top = Math.max(needGib, capacityGib);
+  const over = needGib > capacityGib;
+  const bar = el("div", { class: "gauge" },
+    el("div", { class: "gauge-fill" + (over ? " over" : ""), style: `width:${(100 * needGib) / top}%` }),
+    el("div", { class: "gauge-capacity", style: `left:${(100 * capacityGib) / top}%` }));
+  const text = el("p", { class: "gauge-text" },
+    `${label} ${needGib.toFixed(1)} GiB / ${fmt(capacityGib, 0)} GiB capacity (${fmt((100 * needGib) / capacityGib, 0)}%)`);
+  return el("div", {}, bar, text);
+}
+
+function renderDiagnosis(d, nothingFits) {
+  $("#nothing-fits").hidden = !(d || nothingFits);
+  if (!d && !nothingFits) return;
+  if (!d) { $("#diagnosis").textContent = "No plan was returned."; return; }
+  $("#diagnosis").textContent = d.message;
+  const least = $("#least-memory");
+  if (d.least_memory_layout) {
+    least.replaceChildren(
+      el("p", {}, "Least-memory layout: ", el("code", { class: "layout" }, layoutText(d.least_memory_layout))),
+      gauge(d.least_memory_gib, d.capacity_gib, "needs"));
+  } else {
+    least.replaceChildren(el("p", {}, `No layout was priced; capacity ${fmt(d.capacity_gib, 0)} GiB per GPU.`));
+  }
+  const relax = $("#relax");
+  if (d.relax.length) {
+    relax.replaceChildren(...d.relax.map((k) => el("li", {}, el("code", {}, k),
+      ": drop this constraint (a layout fits without it)")));
+  } else {
+    relax.replaceChildren(el("li", { class: "none" },
+      "nothing to relax: no constraint stands in the way; use more GPUs or GPUs with more memory"));
+  }
+}
+
 async function selectPlan(p, row) {
+  const seq = requestSeq;
   for (const tr of document.querySelectorAll("#plans tbody tr")) tr.classList.toggle("selected", tr === row);
   $("#details").hidden = false;
   $("#details-title").textContent = `Plan ${row.dataset.rank}: ${layoutText(p.layout)}`;
+  renderFacts(p);
   renderMemory(p.estimate.memory);
   renderBreakdown(p.estimate);
   renderLaunch(p.launch);
@@ -160,42 +335,61 @@ async function selectPlan(p, row) {
   const query = new URLSearchParams({ pp: x.pp, vp: x.vp, num_microbatches: x.num_microbatches,
     forward_s: Math.max(e.microbatch_forward_s, 1e-9), backward_s: Math.max(e.microbatch_backward_s, 1e-9) });
   const r = await fetch("/v1/timeline.svg?" + query);
-  $("#timeline").innerHTML = r.ok ? await r.text() : "<p>no schedule to draw</p>";
+  const svg = r.ok ? await r.text() : "<p>no schedule to draw</p>";
+  if (seq === requestSeq) $("#timeline").innerHTML = svg;
+}
+
+function renderFacts(p) {
+  const e = p.estimate;
+  const facts = [`${fmt(p.num_gpus, 0)} GPUs`, `step ${fmt(e.step_time_s, 3)} s`, `${fmt(e.tokens_per_s, 0)} tokens/s`,
+    `MFU ${fmt(100 * e.mfu, 1)}%`];
+  if (e.days_to_train != null) facts.push(`${e.days_to_train.toFixed(1)} days to train`);
+  if (e.gpu_hours != null) facts.push(`${human(e.gpu_hours)} GPU-hours`);
+  $("#plan-facts").textContent = facts.join(" · ");
 }
 
 function svgEl(tag, attrs, text) {
-  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-  if (text !== undefined) el.textContent = text;
-  return el;
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
 }
 
 function renderMemory(mem) {
-  const width = 460, left = 10, barH = 30, top = 24;
+  const width = 460, left = 10, barH = 30, top = 24, height = 64;
   const total = Math.max(mem.capacity_gib, mem.peak_gib) * 1.05;
   const scale = (width - 2 * left) / total;
-  const svg = svgEl("svg", { width, height: 120, viewBox: `0 0 ${width} 120`, class: "memory-bar" });
+  const svg = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, class: "memory-bar", role: "img",
+    "aria-label": `peak ${fmt(mem.peak_gib, 1)} GiB of ${fmt(mem.capacity_gib, 0)} GiB` });
   let x = left;
   MEMORY_KEYS.forEach((k, i) => {
     const w = mem.breakdown_gib[k] * scale;
     const rect = svgEl("rect", { x, y: top, width: Math.max(w, 0), height: barH, fill: MEMORY_COLORS[i], class: "segment", "data-kind": k });
     rect.appendChild(svgEl("title", {}, `${k}: ${fmt(mem.breakdown_gib[k], 1)} GiB`));
     svg.appendChild(rect);
+    if (w > 34) {
+      svg.appendChild(svgEl("text", { x: x + w / 2, y: top + barH / 2 + 4, "font-size": 11, "text-anchor": "middle",
+        fill: "white", class: "segment-label" }, fmt(mem.breakdown_gib[k], 1)));
+    }
     x += w;
   });
   const cx = left + mem.capacity_gib * scale;
   svg.appendChild(svgEl("line", { x1: cx, x2: cx, y1: top - 8, y2: top + barH + 8, stroke: "#b00020", "stroke-width": 2, class: "capacity-line" }));
-  svg.appendChild(svgEl("text", { x: Math.min(cx + 4, width - 120), y: 14, "font-size": 12, class: "capacity-label" },
+  svg.appendChild(svgEl("text", { x: Math.min(cx - 4, width - 4), y: 13, "font-size": 12, "text-anchor": "end", class: "capacity-label" },
     `capacity ${fmt(mem.capacity_gib, 0)} GiB`));
-  svg.appendChild(svgEl("text", { x: left, y: top + barH + 22, "font-size": 12 }, `peak ${fmt(mem.peak_gib, 1)} GiB`));
-  let lx = left;
+  const over = mem.peak_gib > mem.capacity_gib;
+  const totalLine = el("p", { class: "memory-total" + (over ? " over" : "") },
+    el("b", {}, `peak ${mem.peak_gib.toFixed(1)} GiB`), ` / ${fmt(mem.capacity_gib, 0)} GiB capacity `,
+    `(${fmt((100 * mem.peak_gib) / mem.capacity_gib, 0)}%, ${fmt(mem.capacity_gib - mem.peak_gib, 1)} GiB free)`);
+  const table = el("table", { class: "memory-table" });
   MEMORY_KEYS.forEach((k, i) => {
-    const label = k.replace("_", " ");
-    svg.appendChild(svgEl("rect", { x: lx, y: 92, width: 10, height: 10, fill: MEMORY_COLORS[i] }));
-    svg.appendChild(svgEl("text", { x: lx + 13, y: 101, "font-size": 11 }, label));
-    lx += 24 + 6.2 * label.length;
+    const v = mem.breakdown_gib[k];
+    table.append(el("tr", { "data-kind": k },
+      el("td", {}, el("span", { class: "swatch", style: `background:${MEMORY_COLORS[i]}` }), k.replace("_", " ")),
+      el("td", { class: "num" }, `${fmt(v, 1)} GiB`),
+      el("td", { class: "num" }, `${fmt(mem.peak_gib ? (100 * v) / mem.peak_gib : 0, 0)}%`)));
   });
-  $("#memory").replaceChildren(svg);
+  $("#memory").replaceChildren(totalLine, svg, table);
 }
 
 function renderBreakdown(e) {
@@ -203,33 +397,23 @@ function renderBreakdown(e) {
   const max = Math.max(...TIME_KEYS.map((k) => e.time_breakdown_s[k]));
   for (const k of TIME_KEYS) {
     const v = e.time_breakdown_s[k];
-    const tr = document.createElement("tr");
-    tr.innerHTML = `<td>${k.replace("_", " ")}</td><td>${fmt(v, 3)} s</td><td><span class="bar" style="width:${max ? (200 * v) / max : 0}px"></span></td>`;
-    table.appendChild(tr);
+    const bar = el("span", { class: "bar", style: `width:${max ? (100 * v) / max : 0}%` });
+    table.append(el("tr", {}, el("td", {}, k.replace("_", " ")), el("td", { class: "num" }, `${fmt(v, 3)} s`),
+      el("td", { class: "bar-cell" }, bar)));
   }
-  const total = document.createElement("tr");
-  total.innerHTML = `<td><b>step</b></td><td><b>${fmt(e.step_time_s, 3)} s</b></td><td>bubble ${fmt(100 * e.bubble_fraction, 1)}%</td>`;
-  table.appendChild(total);
+  table.append(el("tr", {}, el("td", {}, el("b", {}, "step")), el("td", { class: "num" }, el("b", {}, `${fmt(e.step_time_s, 3)} s`)),
+    el("td", {}, `bubble ${fmt(100 * e.bubble_fraction, 1)}%`)));
   $("#breakdown").replaceChildren(table);
 }
 
 function launchBlock(title, text) {
-  const div = document.createElement("div");
-  div.className = "launch-block";
-  const h = document.createElement("h4");
-  h.textContent = title;
-  const button = document.createElement("button");
-  button.type = "button";
-  button.textContent = "copy";
-  const pre = document.createElement("pre");
-  pre.textContent = text;
+  const button = el("button", { type: "button" }, "copy");
+  const pre = el("pre", {}, text);
   button.addEventListener("click", async () => {
     try { await navigator.clipboard.writeText(text); button.textContent = "copied"; }
     catch { button.textContent = "select and copy"; }
   });
-  h.appendChild(button);
-  div.append(h, pre);
-  return div;
+  return el("div", { class: "launch-block" }, el("h4", {}, title, button), pre);
 }
 
 function renderLaunch(launch) {

@@ -6,11 +6,13 @@ Chromium and sets it); screenshots go to test-output/.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,12 +58,67 @@ def page(server: str) -> Iterator[object]:
         browser.close()
 
 
+LLAMA_HF_CONFIG = {
+    "model_type": "llama",
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+
+
+def _fill(  # type: ignore[no-untyped-def]
+    page,
+    *,
+    kind: str = "preset",
+    preset: str = "gpt3-175b",
+    hf_config: dict[str, Any] | None = None,
+    seq_length: str = "",
+    profile: str = "dgx-a100-80gb",
+    gpus: str = "1024",
+    batch: str = "1536",
+    train_tokens: str = "",
+    objective: str = "step_time",
+    top_k: str = "10",
+    tp: str = "",
+    recompute: tuple[str, ...] = ("none", "selective", "full"),
+) -> None:
+    """Set every field the tests use (the page is shared by the module's tests)."""
+    page.check(f'input[name="model-kind"][value="{kind}"]')
+    if kind == "preset":
+        page.select_option("#model-preset", preset)
+    if kind == "hf":
+        page.fill("#hf-config", json.dumps(hf_config or LLAMA_HF_CONFIG))
+    if kind != "shape":
+        page.fill("#model-seq-length", seq_length)
+    page.select_option("#profile", profile)
+    page.fill("#num_gpus", gpus)
+    page.fill("#global_batch_size", batch)
+    page.fill("#train_tokens", train_tokens)
+    page.select_option("#objective", objective)
+    page.fill("#top_k", top_k)
+    page.fill("#pin-tp", tp)
+    page.fill("#pin-pp", "")
+    for value in ("none", "selective", "full"):
+        page.set_checked(f'input[name="recompute"][value="{value}"]', value in recompute)
+
+
+def _submit(page) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Click Plan; return the JSON body the page posted once its answer is on screen (or refused)."""
+    with page.expect_request(lambda r: r.url.endswith("/v1/plan") and r.method == "POST") as sent:
+        page.click("#plan-button")
+    page.wait_for_function("/^(done|refused)/.test(document.querySelector('#status').textContent)")
+    body: dict[str, Any] = sent.value.post_data_json
+    return body
+
+
 def test_plan_gpt3_on_1024_a100s(page) -> None:  # type: ignore[no-untyped-def]
-    page.select_option("#model-preset", "gpt3-175b")
-    page.select_option("#profile", "dgx-a100-80gb")
-    page.fill("#num_gpus", "1024")
-    page.fill("#global_batch_size", "1536")
-    page.click("#plan-button")
+    _fill(page, preset="gpt3-175b", profile="dgx-a100-80gb", gpus="1024", batch="1536", train_tokens="300B")
+    _submit(page)
     page.wait_for_selector('#plans tbody tr[data-rank="1"]')
     ranks = page.locator("#plans tbody tr").evaluate_all("rows => rows.map(r => r.dataset.rank)")
     assert ranks[:3] == ["1", "2", "3"] and ranks[-1] == "baseline"
@@ -76,10 +133,35 @@ def test_plan_gpt3_on_1024_a100s(page) -> None:  # type: ignore[no-untyped-def]
     assert page.locator("#memory .segment").count() == 5
     assert "torchrun" in page.locator("#launch pre").first.inner_text()
     assert "faster than the rule of thumb" in page.locator("#summary").inner_text()
+    assert page.locator("#model-name").inner_text() == "GPT-3 175B"
+    assert "96 layers" in page.locator("#model-shape").inner_text()
+    assert "174.6 B parameters in total" in page.locator("#model-params").inner_text()
+    headers = page.locator("#plans thead th").all_inner_texts()
+    assert headers[-2:] == ["days to train", "GPU-hours"]
+    days = page.locator('#plans tbody tr[data-rank="1"] td').nth(7).inner_text()
+    assert 1 < float(days) < 100  # 300B tokens at ~175K tokens/s
     page.screenshot(path=str(OUTPUT / "page-plan.png"), full_page=True)
 
 
+def test_memory_numbers_are_visible_text(page) -> None:  # type: ignore[no-untyped-def]
+    # the plan selected by the previous test
+    total = page.locator("#memory .memory-total")
+    assert total.is_visible()
+    peak = float(re.search(r"peak (\d+\.\d) GiB / 80 GiB capacity", total.inner_text()).group(1))  # type: ignore[union-attr]
+    rows = page.locator("#memory .memory-table tr")
+    assert rows.count() == 5
+    parts = []
+    for i in range(5):
+        row = rows.nth(i)
+        assert row.is_visible()
+        parts.append(float(re.search(r"([\d.]+) GiB", row.inner_text()).group(1)))  # type: ignore[union-attr]
+    assert abs(sum(parts) - peak) < 0.3
+    assert page.locator("#memory .segment-label").count() >= 1  # numbers on the wide segments of the bar
+    assert re.search(r"/ 80 GiB", page.locator('#plans tbody tr[data-rank="1"] td').nth(6).inner_text())
+
+
 def test_bad_input_shows_the_error_by_its_field(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page)
     page.fill("#num_gpus", "2000000")
     page.click("#plan-button")
     error = page.locator('.field-error[data-for="num_gpus"]')
@@ -88,3 +170,149 @@ def test_bad_input_shows_the_error_by_its_field(page) -> None:  # type: ignore[n
     assert "num_gpus" in error.inner_text()
     assert "invalid" in (page.locator("#num_gpus").get_attribute("class") or "")
     page.screenshot(path=str(OUTPUT / "page-error.png"), full_page=True)
+
+
+def test_new_inputs_reach_the_request(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page, gpus="64", batch="64", seq_length="4096", train_tokens="300B", objective="gpu_efficiency", top_k="3")
+    sent = _submit(page)
+    assert sent["model"] == {"preset": "gpt3-175b", "seq_length": 4096}
+    assert sent["training"]["train_tokens"] == 300e9
+    assert sent["objective"] == "gpu_efficiency"
+    assert sent["top_k"] == 3
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
+    ranks = page.locator("#plans tbody tr").evaluate_all("rows => rows.map(r => r.dataset.rank)")
+    assert [r for r in ranks if r != "baseline"] == ["1", "2", "3"]
+    assert "4,096 seq length" in page.locator("#model-shape").inner_text()
+    sources = page.locator("#model-sources dl").text_content() or ""
+    assert "seq_length" in sources and "request (seq_length)" in sources
+    assert "days to train" in page.locator("#plan-facts").inner_text()
+    for gpus in page.locator("#plans tbody tr td:nth-child(2)").all_inner_texts():
+        assert int(gpus) <= 64  # gpu_efficiency may use fewer
+
+
+def test_hf_config_takes_a_sequence_length(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page, kind="hf", seq_length="2048", gpus="64", batch="64", top_k="2")
+    sent = _submit(page)
+    assert sent["model"]["seq_length"] == 2048 and sent["model"]["hf_config"]["model_type"] == "llama"
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
+    assert page.locator("#model-name").inner_text() == "Hugging Face config (LlamaForCausalLM)"
+    assert "2,048 seq length" in page.locator("#model-shape").inner_text()
+    _fill(page, kind="hf", seq_length="", gpus="64", batch="64", top_k="2")
+    sent = _submit(page)
+    assert "seq_length" not in sent["model"]
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
+    assert "8,192 seq length" in page.locator("#model-shape").inner_text()  # Llama 3's pre-training length
+    assert "family pre-training length" in (page.locator("#model-sources dl").text_content() or "")
+    page.check('input[name="model-kind"][value="preset"]')
+
+
+def test_submit_clears_results_and_errors_leave_none(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page, gpus="64", batch="64", top_k="2")
+    _submit(page)
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
+    assert page.locator("#results").is_visible() and page.locator("#model-info").is_visible()
+
+    # While the next answer is on its way, nothing of the last one is on screen.
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/v1/plan", hold)
+    page.fill("#top_k", "500")
+    page.fill("#model-seq-length", "-4")
+    page.click("#plan-button")
+    while not held:
+        page.wait_for_timeout(20)
+    assert page.locator("#status").inner_text() == "planning..."
+    for section in ("#results", "#model-info", "#details"):
+        assert page.locator(section).is_hidden(), section
+    assert page.locator("#plans tbody tr").count() == 0
+    held[0].continue_()
+    page.unroute("**/v1/plan", hold)
+
+    # The refusal names each field beside it, and only the branch of the model union that was sent.
+    page.wait_for_function("document.querySelector('#status').textContent.startsWith('refused')")
+    top_k = page.locator('.field-error[data-for="top_k"]')
+    assert "less than or equal to 100" in top_k.inner_text()
+    seq = page.locator('.field-error[data-for="model-seq-length"]')
+    assert seq.inner_text() == "model.seq_length: Input should be greater than or equal to 1"
+    assert "invalid" in (page.locator("#top_k").get_attribute("class") or "")
+    assert page.locator('.field-error[data-for="form"]').inner_text() == ""
+    for section in ("#results", "#model-info", "#details"):
+        assert page.locator(section).is_hidden(), section
+    page.screenshot(path=str(OUTPUT / "page-refused.png"), full_page=True)
+
+    # Unreadable training tokens are caught before sending.
+    _fill(page, gpus="64", batch="64", train_tokens="lots")
+    page.click("#plan-button")
+    assert "300B" in page.locator('.field-error[data-for="train_tokens"]').inner_text()
+    assert page.locator("#results").is_hidden()
+
+
+def test_nothing_fits_shows_the_least_memory_layout_and_what_to_relax(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page, preset="llama3-405b", profile="dgx-a100-40gb", gpus="64", batch="512")
+    _submit(page)
+    view = page.locator("#nothing-fits")
+    view.wait_for(state="visible")
+    assert page.locator("#plans-wrap").is_hidden()  # no empty table
+    assert page.locator("#details").is_hidden()
+    assert page.locator("#diagnosis").inner_text().startswith("nothing fits")
+    assert page.locator("#least-memory code.layout").inner_text().startswith("tp64 pp1 dp1")
+    assert re.search(r"needs 109\.0 GiB / 40 GiB capacity", page.locator("#least-memory").inner_text())
+    assert page.locator("#least-memory .gauge-fill.over").count() == 1
+    assert page.locator("#relax li").all_inner_texts() == [
+        "nothing to relax: no constraint stands in the way; use more GPUs or GPUs with more memory"
+    ]
+    assert page.locator("#model-name").inner_text() == "Llama 3.1 405B"
+    page.screenshot(path=str(OUTPUT / "page-nothing-fits.png"), full_page=True)
+
+    _fill(page, preset="llama3-70b", gpus="16", batch="64", tp="1", recompute=("none",))
+    _submit(page)
+    view.wait_for(state="visible")
+    relax = page.locator("#relax li").all_inner_texts()
+    assert len(relax) == 1 and relax[0].startswith("recompute")
+
+
+def test_phone_width_has_no_horizontal_overflow(page) -> None:  # type: ignore[no-untyped-def]
+    page.set_viewport_size({"width": 420, "height": 900})
+    try:
+        _fill(page)
+        width = "document.documentElement.scrollWidth"
+        assert page.evaluate(width) <= 420
+        right = "Math.max(...[...document.querySelectorAll('#plan-form *')].map(e => e.getBoundingClientRect().right))"
+        assert page.evaluate(right) <= 420
+        _submit(page)
+        page.wait_for_selector("#timeline svg .rank")
+        assert page.evaluate(width) <= 420
+        assert page.evaluate("document.body.scrollWidth") <= 420
+        page.screenshot(path=str(OUTPUT / "page-phone.png"), full_page=True)
+        page.fill("#top_k", "500")
+        _submit(page)
+        assert page.evaluate(width) <= 420  # an error message wraps under its field
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 1400})
+
+
+def test_favicon_is_served(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    response = page.request.get(server + "/favicon.ico")
+    assert response.status == 200
+    assert response.headers["content-type"] == "image/x-icon"
+    assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    assert page.locator('link[rel="icon"]').get_attribute("href") == "/favicon.ico"
+
+
+def test_shape_form_keeps_its_own_sequence_length(page) -> None:  # type: ignore[no-untyped-def]
+    _fill(page, kind="shape", gpus="64", batch="64", top_k="2")
+    assert page.locator("#seq-row").is_hidden()
+    page.fill("#seq_length", "4096")
+    sent = _submit(page)
+    assert sent["model"]["seq_length"] == 4096 and sent["model"]["num_layers"] == 32
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
+    assert page.locator("#model-name").inner_text() == "Model (explicit shape)"
+    assert "4,096 seq length" in page.locator("#model-shape").inner_text()
+    page.fill("#seq_length", "0")
+    _submit(page)
+    assert "seq_length" in page.locator('.field-error[data-for="shape"]').inner_text()
+    page.fill("#seq_length", "8192")
+    page.check('input[name="model-kind"][value="preset"]')
