@@ -12,7 +12,7 @@ from planner.layout import Layout
 from planner.profiles import ClusterSpec
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
-from planner.validate import Violation, layout_violations
+from planner.validate import Violation, layouts_violations
 
 __all__ = ["Estimate", "MemoryEstimate", "estimate", "estimate_many", "narayanan_eq4_days"]
 
@@ -65,7 +65,7 @@ def estimate_many(
     model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layouts: Sequence[Layout]
 ) -> list[Estimate]:
     """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
-    violations = [layout_violations(x, model, train, cluster.num_gpus) for x in layouts]
+    violations = layouts_violations(layouts, model, train, cluster.num_gpus)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
     hw = cluster.profile.hardware(train.precision)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.layout import Layout
-from planner.rules import CORE, POSITIVE_SIZES, SIZE_AXES, Job, Rule, RuleSet
+from planner.rules import CORE, LAYOUT_AXES, POSITIVE_SIZES, SIZE_AXES, Job, Rule, RuleSet
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["RULES", "Violation", "layout_violations"]
+__all__ = ["RULES", "Violation", "layout_violations", "layouts_violations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +31,30 @@ def layout_violations(
 
     A size below 1 is reported alone: the other rules divide by the sizes.
     """
+    return layouts_violations([layout], model, train, num_gpus, rules)[0]
+
+
+def layouts_violations(
+    layouts: Sequence[Layout], model: ModelSpec, train: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
+) -> list[list[Violation]]:
+    """`layout_violations` of each layout: every rule tested once over all of them, explained where broken."""
     job = Job(model, train, num_gpus)
-    if any(getattr(layout, axis) < 1 for axis in SIZE_AXES):
-        return [Violation(POSITIVE_SIZES.name, m) for m in POSITIVE_SIZES.explain(layout, job)]
-    return [Violation(rule.name, message) for rule in rules.rules for message in rule.explain(layout, job)]
+    out: list[list[Violation]] = [[] for _ in layouts]
+    checked = []
+    for i, layout in enumerate(layouts):
+        if any(getattr(layout, axis) < 1 for axis in SIZE_AXES):
+            out[i] = [Violation(POSITIVE_SIZES.name, m) for m in POSITIVE_SIZES.explain(layout, job)]
+        else:
+            checked.append(i)
+    if not checked:
+        return out
+    columns = {
+        axis: np.asarray([int(getattr(layouts[i], axis)) for i in checked], dtype=np.int64) for axis in LAYOUT_AXES
+    }
+    for rule in rules.rules:
+        broken = np.broadcast_to(rule.broken(columns, job), (len(checked),))
+        reads_the_split = rule.reads_the_split
+        for j, i in enumerate(checked):
+            if broken[j] or (reads_the_split and layouts[i].layers_per_stage is not None):
+                out[i] += [Violation(rule.name, m) for m in rule.explain(layouts[i], job)]
+    return out

@@ -75,6 +75,7 @@ class Candidates:
         def col(values: list[int]) -> IntArray:
             return np.asarray(values, dtype=np.int64)
 
+        stages = [stages_of(x, num_layers) for x in layouts]
         return cls(
             tp=col([x.tp for x in layouts]),
             pp=col([x.pp for x in layouts]),
@@ -87,9 +88,9 @@ class Candidates:
             recompute=col([RECOMPUTE_CODE[x.recompute] for x in layouts]),
             sequence_parallel=np.asarray([x.sequence_parallel for x in layouts], dtype=np.bool_),
             zero_stage=col([x.zero_stage for x in layouts]),
-            stage_layers=col([max(stages_of(x, num_layers)) for x in layouts]),
-            first_stage_layers=col([stages_of(x, num_layers)[0] for x in layouts]),
-            last_stage_layers=col([stages_of(x, num_layers)[-1] for x in layouts]),
+            stage_layers=col([max(split) for split in stages]),
+            first_stage_layers=col([split[0] for split in stages]),
+            last_stage_layers=col([split[-1] for split in stages]),
         )
 
     def layout(self, i: int, num_layers: int) -> Layout:

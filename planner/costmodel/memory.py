@@ -181,10 +181,10 @@ def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flig
     num = numerics(precision)
     z = c.zero_stage
 
-    sharded = sharded_params(terms.params, c.dp, c.cp, c.ep)
+    sharded, total = sharded_params(terms.params, c.dp, c.cp, c.ep), terms.params.total
 
     def held(state: ModelState) -> FloatArray:
-        return held_params(z, state, terms.params, sharded)
+        return held_params(z, state, total, sharded)
 
     activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(

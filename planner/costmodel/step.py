@@ -35,13 +35,14 @@ __all__ = [
     "assemble_step",
     "estimate_steps",
     "once_per_step_s",
+    "step_time_s",
     "updated_params",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class TimeBreakdown:
-    """Seconds of one step by kind; `total` is their sum. Fields broadcast (a search holds (row, mode) grids)."""
+    """Seconds of one step (`total`, from `step_time_s`) and its split by kind. Fields broadcast."""
 
     compute: FloatArray
     recompute: FloatArray
@@ -52,16 +53,36 @@ class TimeBreakdown:
     cp_comm: FloatArray
     ep_comm: FloatArray
     optimizer: FloatArray
-
-    @property
-    def total(self) -> FloatArray:
-        """The step: the pipelined parts first, then the once-per-step ones (the search's grids broadcast those)."""
-        pipelined = self.compute + self.recompute + self.bubble + self.tp_comm + self.pp_comm + self.cp_comm
-        return np.asarray(pipelined + self.ep_comm + self.dp_comm + self.optimizer, dtype=np.float64)
+    total: FloatArray
+    """The step (`step_time_s`); the kinds above add up to it (to rounding)."""
 
     def as_dict(self) -> dict[str, FloatArray]:
-        """The kinds by name, in field order (the API's `time_breakdown_s` keys)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The kinds by name, in field order (the API's `time_breakdown_s` keys); `total` is not a kind."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "total"}
+
+
+def step_time_s(
+    m: FloatArray,
+    pp: IntArray,
+    vp: IntArray,
+    critical_path_s: FloatArray,
+    sends_s: FloatArray,
+    average_stage_s: FloatArray,
+    once_s: FloatArray | float,
+) -> FloatArray:
+    """Seconds of one pipelined step (Narayanan 2021 Sec. 2.2, Eq. 1 generalised): the only step formula.
+
+    m micro-batches at the slowest stage's pace (`critical_path_s`: compute,
+    recompute and exposed TP/CP/EP time of one micro-batch there), each with its
+    point-to-point sends (`sends_s`); the bubble of (p - 1)/v average stages
+    with their sends (`pipeline.bubble_s`); and what happens once per step
+    (`once_s`: exposed DP traffic and the optimizer). Broadcasts over all
+    arguments: the reference path calls it per candidate, the search's grid per
+    (row, mode).
+    """
+    return np.asarray(
+        m * (critical_path_s + sends_s) + bubble_s(pp, vp, average_stage_s + sends_s) + once_s, dtype=np.float64
+    )
 
 
 def assemble_step(
@@ -74,13 +95,7 @@ def assemble_step(
     dp_comm_s: FloatArray,
     optimizer_s: FloatArray,
 ) -> TimeBreakdown:
-    """The step of a pipeline, by kind (Narayanan 2021 Sec. 2.2, Eq. 1 generalised).
-
-    m micro-batches on the slowest stage (`slowest`: one micro-batch by kind),
-    each followed by its point-to-point sends (`sends_s`); the bubble of
-    (p - 1)/v average stages with their sends (`pipeline.bubble_s`); the
-    exposed DP traffic and the optimizer step once. Broadcasts over all arguments.
-    """
+    """The step (`step_time_s`) and its split by kind: each per-micro-batch kind times m, the bubble, the rest once."""
     return TimeBreakdown(
         compute=m * slowest.compute,
         recompute=m * slowest.recompute,
@@ -91,12 +106,13 @@ def assemble_step(
         cp_comm=m * slowest.cp_comm,
         ep_comm=m * slowest.ep_comm,
         optimizer=optimizer_s,
+        total=step_time_s(m, pp, vp, slowest.critical_path_s, sends_s, average_stage_s, dp_comm_s + optimizer_s),
     )
 
 
 def updated_params(c: Candidates, params: ParamCounts) -> FloatArray:
     """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
-    return held_params(c.zero_stage, ModelState.OPTIMIZER, params, sharded_params(params, c.dp, c.cp, c.ep))
+    return held_params(c.zero_stage, ModelState.OPTIMIZER, params.total, sharded_params(params, c.dp, c.cp, c.ep))
 
 
 def once_per_step_s(

@@ -27,8 +27,8 @@ from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntA
 from planner.costmodel.comm import pp_comm_per_microbatch_s
 from planner.costmodel.memory import stage_memory
 from planner.costmodel.pipeline import in_flight_microbatches, p2p_messages_per_microbatch, stage_in_flight_microbatches
-from planner.costmodel.shared import LayerQuantities, LayerSeconds
-from planner.costmodel.step import assemble_step, once_per_step_s
+from planner.costmodel.shared import LayerQuantities
+from planner.costmodel.step import once_per_step_s, step_time_s
 from planner.numerics import numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
@@ -42,8 +42,8 @@ ZERO_STAGES = (0, 1, 2, 3)
 class KeyTables:
     """Per layer-level key (rows) and, where it matters, per ZeRO stage (columns)."""
 
-    slowest_stage_s: LayerSeconds
-    """One micro-batch on the slowest stage, by kind, pipeline sends excluded."""
+    critical_path_s: FloatArray
+    """One micro-batch on the slowest stage (`LayerSeconds.critical_path_s`), pipeline sends excluded."""
     average_stage_s: FloatArray
     p2p_message_s: FloatArray
     """One point-to-point send of a micro-batch's activations (zero without a pipeline)."""
@@ -81,7 +81,7 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     ]
     grid = (len(ZERO_STAGES), len(keys))
     return KeyTables(
-        slowest_stage_s=q.slowest_stage_s,
+        critical_path_s=q.slowest_stage_s.critical_path_s,
         average_stage_s=q.average_stage_s,
         p2p_message_s=per_message,
         once_per_step_s=np.broadcast_to(dp_comm + optimizer, grid),
@@ -98,26 +98,21 @@ def grid_step_time_and_peak(
 
     `keys[r, j]` is row r's layer-level key under its j-th (recompute, sequence
     parallel) pair; mode q uses pair `key_of_mode[q]` at ZeRO stage `zero[q]`.
-    The step is `assemble_step` per (row, pair) without its once-per-step parts,
-    which depend on the ZeRO stage and are added per mode from the tables.
+    The step is `step.step_time_s` per (row, pair) without its once-per-step
+    parts, which depend on the ZeRO stage and are added per mode from the tables.
     """
-
-    def by_pair(a: FloatArray) -> FloatArray:  # (key,) -> (row, pair)
-        return a[keys]
 
     column = (slice(None), None)
     sends = p2p_messages_per_microbatch(rows)[column] * tables.p2p_message_s[keys]
-    zero_free = np.zeros(1)  # the ZeRO-dependent parts are added per mode below
-    pipelined = assemble_step(
+    pipelined = step_time_s(  # per (row, pair); the ZeRO-dependent once-per-step part is added per mode below
         rows.num_microbatches[column].astype(np.float64),
         rows.pp[column],
         rows.vp[column],
-        tables.slowest_stage_s.map(by_pair),
+        tables.critical_path_s[keys],
         sends,
-        by_pair(tables.average_stage_s),
-        zero_free,
-        zero_free,
-    ).total
+        tables.average_stage_s[keys],
+        0.0,
+    )
     flat_by_zero = keys[:, key_of_mode] + zero[None, :] * tables.average_stage_s.shape[0]
     step = pipelined[:, key_of_mode] + np.take(tables.once_per_step_s, flat_by_zero)
     in_flight_first = in_flight_microbatches(rows)[:, None]

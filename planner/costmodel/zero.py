@@ -45,9 +45,11 @@ def sharded_params(params: ParamCounts, dp: IntArray, cp: IntArray, ep: IntArray
     return np.asarray(params.dense / dense_group + params.expert / expert_group, dtype=np.float64)
 
 
-def held_params(zero_stage: IntArray, state: ModelState, params: ParamCounts, sharded: FloatArray) -> FloatArray:
-    """Parameters whose `state` one GPU holds: the shard (`sharded_params`) where ZeRO shards `state`, else all.
+def held_params(zero_stage: IntArray, state: ModelState, total: FloatArray, sharded: FloatArray) -> FloatArray:
+    """Parameters whose `state` one GPU holds: the shard (`sharded_params`) where ZeRO shards `state`, else
+    all of them (`total`, i.e. `ParamCounts.total`).
 
     ZeRO stage z shards `state` when z >= state; broadcasts over all arguments.
     """
-    return np.asarray(np.where(zero_stage >= state, sharded, params.total), dtype=np.float64)
+    held: FloatArray = np.where(zero_stage >= state, sharded, total)
+    return held

@@ -46,7 +46,7 @@ POSITIVE_SIZES = Rule(
     clauses=(
         *(_at_least_one(axis) for axis in SIZE_AXES),
         Clause(
-            lambda c, j: ~np.isin(c["zero_stage"], ZERO_STAGES),
+            lambda c, j: (c["zero_stage"] < ZERO_STAGES[0]) | (c["zero_stage"] > ZERO_STAGES[-1]),
             lambda x, j: f"zero_stage({x.zero_stage}) must be 0, 1, 2 or 3",
         ),
     ),

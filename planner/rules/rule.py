@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -67,6 +68,11 @@ class Rule:
     source: str
     stage_clauses: tuple[StageClause, ...] = ()
 
+    @property
+    def reads_the_split(self) -> bool:
+        """Whether an explicit layers-per-stage list changes what this rule says about a layout."""
+        return bool(self.stage_clauses) or any(clause.default_split_only for clause in self.clauses)
+
     def broken(self, columns: Columns, job: Job) -> BoolArray:
         """Where any clause fails, over broadcast columns (the default stage split)."""
         out: BoolArray = np.asarray(self.clauses[0].broken(columns, job), dtype=np.bool_)
@@ -83,9 +89,9 @@ class Rule:
         """Whether one layout passes every clause (its stage list included, if it names one)."""
         return not self.explain(layout, job)
 
-    def explain(self, layout: Layout, job: Job) -> list[str]:
-        """The message of every clause the layout breaks, in clause order."""
-        columns = layout_columns(layout)
+    def explain(self, layout: Layout, job: Job, columns: Columns | None = None) -> list[str]:
+        """The message of every clause the layout breaks, in clause order (`columns`: the layout's, if at hand)."""
+        columns = layout_columns(layout) if columns is None else columns
         explicit = layout.layers_per_stage is not None
         messages = [
             clause.message(layout, job)
@@ -103,5 +109,5 @@ class Rule:
 
 
 def layout_columns(layout: Layout) -> dict[str, IntArray]:
-    """One layout as a batch of one."""
-    return {axis: np.asarray([int(getattr(layout, axis))], dtype=np.int64) for axis in LAYOUT_AXES}
+    """One layout as a batch of one: numpy scalars, which broadcast like columns at a fraction of the cost."""
+    return {axis: cast(IntArray, np.int64(getattr(layout, axis))) for axis in LAYOUT_AXES}

@@ -75,7 +75,7 @@ def test_held_params_by_zero_stage(state: ModelState) -> None:
     params = ParamCounts(_a(800.0), _a(80.0))
     sharded = sharded_params(params, _i(4), _i(2), _i(4))
     assert float(sharded[0]) == 140.0
-    got = held_params(_i(0, 1, 2, 3), state, params, sharded)
+    got = held_params(_i(0, 1, 2, 3), state, params.total, sharded)
     np.testing.assert_array_equal(got, HELD[state])
 
 
