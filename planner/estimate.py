@@ -52,32 +52,32 @@ def narayanan_eq4_days(tokens: float, params: float, num_gpus: int, flop_per_s_p
     return 8 * tokens * params / (num_gpus * flop_per_s_per_gpu) / SECONDS_PER_DAY
 
 
-def estimate(model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layout: Layout) -> Estimate:
+def estimate(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout) -> Estimate:
     """Predicted step time, throughput and memory of one layout, with every rule it breaks.
 
     A layout that breaks a divisibility rule is still estimated where the
     arithmetic allows (sizes >= 1); `fits` is false and `violations` says why.
     """
-    return estimate_many(model, cluster, train, [layout])[0]
+    return estimate_many(model, cluster, training, [layout])[0]
 
 
 def estimate_many(
-    model: ModelSpec, cluster: ClusterSpec, train: TrainingSpec, layouts: Sequence[Layout]
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout]
 ) -> list[Estimate]:
     """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
-    violations = layouts_violations(layouts, model, train, cluster.num_gpus)
+    violations = layouts_violations(layouts, model, training, cluster.num_gpus)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
-    hw = cluster.profile.hardware(train.precision)
+    hw = cluster.profile.hardware(training.precision)
     layouts = [
         replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
         for x in layouts
     ]
-    c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
-    steps = estimate_steps(model, train, c, hw)
+    c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
+    steps = estimate_steps(model, training, c, hw)
     out = []
     for i, found in enumerate(violations):
-        result = _to_estimate(steps, i, model, train, cluster, c)
+        result = _to_estimate(steps, i, model, training, cluster, c)
         if result.memory.peak_gib > result.memory.capacity_gib:
             found = found + [
                 Violation(
@@ -90,17 +90,17 @@ def estimate_many(
 
 
 def _to_estimate(
-    s: StepEstimates, i: int, model: ModelSpec, train: TrainingSpec, cluster: ClusterSpec, c: Candidates
+    s: StepEstimates, i: int, model: ModelSpec, training: TrainingSpec, cluster: ClusterSpec, c: Candidates
 ) -> Estimate:
     n = int(c.tp[i] * c.pp[i] * c.dp[i] * c.cp[i])  # the layout's GPUs (the cluster's when the layout is valid)
     step = float(s.step_time_s[i])
-    tokens_per_step = train.global_batch_size * model.seq_length
+    tokens_per_step = training.global_batch_size * model.seq_length
     model_flop_per_s = float(s.model_flop[i]) / step / n
-    peak = cluster.profile.hardware(train.precision).peak_flop_per_s
+    peak = cluster.profile.hardware(training.precision).peak_flop_per_s
     breakdown = {kind: float(seconds[i]) for kind, seconds in s.time_s.as_dict().items()}
     days = gpu_hours = None
-    if train.train_tokens is not None:
-        seconds = train.train_tokens / tokens_per_step * step
+    if training.train_tokens is not None:
+        seconds = training.train_tokens / tokens_per_step * step
         days, gpu_hours = seconds / SECONDS_PER_DAY, seconds * n / SECONDS_PER_HOUR
     return Estimate(
         step_time_s=step,

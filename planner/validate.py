@@ -25,20 +25,20 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in CORE.rules}
 
 
 def layout_violations(
-    layout: Layout, model: ModelSpec, train: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
+    layout: Layout, model: ModelSpec, training: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
 ) -> list[Violation]:
     """Every rule of `rules` the layout breaks (memory excluded: that needs the cost model).
 
     A size below 1 is reported alone: the other rules divide by the sizes.
     """
-    return layouts_violations([layout], model, train, num_gpus, rules)[0]
+    return layouts_violations([layout], model, training, num_gpus, rules)[0]
 
 
 def layouts_violations(
-    layouts: Sequence[Layout], model: ModelSpec, train: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
+    layouts: Sequence[Layout], model: ModelSpec, training: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
 ) -> list[list[Violation]]:
     """`layout_violations` of each layout: every rule tested once over all of them, explained where broken."""
-    job = Job(model, train, num_gpus)
+    job = Job(model, training, num_gpus)
     out: list[list[Violation]] = [[] for _ in layouts]
     checked = []
     for i, layout in enumerate(layouts):

@@ -49,21 +49,21 @@ def _by_kind(a: np.ndarray, i: int) -> tuple[float, float, float]:
     return float(a[StageKind.FIRST, i]), float(a[StageKind.MIDDLE, i]), float(a[StageKind.LAST, i])
 
 
-def stage_costs_many(model: ModelSpec, train: TrainingSpec, layouts: list[Layout], hw: Hardware) -> list[StageCosts]:
+def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Layout], hw: Hardware) -> list[StageCosts]:
     """Coefficients of the stage-time and stage-memory lines of each layout (pp >= 2), in one vectorised pass.
 
     Each stage kind is evaluated at 1 and 2 layers.
     """
     assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
     k = len(layouts)
-    c = Candidates.from_layouts(layouts, model.num_layers, train.global_batch_size)
-    q = layer_quantities(model, train, c, hw)
+    c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
+    q = layer_quantities(model, training, c, hw)
     layer_time = q.layer_s.critical_path_s
     twice = c.take(np.concatenate([np.arange(k), np.arange(k)]))
     n = np.repeat([1, 2], k)
     at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
-    qa = layer_quantities(model, train, at, hw)
-    peaks = np.stack([stage.peak for stage in memory_by_stage(at, train.precision, qa.stage_terms)])
+    qa = layer_quantities(model, training, at, hw)
+    peaks = np.stack([stage.peak for stage in memory_by_stage(at, training.precision, qa.stage_terms)])
     # peaks: (StageKind) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
     intercept = peaks[:, :k] - slope

@@ -284,10 +284,12 @@ def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, in
     return [(RECOMPUTE_CODE[r], s, z) for r, s, z in itertools.product(recompute, sp, zero)]
 
 
-def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: Allowed, rules: RuleSet = CORE) -> Space:
+def build_space(
+    model: ModelSpec, training: TrainingSpec, num_gpus: int, allowed: Allowed, rules: RuleSet = CORE
+) -> Space:
     """Every candidate on `num_gpus` GPUs that `rules` (default: the core rules) and the request's constraints allow."""
     rejected: Counter[str] = Counter()
-    job = Job(model, train, num_gpus)
+    job = Job(model, training, num_gpus)
     levels = _level_rules(rules)
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
     outer = np.asarray(_outer_degrees(job, levels, allowed, rejected), dtype=np.int64).reshape(-1, 4)
@@ -305,8 +307,8 @@ def build_space(model: ModelSpec, train: TrainingSpec, num_gpus: int, allowed: A
     o, e, b, v = np.nonzero(legal)
     row_key = key_id[o, e, b]
     ko, ke, kb = np.nonzero(has_row)
-    rows = _columns(model, train, outer[o], ep_values[e], vp_values[v], mbs_values[b])
-    keys = _columns(model, train, outer[ko], ep_values[ke], np.ones(len(ko), np.int64), mbs_values[kb])
+    rows = _columns(model, training, outer[o], ep_values[e], vp_values[v], mbs_values[b])
+    keys = _columns(model, training, outer[ko], ep_values[ke], np.ones(len(ko), np.int64), mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
     layer_candidates = replace(
         keys.take(np.repeat(np.arange(len(keys)), KEY_MODES)),
@@ -353,7 +355,7 @@ def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...])
 
 
 def _columns(
-    model: ModelSpec, train: TrainingSpec, outer: IntArray, ep: IntArray, vp: IntArray, mbs: IntArray
+    model: ModelSpec, training: TrainingSpec, outer: IntArray, ep: IntArray, vp: IntArray, mbs: IntArray
 ) -> Candidates:
     """Candidates with (tp, cp, pp, dp) from `outer`; recompute none, no sequence parallel, ZeRO 0."""
     tp, cp, pp, dp = outer.T
@@ -367,7 +369,7 @@ def _columns(
         ep=ep,
         vp=vp,
         micro_batch_size=mbs,
-        num_microbatches=np.maximum(train.global_batch_size // (mbs * dp), 1),
+        num_microbatches=np.maximum(training.global_batch_size // (mbs * dp), 1),
         recompute=zeros,
         sequence_parallel=zeros.astype(np.bool_),
         zero_stage=zeros,

@@ -33,7 +33,7 @@ from planner.costmodel.candidates import (
 from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
-from planner.numerics import numerics
+from planner.numerics import Numerics, numerics
 from planner.specs import ModelSpec, Precision, RuntimeFeatures
 from planner.units import GIB
 
@@ -56,12 +56,14 @@ FRAGMENTATION_FRACTION = 0.05
 """PyTorch caching-allocator fragmentation, as a fraction of activation memory; stated allowance."""
 
 
-def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
+def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:
     """Bytes one layer keeps for backward, per micro-batch, on one GPU (Korthikanti 2022 Table 2).
 
     GPT with ffn = 4h and no CP gives s b h (10 + 24/t + 5 a s/(h t)) without SP,
     s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht) term (so
-    does flash attention); full recompute keeps only the 2 s b h layer input.
+    does flash attention); full recompute keeps only the layer input, s b h
+    activations of `num.activation_bytes` (2 s b h in 16-bit). The table's other
+    coefficients mix 16-bit tensors and 1-byte dropout masks and stay as published.
     """
     h, kv = model.hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
@@ -71,7 +73,7 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     scores = 5 * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
-    layer_input = 2 * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
+    layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
     return np.where(c.recompute == FULL, layer_input, full_layer)
 
 
@@ -106,7 +108,7 @@ class MemoryBreakdown:
         return self.parameters + self.gradients + self.optimizer_states + self.activations + self.other
 
 
-def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> FloatArray:
+def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:
     """Bytes of the one layer being recomputed in backward.
 
     Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
@@ -115,7 +117,7 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Float
     no_recompute = Candidates(
         **{name: getattr(c, name) for name in c.__slots__} | {"recompute": np.full_like(c.recompute, NONE)}
     )
-    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt), 0.0)
+    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt, num), 0.0)
     if not rt.flash_attention:
         tokens = tokens_per_microbatch(model, c)
         scores = 5 * model.num_attention_heads * model.seq_length * tokens / c.tp
@@ -154,14 +156,23 @@ class StageTerms:
 
 
 def stage_terms(
-    model: ModelSpec, c: Candidates, params: ParamCounts, per_layer: FloatArray, working: FloatArray, stage: StageShape
+    model: ModelSpec,
+    c: Candidates,
+    params: ParamCounts,
+    per_layer: FloatArray,
+    working: FloatArray,
+    stage: StageShape,
+    num: Numerics,
 ) -> StageTerms:
-    """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer."""
+    """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer.
+
+    The output stage keeps the final hidden states and the logits in `num.logit_bytes` (fp32) for the loss.
+    """
     layers, embedding, output = stage
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
-    logits = np.where(output, 4 * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    logits = np.where(output, num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     return StageTerms(
         params=params,
         layer_activations=per_layer * layers + embedding_bytes,
@@ -208,13 +219,13 @@ def memory_by_stage(c: Candidates, precision: Precision, terms: tuple[StageTerms
 
 
 def all_stage_terms(
-    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, stage_params: tuple[ParamCounts, ...]
+    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics, stage_params: tuple[ParamCounts, ...]
 ) -> tuple[StageTerms, ...]:
     """`stage_terms` of the first, middle and last stage (`StageKind` order)."""
-    per_layer = activation_bytes_per_layer(model, c, rt)
-    working = working_bytes(model, c, rt)
+    per_layer = activation_bytes_per_layer(model, c, rt, num)
+    working = working_bytes(model, c, rt, num)
     return tuple(
-        stage_terms(model, c, params, per_layer, working, stage)
+        stage_terms(model, c, params, per_layer, working, stage, num)
         for params, stage in zip(stage_params, stage_kinds(c), strict=True)
     )
 
@@ -229,4 +240,5 @@ def peak_stage(stages: tuple[MemoryBreakdown, ...]) -> MemoryBreakdown:
 def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
-    return peak_stage(memory_by_stage(c, precision, all_stage_terms(model, c, rt, params)))
+    terms = all_stage_terms(model, c, rt, numerics(precision), params)
+    return peak_stage(memory_by_stage(c, precision, terms))

@@ -98,9 +98,9 @@ class LayerQuantities:
 
 
 def _layer_seconds(
-    model: ModelSpec, c: Candidates, hw: Hardware, train: TrainingSpec, placement: Placement
+    model: ModelSpec, c: Candidates, hw: Hardware, training: TrainingSpec, placement: Placement
 ) -> LayerSeconds:
-    rt, num = train.runtime, numerics(train.precision)
+    rt, num = training.runtime, numerics(training.precision)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
     tp_comm = tp_comm_per_layer_s(model, c, placement, hw, num)
@@ -137,7 +137,7 @@ def _spread(x: FloatArray, run: int) -> FloatArray:
 
 
 def layer_quantities(
-    model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, *, run: int = 1
+    model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware, *, run: int = 1
 ) -> LayerQuantities:
     """The layer-level quantities of every candidate in `c`.
 
@@ -156,9 +156,9 @@ def layer_quantities(
     placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
     base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
     largest = largest_stage_params(base_params)
-    collectives = dp_collectives_s(base, largest, base_placement, hw, train.precision)
+    collectives = dp_collectives_s(base, largest, base_placement, hw, training.precision)
     params = tuple(p.map(spread) for p in base_params)
-    layer_s = _layer_seconds(model, c, hw, train, placement)
+    layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)
     slowest, average = _slowest_stage(model, c, layer_s, logits_s)
     return LayerQuantities(
@@ -166,7 +166,7 @@ def layer_quantities(
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
-        stage_terms=all_stage_terms(model, c, train.runtime, params),
+        stage_terms=all_stage_terms(model, c, training.runtime, numerics(training.precision), params),
         largest_params=largest.map(spread),
         dp_collectives_s=collectives.map(spread),
         slowest_stage_s=slowest,

@@ -120,12 +120,12 @@ def once_per_step_s(
     collectives: DpCollectives,
     largest_params: ParamCounts,
     slowest: LayerSeconds,
-    train: TrainingSpec,
+    training: TrainingSpec,
     hw: Hardware,
 ) -> tuple[FloatArray, FloatArray]:
     """(exposed DP seconds, optimizer seconds) of one step, by the candidate's ZeRO stage; broadcasts over `c`."""
-    dp = exposed_dp_s(data_parallel_times(c, collectives), c, slowest.forward, slowest.backward, train.runtime)
-    return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, numerics(train.precision))
+    dp = exposed_dp_s(data_parallel_times(c, collectives), c, slowest.forward, slowest.backward, training.runtime)
+    return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, numerics(training.precision))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,16 +148,16 @@ class StepEstimates:
 
 
 def _step_times_s(
-    model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
+    model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
 ) -> TimeBreakdown:
     """Step time by kind for every candidate (seconds)."""
-    dp_comm, optimizer = once_per_step_s(c, q.dp_collectives_s, q.largest_params, q.slowest_stage_s, train, hw)
+    dp_comm, optimizer = once_per_step_s(c, q.dp_collectives_s, q.largest_params, q.slowest_stage_s, training, hw)
     return assemble_step(
         c.num_microbatches.astype(np.float64),
         c.pp,
         c.vp,
         q.slowest_stage_s,
-        pp_comm_per_microbatch_s(model, c, q.placement, hw, train.runtime, numerics(train.precision)),
+        pp_comm_per_microbatch_s(model, c, q.placement, hw, training.runtime, numerics(training.precision)),
         q.average_stage_s,
         dp_comm,
         optimizer,
@@ -165,7 +165,7 @@ def _step_times_s(
 
 
 def estimate_steps(
-    model: ModelSpec, train: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities | None = None
+    model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities | None = None
 ) -> StepEstimates:
     """Step time, flop and memory for every candidate, vectorised over `c`.
 
@@ -173,15 +173,15 @@ def estimate_steps(
     candidates (a search shares them between candidates); by default they are
     computed here.
     """
-    q = q or layer_quantities(model, train, c, hw)
-    sequences = float(train.global_batch_size)
+    q = q or layer_quantities(model, training, c, hw)
+    sequences = float(training.global_batch_size)
     model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
     by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
     return StepEstimates(
-        time_s=_step_times_s(model, train, c, hw, q),
+        time_s=_step_times_s(model, training, c, hw, q),
         model_flop=model_flop,
         hardware_flop=model_flop + sequences * by_mode[c.recompute],
-        memory=peak_stage(memory_by_stage(c, train.precision, q.stage_terms)),
+        memory=peak_stage(memory_by_stage(c, training.precision, q.stage_terms)),
         placement=q.placement,
         forward_s=q.slowest_stage_s.forward,
         backward_s=q.slowest_stage_s.backward,

@@ -57,7 +57,9 @@ class KeyTables:
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
 
 
-def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware) -> KeyTables:
+def key_tables(
+    model: ModelSpec, training: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware
+) -> KeyTables:
     """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`."""
 
     def row(a: np.ndarray) -> np.ndarray:
@@ -68,15 +70,15 @@ def key_tables(model: ModelSpec, train: TrainingSpec, keys: Candidates, q: Layer
     at = Candidates(**{f: row(getattr(keys, f)) for f in Candidates.__slots__})
     at = replace(at, zero_stage=np.asarray(ZERO_STAGES, dtype=np.int64)[:, None])
     dp_comm, optimizer = once_per_step_s(
-        at, q.dp_collectives_s.map(row), q.largest_params.map(row), q.slowest_stage_s.map(row), train, hw
+        at, q.dp_collectives_s.map(row), q.largest_params.map(row), q.slowest_stage_s.map(row), training, hw
     )
     # Sends per micro-batch are messages x one message; the message count is the row's (it depends on vp).
     messages = p2p_messages_per_microbatch(keys)
-    sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, train.runtime, numerics(train.precision))
+    sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, numerics(training.precision))
     per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
-    fixed = [stage_memory(at, train.precision, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
+    fixed = [stage_memory(at, training.precision, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
     per_in_flight = [  # the in-flight part does not depend on the ZeRO stage (the keys are at stage 0)
-        stage_memory(keys, train.precision, t, np.ones(len(keys))).peak - at_zero[0]
+        stage_memory(keys, training.precision, t, np.ones(len(keys))).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
     grid = (len(ZERO_STAGES), len(keys))

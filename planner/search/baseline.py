@@ -22,21 +22,21 @@ __all__ = ["BASELINE_RULE", "baseline_candidates"]
 BASELINE_RULE = "tp = gpus_per_node, smallest pp that fits, rest dp, full recompute, best micro-batch"
 
 
-def _heuristic_tp(model: ModelSpec, train: TrainingSpec, num_gpus: int, gpus_per_node: int) -> int:
+def _heuristic_tp(model: ModelSpec, training: TrainingSpec, num_gpus: int, gpus_per_node: int) -> int:
     """The largest tensor-parallel degree within a server that tensor_split allows."""
     degrees = np.asarray([t for t in divisors(num_gpus) if t <= gpus_per_node], dtype=np.int64)
-    return int(degrees[TENSOR_SPLIT.ok({"tp": degrees}, Job(model, train, num_gpus))].max())
+    return int(degrees[TENSOR_SPLIT.ok({"tp": degrees}, Job(model, training, num_gpus))].max())
 
 
 def baseline_candidates(
-    model: ModelSpec, train: TrainingSpec, num_gpus: int, hw: Hardware, searched: Evaluated | None = None
+    model: ModelSpec, training: TrainingSpec, num_gpus: int, hw: Hardware, searched: Evaluated | None = None
 ) -> tuple[Evaluated, int] | None:
     """The evaluated heuristic space and the index of its chosen layout, or None when nothing fits.
 
     `searched`, a complete unconstrained evaluation on `num_gpus`, already holds the heuristic's
     layouts and is reused; otherwise they are evaluated here.
     """
-    tp = _heuristic_tp(model, train, num_gpus, hw.gpus_per_node)
+    tp = _heuristic_tp(model, training, num_gpus, hw.gpus_per_node)
     if searched is not None:
         (space,) = searched.spaces
         rows, modes = space.rows, space.modes
@@ -53,8 +53,8 @@ def baseline_candidates(
         "sequence_parallel": [False],
         "zero_stage": [0],
     }
-    space = build_space(model, train, num_gpus, allowed)
-    ev = evaluate(model, train, space, hw)
+    space = build_space(model, training, num_gpus, allowed)
+    ev = evaluate(model, training, space, hw)
     return _choose(ev, ev.peak_bytes <= hw.hbm_bytes)
 
 

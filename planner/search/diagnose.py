@@ -29,15 +29,15 @@ class Diagnosis:
 
 
 def _any_fits(
-    model: ModelSpec, train: TrainingSpec, n: int, hw: Hardware, allowed: Allowed, deadline: float | None
+    model: ModelSpec, training: TrainingSpec, n: int, hw: Hardware, allowed: Allowed, deadline: float | None
 ) -> bool:
-    ev = evaluate(model, train, build_space(model, train, n, allowed), hw, deadline)
+    ev = evaluate(model, training, build_space(model, training, n, allowed), hw, deadline)
     return bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
 
 
 def diagnose(
     model: ModelSpec,
-    train: TrainingSpec,
+    training: TrainingSpec,
     cluster: ClusterSpec,
     hw: Hardware,
     ev: Evaluated,
@@ -51,7 +51,7 @@ def diagnose(
         key
         for key in allowed
         if (deadline is None or time.perf_counter() < deadline)
-        and _any_fits(model, train, cluster.num_gpus, hw, _without(allowed, key), deadline)
+        and _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), deadline)
     ]
     if len(ev) == 0:
         reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))

@@ -58,7 +58,7 @@ class Evaluated:
 
 
 def evaluate(
-    model: ModelSpec, train: TrainingSpec, space: Space, hw: Hardware, deadline: float | None = None
+    model: ModelSpec, training: TrainingSpec, space: Space, hw: Hardware, deadline: float | None = None
 ) -> Evaluated:
     """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit.
 
@@ -67,7 +67,7 @@ def evaluate(
     how many were.
     """
     keys = space.layer_candidates
-    tables = key_tables(model, train, keys, layer_quantities(model, train, keys, hw, run=KEY_MODES), hw)
+    tables = key_tables(model, training, keys, layer_quantities(model, training, keys, hw, run=KEY_MODES), hw)
     modes = space.modes
     key_of_mode = modes[:, 0] * 2 + modes[:, 1]
     valid = space.valid()

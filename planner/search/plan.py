@@ -82,7 +82,7 @@ def _needs_split(model: ModelSpec, layout: Layout, default: Estimate, costs: Sta
 
 def _refine_all(
     model: ModelSpec,
-    train: TrainingSpec,
+    training: TrainingSpec,
     cluster: ClusterSpec,
     hw: Hardware,
     layouts: list[Layout],
@@ -90,11 +90,11 @@ def _refine_all(
     deadline: float | None = None,
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
-    defaults = estimate_many(model, cluster, train, layouts)
+    defaults = estimate_many(model, cluster, training, layouts)
     piped = [i for i, x in enumerate(layouts) if x.pp >= 2]
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
-    costs = stage_costs_many(model, train, [layouts[i] for i in piped], hw)
+    costs = stage_costs_many(model, training, [layouts[i] for i in piped], hw)
     todo = [(i, c) for i, c in zip(piped, costs, strict=True) if _needs_split(model, layouts[i], defaults[i], c)]
     if deadline is not None and time.perf_counter() > deadline:
         todo = []
@@ -105,7 +105,7 @@ def _refine_all(
         valid = split is not None and not partition_problems(split, model.num_layers, x.pp, x.vp, c)
         if split is not None and valid and split != x.layers_per_stage:
             splits[i] = replace(x, layers_per_stage=split)
-    alternatives = dict(zip(splits, estimate_many(model, cluster, train, list(splits.values())), strict=True))
+    alternatives = dict(zip(splits, estimate_many(model, cluster, training, list(splits.values())), strict=True))
     out = []
     for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
         alt = alternatives.get(i)

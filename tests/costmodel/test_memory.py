@@ -8,6 +8,7 @@ import pytest
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu
 from planner.layout import Layout
+from planner.numerics import numerics
 from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures
 
 NO_FLASH = RuntimeFeatures(flash_attention=False)
@@ -29,7 +30,7 @@ GRID = list(itertools.product(TABLE2, [1, 2, 8], [1, 4]))
 
 def _layer_bytes(layout: Layout, model: ModelSpec, rt: RuntimeFeatures) -> float:
     c = Candidates.from_layouts([layout], model.num_layers, global_batch_size=64)
-    return float(activation_bytes_per_layer(model, c, rt)[0])
+    return float(activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16))[0])
 
 
 @pytest.mark.parametrize(("case", "t", "b"), GRID, ids=[f"{k}-t{t}-b{b}" for k, t, b in GRID])
@@ -74,7 +75,7 @@ def test_recompute_never_increases_layer_activations(shape: str, tp_sp: tuple[in
     rt = RuntimeFeatures(flash_attention=flash)
     layouts = [Layout(tp=tp, pp=pp, dp=1, recompute=r, sequence_parallel=sp) for r in Recompute]
     c = Candidates.from_layouts(layouts, model.num_layers, global_batch_size=8)
-    none, selective, full = activation_bytes_per_layer(model, c, rt)
+    none, selective, full = activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16))
     assert none >= selective > full
     # On the stage, selective never holds more than none (full adds a recompute working buffer; see below).
     stage_none, stage_selective, _ = memory_per_gpu(model, c, Precision.BF16, rt).activations

@@ -18,6 +18,7 @@ from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import activation_bytes_per_layer
 from planner.estimate import Estimate, estimate
 from planner.layout import Layout
+from planner.numerics import numerics
 from planner.profiles import ClusterSpec, HardwareProfile, load_profiles
 from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
@@ -248,6 +249,6 @@ def test_more_recomputation_never_keeps_more_activations(model: ModelSpec, layou
     rt = RuntimeFeatures(flash_attention=flash)
     variants = [replace(layout, recompute=r) for r in (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)]
     c = Candidates.from_layouts(variants, model.num_layers, global_batch_size=layout.dp * layout.micro_batch_size)
-    none, selective, full = (float(x) for x in activation_bytes_per_layer(model, c, rt))
+    none, selective, full = (float(x) for x in activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16)))
     assert np.isfinite([none, selective, full]).all()
     assert none >= selective >= full > 0, (none, selective, full)
