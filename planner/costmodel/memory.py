@@ -135,6 +135,8 @@ class StageTerms:
 
     params: ParamCounts
     """Parameters one GPU of the stage holds, before ZeRO sharding."""
+    sharded: FloatArray
+    """Parameters of one ZeRO shard of them (`zero.sharded_params`)."""
     layer_activations: FloatArray
     """Bytes one in-flight micro-batch keeps: its layers and, on the first stage, the embedding output."""
     fixed_activations: FloatArray
@@ -148,6 +150,7 @@ class StageTerms:
         """The terms with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
         return StageTerms(
             params=self.params.map(fn),
+            sharded=fn(self.sharded),
             layer_activations=fn(self.layer_activations),
             fixed_activations=fn(self.fixed_activations),
             zero3_buffer=fn(self.zero3_buffer),
@@ -175,6 +178,7 @@ def stage_terms(
     logits = np.where(output, num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     return StageTerms(
         params=params,
+        sharded=sharded_params(params, c.dp, c.cp, c.ep),
         layer_activations=per_layer * layers + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
@@ -192,10 +196,10 @@ def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flig
     num = numerics(precision)
     z = c.zero_stage
 
-    sharded, total = sharded_params(terms.params, c.dp, c.cp, c.ep), terms.params.total
+    total = terms.params.total
 
     def held(state: ModelState) -> FloatArray:
-        return held_params(z, state, total, sharded)
+        return held_params(z, state, total, terms.sharded)
 
     activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(
