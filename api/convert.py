@@ -35,6 +35,7 @@ from planner.launch import launch_args
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
+from planner.rules import rule_set
 from planner.search.plan import Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
@@ -228,7 +229,15 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved
 def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -> PlanResponse:
     """The body of POST /v1/plan for a validated request (the service and the command line both answer with it)."""
     resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
-    result = plan(resolved.model, cluster, request.training, request.constraints, request.top_k, request.objective)
+    result = plan(
+        resolved.model,
+        cluster,
+        request.training,
+        request.constraints,
+        request.top_k,
+        request.objective,
+        rules=rule_set(request.framework),
+    )
     return plan_response(result, resolved, request.training, cluster)
 
 
@@ -236,5 +245,5 @@ def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwarePro
     """The body of POST /v1/estimate for a validated request."""
     resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
     layout = layout_from(request.layout)
-    e = estimate(resolved.model, cluster, request.training, layout)
+    e = estimate(resolved.model, cluster, request.training, layout, rule_set(request.framework))
     return estimate_response(layout, request.layout, e, resolved)

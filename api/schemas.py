@@ -20,6 +20,7 @@ from planner.profiles import (
     NetworkSection,
     NodeSection,
 )
+from planner.rules import Framework
 from planner.search.rank import Objective
 from planner.specs import MAX_GLOBAL_BATCH, MAX_LAYERS, ModelSpec, Recompute, TrainingSpec
 
@@ -179,6 +180,11 @@ class PlanRequest(_Request):
     )
     top_k: int = Field(default=10, ge=1, le=100, description="Plans to return.")
     objective: Objective = Field(default=Objective.STEP_TIME, strict=False, description="step_time or gpu_efficiency.")
+    framework: Framework = Field(
+        default=Framework.MEGATRON,
+        strict=False,
+        description="The framework the plan is for: only layouts it accepts are searched (core: common rules only).",
+    )
 
 
 class LayoutIn(BaseModel):
@@ -217,6 +223,9 @@ class EstimateRequest(_Request):
     cluster: ClusterIn
     training: TrainingSpec
     layout: LayoutIn
+    framework: Framework = Field(
+        default=Framework.MEGATRON, strict=False, description="The framework whose rules the layout is checked against."
+    )
 
 
 class LayoutOut(BaseModel):
@@ -295,6 +304,8 @@ class SearchOut(BaseModel):
     elapsed_ms: float
     complete: bool = Field(description="False when the time budget ran out: plans are the best found so far.")
     rejected: dict[str, int] = Field(description="Partial layouts removed, by rule.")
+    framework: str = Field(description="The rule set every layout passed: core, megatron, nemo or torchtitan.")
+    framework_version: str = Field(description="The framework release whose rules those are.")
 
 
 class DiagnosisOut(BaseModel):

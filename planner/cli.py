@@ -29,6 +29,7 @@ from planner.client import PlannerClient, PlannerServiceError
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
 from planner.presets import load_presets
 from planner.profiles import load_profiles
+from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
 from planner.specs import ModelSpec, Precision, Recompute
@@ -139,8 +140,11 @@ def _job_body(
     batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
     precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
     train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
+    framework: Annotated[
+        Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
+    ] = Framework.MEGATRON,
 ) -> dict[str, Any]:
-    """The `model`, `cluster` and `training` objects that plan and estimate requests share, from their options."""
+    """The `model`, `cluster`, `training` and `framework` fields that plan and estimate requests share."""
     training: dict[str, Any] = {"global_batch_size": batch, "precision": precision.value}
     if train_tokens is not None:
         training["train_tokens"] = train_tokens
@@ -148,6 +152,7 @@ def _job_body(
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus},
         "training": training,
+        "framework": framework.value,
     }
 
 

@@ -133,6 +133,7 @@ def print_plans(result: PlanResponse) -> None:
             f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
         )
     console.print(model_line(result.model), highlight=False)
+    console.print(f"for {result.search.framework} ({result.search.framework_version}): only layouts it accepts")
     console.print(table)
     b = result.baseline
     if b.speedup_of_best is not None:

@@ -10,6 +10,7 @@ from planner.costmodel.step import StepEstimates, estimate_steps
 from planner.costmodel.topology import Crossings, count_crossings
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
+from planner.rules import CORE, RuleSet
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 from planner.validate import Violation, layouts_violations
@@ -52,20 +53,29 @@ def narayanan_eq4_days(tokens: float, params: float, num_gpus: int, flop_per_s_p
     return 8 * tokens * params / (num_gpus * flop_per_s_per_gpu) / SECONDS_PER_DAY
 
 
-def estimate(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout) -> Estimate:
+def estimate(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout, rules: RuleSet = CORE
+) -> Estimate:
     """Predicted step time, throughput and memory of one layout, with every rule it breaks.
 
     A layout that breaks a divisibility rule is still estimated where the
     arithmetic allows (sizes >= 1); `fits` is false and `violations` says why.
     """
-    return estimate_many(model, cluster, training, [layout])[0]
+    return estimate_many(model, cluster, training, [layout], rules)[0]
 
 
 def estimate_many(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout]
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    training: TrainingSpec,
+    layouts: Sequence[Layout],
+    rules: RuleSet = CORE,
 ) -> list[Estimate]:
-    """`estimate` for several layouts on the same cluster, in one vectorised cost-model call."""
-    violations = layouts_violations(layouts, model, training, cluster.num_gpus)
+    """`estimate` for several layouts on the same cluster, in one vectorised cost-model call.
+
+    `rules`: the rule set the layouts must pass (`planner.rules`; the core rules by default).
+    """
+    violations = layouts_violations(layouts, model, training, cluster.num_gpus, rules)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
     hw = cluster.profile.hardware(training.precision)

@@ -292,3 +292,15 @@ def test_help_at_80_columns_shows_every_option_name_in_full(command: str) -> Non
     for name in names:
         assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", result.output), name
     assert "Exit status" in result.output
+
+
+def test_framework_option_reaches_the_rules() -> None:
+    """--framework picks the rule set; Megatron (the default) refuses Megatron-FSDP with a pipeline."""
+    layout = ["--tp", "8", "--pp", "2", "--dp", "4", "--zero-stage", "3"]
+    small = ["estimate", "--model", "llama3-70b", "--profile", "dgx-h100", "--gpus", "64", "--batch", "256"]
+    body = _cli_json([*small, *layout], exit_code=1)
+    assert "megatron_fsdp_needs_pp_1" in [v["rule"] for v in body["violations"]]
+    body = _cli_json([*small, *layout, "--framework", "torchtitan"])
+    assert body["fits"] and not body["violations"]
+    plan = runner.invoke(app, ["plan", *small[1:], "--top-k", "1", "--framework", "nemo"])
+    assert plan.exit_code == 0 and "for nemo (NeMo" in plan.output

@@ -22,7 +22,7 @@ from planner.rules.core import (
     WORLD_SIZE,
     interleave_breaks,
 )
-from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, RuleSet, rule_set
+from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, Framework, RuleSet, rule_set
 from planner.rules.rule import LAYOUT_AXES, Clause, Columns, Job, Rule, StageClause, layout_columns
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "CORE_RULES",
     "EXPERT_SPLIT",
     "FRAMEWORK_RULES",
+    "Framework",
     "INTERLEAVE_MICROBATCHES",
     "LAYOUT_AXES",
     "POSITIVE_SIZES",

@@ -8,6 +8,7 @@ each rule names the file and function that enforces it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from planner.costmodel.candidates import BoolArray
 from planner.layout import Layout
@@ -17,6 +18,7 @@ from planner.specs import ModelSpec, Precision
 
 __all__ = [
     "FRAMEWORK_RULES",
+    "Framework",
     "MEGATRON_FSDP_NEEDS_NO_PP",
     "MOE_FP16_NO_EXPERT_PARALLEL",
     "QUERY_GROUPS_SPLIT",
@@ -26,6 +28,15 @@ __all__ = [
     "RuleSet",
     "rule_set",
 ]
+
+
+class Framework(StrEnum):
+    """What a plan is for: a framework whose launch checks the layout, or `core` (the common rules only)."""
+
+    CORE = "core"
+    MEGATRON = "megatron"
+    NEMO = "nemo"
+    TORCHTITAN = "torchtitan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +170,7 @@ RULE_SETS: dict[str, RuleSet] = {
 }
 
 
-def rule_set(framework: str = "core") -> RuleSet:
+def rule_set(framework: str | Framework = Framework.CORE) -> RuleSet:
     """The rule set of `framework` ('core', 'megatron', 'nemo', 'torchtitan')."""
     try:
         return RULE_SETS[framework]

@@ -13,7 +13,7 @@ import numpy as np
 from planner.constraints.space import Allowed, build_space, divisors
 from planner.costmodel.candidates import RECOMPUTE_CODE
 from planner.profiles import Hardware
-from planner.rules import TENSOR_SPLIT, Job
+from planner.rules import CORE, TENSOR_SPLIT, Job, RuleSet
 from planner.search.evaluate import Evaluated, evaluate
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 
@@ -22,21 +22,31 @@ __all__ = ["BASELINE_RULE", "baseline_candidates"]
 BASELINE_RULE = "tp = gpus_per_node, smallest pp that fits, rest dp, full recompute, best micro-batch"
 
 
-def _heuristic_tp(model: ModelSpec, training: TrainingSpec, num_gpus: int, gpus_per_node: int) -> int:
-    """The largest tensor-parallel degree within a server that tensor_split allows."""
+def _heuristic_tp(model: ModelSpec, training: TrainingSpec, num_gpus: int, gpus_per_node: int, rules: RuleSet) -> int:
+    """The largest tensor-parallel degree within a server that the rules on tp alone allow (tensor_split, and
+    e.g. Megatron's query-group split)."""
     degrees = np.asarray([t for t in divisors(num_gpus) if t <= gpus_per_node], dtype=np.int64)
-    return int(degrees[TENSOR_SPLIT.ok({"tp": degrees}, Job(model, training, num_gpus))].max())
+    job = Job(model, training, num_gpus)
+    ok = np.ones(len(degrees), dtype=np.bool_)
+    for rule in (r for r in rules.rules if r.axes == ("tp",) or r is TENSOR_SPLIT):
+        ok &= rule.ok({"tp": degrees}, job)
+    return int(degrees[ok].max())
 
 
 def baseline_candidates(
-    model: ModelSpec, training: TrainingSpec, num_gpus: int, hw: Hardware, searched: Evaluated | None = None
+    model: ModelSpec,
+    training: TrainingSpec,
+    num_gpus: int,
+    hw: Hardware,
+    searched: Evaluated | None = None,
+    rules: RuleSet = CORE,
 ) -> tuple[Evaluated, int] | None:
     """The evaluated heuristic space and the index of its chosen layout, or None when nothing fits.
 
     `searched`, a complete unconstrained evaluation on `num_gpus`, already holds the heuristic's
     layouts and is reused; otherwise they are evaluated here.
     """
-    tp = _heuristic_tp(model, training, num_gpus, hw.gpus_per_node)
+    tp = _heuristic_tp(model, training, num_gpus, hw.gpus_per_node, rules)
     if searched is not None:
         (space,) = searched.spaces
         rows, modes = space.rows, space.modes
@@ -53,7 +63,7 @@ def baseline_candidates(
         "sequence_parallel": [False],
         "zero_stage": [0],
     }
-    space = build_space(model, training, num_gpus, allowed)
+    space = build_space(model, training, num_gpus, allowed, rules)
     ev = evaluate(model, training, space, hw)
     return _choose(ev, ev.peak_bytes <= hw.hbm_bytes)
 

@@ -11,6 +11,7 @@ import numpy as np
 from planner.constraints.space import Allowed, build_space
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
+from planner.rules import CORE, RuleSet
 from planner.search.evaluate import Evaluated, evaluate
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB
@@ -29,9 +30,15 @@ class Diagnosis:
 
 
 def _any_fits(
-    model: ModelSpec, training: TrainingSpec, n: int, hw: Hardware, allowed: Allowed, deadline: float | None
+    model: ModelSpec,
+    training: TrainingSpec,
+    n: int,
+    hw: Hardware,
+    allowed: Allowed,
+    deadline: float | None,
+    rules: RuleSet,
 ) -> bool:
-    ev = evaluate(model, training, build_space(model, training, n, allowed), hw, deadline)
+    ev = evaluate(model, training, build_space(model, training, n, allowed, rules), hw, deadline)
     return bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
 
 
@@ -44,6 +51,7 @@ def diagnose(
     allowed: Allowed,
     rejected: Counter[str],
     deadline: float | None = None,
+    rules: RuleSet = CORE,
 ) -> Diagnosis:
     """Explain an empty plan list in words a user can act on (constraints to relax: while time allows)."""
     capacity = hw.hbm_bytes / GIB
@@ -51,7 +59,7 @@ def diagnose(
         key
         for key in allowed
         if (deadline is None or time.perf_counter() < deadline)
-        and _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), deadline)
+        and _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), deadline, rules)
     ]
     if len(ev) == 0:
         reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))

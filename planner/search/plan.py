@@ -17,6 +17,7 @@ from planner.constraints.space import Allowed, build_space
 from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
+from planner.rules import CORE, RuleSet
 from planner.search.baseline import BASELINE_RULE, baseline_candidates
 from planner.search.constraints import parse_constraints
 from planner.search.diagnose import Diagnosis, diagnose
@@ -54,6 +55,9 @@ class SearchStats:
     complete: bool
     """False when the time budget ran out: the plans are the best of the `evaluated` candidates."""
     rejected: dict[str, int]
+    framework: str
+    """The rule set every layout passed (`planner.rules`)."""
+    framework_version: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,9 +92,10 @@ def _refine_all(
     layouts: list[Layout],
     partition: bool,
     deadline: float | None = None,
+    rules: RuleSet = CORE,
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
-    defaults = estimate_many(model, cluster, training, layouts)
+    defaults = estimate_many(model, cluster, training, layouts, rules)
     piped = [i for i, x in enumerate(layouts) if x.pp >= 2]
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
@@ -105,7 +110,7 @@ def _refine_all(
         valid = split is not None and not partition_problems(split, model.num_layers, x.pp, x.vp, c)
         if split is not None and valid and split != x.layers_per_stage:
             splits[i] = replace(x, layers_per_stage=split)
-    alternatives = dict(zip(splits, estimate_many(model, cluster, training, list(splits.values())), strict=True))
+    alternatives = dict(zip(splits, estimate_many(model, cluster, training, list(splits.values()), rules), strict=True))
     out = []
     for i, (layout, e) in enumerate(zip(layouts, defaults, strict=True)):
         alt = alternatives.get(i)
@@ -127,8 +132,12 @@ def plan(
     objective: Objective = Objective.STEP_TIME,
     partition: bool = True,
     budget_s: float = SEARCH_BUDGET_S,
+    rules: RuleSet = CORE,
 ) -> PlanResult:
     """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics.
+
+    `rules`: what the target framework accepts (`planner.rules.rule_set`); every plan, the baseline and
+    the diagnosis pass them, and `search.rejected` counts what each removed.
 
     Exact when `search.complete`; past `budget_s` seconds the rest of the space is skipped and
     the plans are the best of what was evaluated.
@@ -143,16 +152,16 @@ def plan(
     for n in counts:
         if parts and time.perf_counter() > deadline:
             break
-        space = build_space(model, training, n, allowed)
+        space = build_space(model, training, n, allowed, rules)
         rejected.update(space.rejected)
         parts.append(evaluate(model, training, space, hw, deadline))
     ev: Evaluated = concatenate(parts)
     order = rank(ev, hw.hbm_bytes, objective, top=top_k)
     feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
-    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, deadline)
-    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, deadline)
+    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, deadline, rules)
+    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, deadline, rules)
     reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
-    baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None)
+    baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules)
     stats = SearchStats(
         candidates=len(ev),
         evaluated=ev.evaluated,
@@ -160,6 +169,8 @@ def plan(
         elapsed_ms=(time.perf_counter() - started) * 1e3,
         complete=ev.evaluated == len(ev) and len(parts) == len(counts),
         rejected=dict(rejected.most_common()),
+        framework=rules.name,
+        framework_version=rules.version,
     )
     return PlanResult(plans=plans, baseline=baseline, search=stats, diagnosis=diagnosis)
 
@@ -175,6 +186,7 @@ def _top_plans(
     objective: Objective,
     partition: bool,
     deadline: float | None = None,
+    rules: RuleSet = CORE,
 ) -> list[Plan]:
     shortlist = [int(i) for i in order[:top_k]]
     by_gpus: dict[int, list[int]] = {}
@@ -186,7 +198,7 @@ def _top_plans(
         layouts = [chosen.layout(j, model.num_layers) for j in range(len(indexes))]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         for i, (layout, e) in zip(
-            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition), strict=True
+            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition, deadline, rules), strict=True
         ):
             scored.append((_objective_of(e, n, objective), shortlist.index(i), n, e, layout))
     scored.sort(key=lambda s: (s[0], s[1]))
@@ -201,13 +213,14 @@ def _baseline(
     plans: list[Plan],
     objective: Objective,
     searched: Evaluated | None = None,
+    rules: RuleSet = CORE,
 ) -> Baseline:
-    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched)
+    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules)
     if found is None:
         return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
     ev, i = found
     layout = ev.layout(i, model.num_layers)
-    e = estimate(model, cluster, training, layout)
+    e = estimate(model, cluster, training, layout, rules)
     base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
     if not plans:
         return Baseline(rule=BASELINE_RULE, plan=base, speedup_of_best=None)

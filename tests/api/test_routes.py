@@ -240,3 +240,38 @@ def test_a_pasted_hf_config_trains_at_the_pretraining_length_not_the_context(cli
     assert body["model"]["sources"]["num_query_groups"] == "hf_config.num_key_value_heads"
     longer = client.post("/v1/plan", json={**PLAN, "model": {"hf_config": qwen, "seq_length": 32768}}).json()
     assert longer["model"]["shape"]["seq_length"] == 32768
+
+
+def test_a_plan_is_for_a_framework_megatron_by_default(client: TestClient) -> None:
+    """Megatron-FSDP (ZeRO 2/3) needs pp = 1 in the pinned Megatron-LM: no such plan is offered for it."""
+    request = {
+        "model": {"preset": "llama3-70b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 64},
+        "training": {"global_batch_size": 256},
+        "top_k": 10,
+    }
+    megatron = client.post("/v1/plan", json=request).json()
+    assert megatron["search"]["framework"] == "megatron"
+    assert megatron["search"]["framework_version"].startswith("Megatron-LM core_v")
+    assert megatron["search"]["rejected"]["megatron_fsdp_needs_pp_1"] > 0
+    every = [megatron["baseline"]["plan"], *megatron["plans"]]
+    assert all(p["layout"]["zero_stage"] < 2 or p["layout"]["pp"] == 1 for p in every)
+    core = client.post("/v1/plan", json={**request, "framework": "core"}).json()
+    assert core["search"]["framework"] == "core" and "megatron_fsdp_needs_pp_1" not in core["search"]["rejected"]
+    assert any(p["layout"]["zero_stage"] >= 2 and p["layout"]["pp"] > 1 for p in core["plans"])
+    assert core["plans"][0]["estimate"]["step_time_s"] <= megatron["plans"][0]["estimate"]["step_time_s"]
+
+
+def test_an_estimate_names_the_framework_rule_a_layout_breaks(client: TestClient) -> None:
+    request = {
+        "model": {"preset": "llama3-70b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 64},
+        "training": {"global_batch_size": 256},
+        "layout": {"tp": 16, "pp": 2, "dp": 2, "zero_stage": 3, "sequence_parallel": True},
+    }
+    rules = {v["rule"] for v in client.post("/v1/estimate", json=request).json()["violations"]}
+    assert {"megatron_fsdp_needs_pp_1", "query_groups_split"} <= rules
+    core = client.post("/v1/estimate", json={**request, "framework": "core"}).json()["violations"]
+    assert not {v["rule"] for v in core} & {"megatron_fsdp_needs_pp_1", "query_groups_split"}
+    bad = client.post("/v1/estimate", json={**request, "framework": "deepspeed"})
+    assert bad.status_code == 422 and bad.json()["errors"][0]["loc"][-1] == "framework"
