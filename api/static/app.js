@@ -11,7 +11,7 @@ const TIME_KEYS = ["compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_c
 const FIELD_FOR = {
   preset: "model-preset", hf_config: "hf-config", profile: "profile", overrides: "profile",
   num_gpus: "num_gpus", cluster: "num_gpus", global_batch_size: "global_batch_size", precision: "precision",
-  train_tokens: "train_tokens", objective: "objective", top_k: "top_k",
+  train_tokens: "train_tokens", objective: "objective", top_k: "top_k", framework: "framework",
   tp: "pin-tp", pp: "pin-pp", recompute: "recompute",
   num_layers: "shape", hidden_size: "shape", num_attention_heads: "shape", num_query_groups: "shape",
   ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
@@ -102,6 +102,7 @@ function planRequest(kind) {
     training,
     constraints: Object.keys(constraints).length ? constraints : null,
     objective: $("#objective").value,
+    framework: $("#framework").value,
   };
   if (topK !== null) request.top_k = topK;
   return request;
@@ -186,7 +187,8 @@ async function submitPlan() {
     showProblem(body || { detail: `HTTP ${response.status} without a readable body` }, kind);
     return;
   }
-  $("#status").textContent = body.cached ? "done (from the service's cache)" : "done";
+  $("#status").textContent = (body.cached ? "done (from the service's cache)" : "done")
+    + ` for ${body.search.framework} (${body.search.framework_version})`;
   lastResponse = body;
   renderModel(body.model, request.model);
   renderPlans(body);

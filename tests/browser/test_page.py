@@ -86,6 +86,7 @@ def _fill(  # type: ignore[no-untyped-def]
     top_k: str = "10",
     tp: str = "",
     recompute: tuple[str, ...] = ("none", "selective", "full"),
+    framework: str = "megatron",
 ) -> None:
     """Set every field the tests use (the page is shared by the module's tests)."""
     page.check(f'input[name="model-kind"][value="{kind}"]')
@@ -100,6 +101,7 @@ def _fill(  # type: ignore[no-untyped-def]
     page.fill("#global_batch_size", batch)
     page.fill("#train_tokens", train_tokens)
     page.select_option("#objective", objective)
+    page.select_option("#framework", framework)
     page.fill("#top_k", top_k)
     page.fill("#pin-tp", tp)
     page.fill("#pin-pp", "")
@@ -173,8 +175,19 @@ def test_bad_input_shows_the_error_by_its_field(page) -> None:  # type: ignore[n
 
 
 def test_new_inputs_reach_the_request(page) -> None:  # type: ignore[no-untyped-def]
-    _fill(page, gpus="64", batch="64", seq_length="4096", train_tokens="300B", objective="gpu_efficiency", top_k="3")
+    _fill(
+        page,
+        gpus="64",
+        batch="64",
+        seq_length="4096",
+        train_tokens="300B",
+        objective="gpu_efficiency",
+        top_k="3",
+        framework="torchtitan",
+    )
     sent = _submit(page)
+    assert sent["framework"] == "torchtitan"
+    assert page.locator("#status").inner_text().endswith("for torchtitan (TorchTitan v0.2.2)")
     assert sent["model"] == {"preset": "gpt3-175b", "seq_length": 4096}
     assert sent["training"]["train_tokens"] == 300e9
     assert sent["objective"] == "gpu_efficiency"
