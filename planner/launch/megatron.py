@@ -131,7 +131,9 @@ def moe_layer_freq(model: ModelSpec) -> str:
     return "+".join(parts)
 
 
-def _moe_flags(model: ModelSpec, layout: Layout) -> list[str]:
+def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec) -> list[str]:
+    """MoE flags. Grouped GEMM only outside fp16: Megatron-LM's validate_args asserts `args.bf16` when
+    `--moe-grouped-gemm` is set ("Currently GroupedGEMM for MoE only supports bf16 dtype"); fp8 runs with --bf16."""
     if model.moe is None:
         return []
     moe = model.moe
@@ -140,7 +142,8 @@ def _moe_flags(model: ModelSpec, layout: Layout) -> list[str]:
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
         flags += ["--moe-shared-expert-intermediate-size", str(shared)]
-    flags.append("--moe-grouped-gemm")
+    if training.precision is not Precision.FP16:
+        flags.append("--moe-grouped-gemm")
     if layout.ep > 1:
         flags += ["--moe-token-dispatcher-type", "alltoall"]
     return flags
@@ -243,7 +246,7 @@ def megatron_launch(
 ) -> FrameworkLaunch:
     args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
     args += _batch_recompute_flags(training, layout)
-    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout)
+    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training)
     args += _precision_runtime_flags(model, training, layout)
     run = args + _run_flags(model)
     env = _env(layout)

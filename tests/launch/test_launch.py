@@ -460,6 +460,15 @@ def test_moe_flags_for_deepseek_v3() -> None:
     assert launch.nemo.config["model.config.num_moe_experts"] == 256
 
 
+@pytest.mark.parametrize("precision", [Precision.BF16, Precision.FP8, Precision.FP16])
+def test_grouped_gemm_only_where_megatron_allows_it(precision: Precision) -> None:
+    """Megatron-LM's validate_args asserts bf16 for --moe-grouped-gemm (fp8 runs with --bf16)."""
+    launch = _launch(
+        DEEPSEEK, Layout(tp=2, pp=8, dp=64, sequence_parallel=True, zero_stage=1), 2048, precision=precision
+    )
+    assert ("--moe-grouped-gemm" in launch.megatron.args) == (precision is not Precision.FP16)
+
+
 @pytest.mark.parametrize(
     ("layers", "freq", "first_k"),
     [(32, 1, 0), (32, 2, 0), (61, 1, 3), (12, 2, 1), (13, 3, 2), (10, 4, 1), (8, 1, 8)],
