@@ -82,7 +82,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     (
         "Megatron 529.6B, 1,048,576 x H100, gpu_efficiency, top_k 100",
         {
-            "model": {"preset": "megatron-530b"},
+            "model": {"preset": "megatron-529.6b"},
             "cluster": {"profile": "dgx-h100", "num_gpus": _MANY},
             "training": {"global_batch_size": 4096},
             "objective": "gpu_efficiency",
