@@ -14,8 +14,9 @@ Every solve is deterministic: one worker, a fixed seed, and a limit on CP-SAT's
 deterministic time (its count of work done, not the clock), so the same problems
 give the same splits on any machine under any load. Each problem is solved in its
 own model (three variables: solved to optimality in well under a millisecond of
-deterministic time); one model holding 100 problems with a summed objective took
-CP-SAT seconds to prove optimal. A request's solves share one `SplitWork`: when it
+deterministic time), except that up to `TOGETHER_MAX` are first tried together in one
+model (summed objective), which saves the per-solve overhead; one model holding 100
+problems took CP-SAT seconds to prove optimal. A request's solves share one `SplitWork`: when it
 is spent, the remaining problems keep their default split and the request says so.
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "SOLVE_SEED",
     "SPLIT_WORK_PER_REQUEST",
     "SPLIT_WORK_PER_SOLVE",
+    "TOGETHER_MAX",
     "PartitionProblem",
     "SplitWork",
     "solve_partition",
@@ -45,6 +47,9 @@ SPLIT_WORK_PER_SOLVE = 0.005
 """CP-SAT deterministic time (`max_deterministic_time`) one solve may use: the largest seen is under 1e-4."""
 SPLIT_WORK_PER_REQUEST = 0.05
 """CP-SAT deterministic time all the solves of one request may use together (at most 100 problems: top_k)."""
+TOGETHER_MAX = 10
+"""Up to this many problems are first tried in one model (one solve's overhead instead of ten); past it,
+or when that model is infeasible or unproven within its limit, each is solved alone."""
 SOLVE_SEED = 0
 """CP-SAT's `random_seed`, fixed."""
 _US = 1e6
@@ -112,6 +117,24 @@ def _solve(p: PartitionProblem, limit: float) -> tuple[Any, tuple[int, ...] | No
     return status, (f,) + (m,) * (p.pp - 2) + (last,), solver.deterministic_time
 
 
+def _solve_together(problems: list[PartitionProblem], limit: float) -> tuple[list[tuple[int, ...]] | None, float]:
+    """All problems in one model (summed objective), or None unless CP-SAT proves it optimal within `limit`."""
+    model = cp_model.CpModel()
+    added = [_add_problem(model, p, f"p{i}_") for i, p in enumerate(problems)]
+    model.minimize(sum(term for _, term in added))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = SOLVE_SEED
+    if solver.solve(model) != cp_model.OPTIMAL:
+        return None, solver.deterministic_time
+    out = []
+    for p, (chunks, _) in zip(problems, added, strict=True):
+        f, m, last = (p.vp * solver.value(chunks[k]) for k in (FIRST, MIDDLE, LAST))
+        out.append((f,) + (m,) * (p.pp - 2) + (last,))
+    return out, solver.deterministic_time
+
+
 def solve_partition(num_layers: int, pp: int, vp: int, costs: StageCosts) -> tuple[int, ...]:
     """Layers per stage (length pp) minimising the slowest stage; raises InfeasibleError if none fits."""
     assert pp >= 2, "a single stage has nothing to partition"
@@ -130,6 +153,11 @@ def solve_partitions(problems: list[PartitionProblem], work: SplitWork | None = 
     stopped by its limit (a feasible but unproven split, or none) or skipped sets `work.truncated`.
     """
     work = SplitWork(SPLIT_WORK_PER_REQUEST) if work is None else work
+    if 1 < len(problems) <= TOGETHER_MAX and work.left > 0:
+        together, used = _solve_together(problems, min(SPLIT_WORK_PER_SOLVE, work.left))
+        work.left -= used
+        if together is not None:
+            return list(together)
     out: list[tuple[int, ...] | None] = []
     for p in problems:
         if work.left <= 0:
