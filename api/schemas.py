@@ -299,10 +299,16 @@ class BaselineOut(BaseModel):
 
 class SearchOut(BaseModel):
     candidates: int = Field(description="Legal layouts in the space.")
-    evaluated: int = Field(description="Layouts the cost model evaluated (all of them unless the budget ran out).")
+    evaluated: int = Field(description="Layouts the cost model evaluated (all of them unless the work budget ran out).")
     feasible: int = Field(description="Evaluated layouts that fit in memory.")
     elapsed_ms: float
-    complete: bool = Field(description="False when the time budget ran out: plans are the best found so far.")
+    complete: bool = Field(
+        description="False when a work limit cut the search short (the same on any machine): plans are the best"
+        " of what was evaluated."
+    )
+    truncated_by: list[str] = Field(
+        description="The work limits hit, in order: candidates, stage_split, diagnosis; empty when complete."
+    )
     rejected: dict[str, int] = Field(description="Partial layouts removed, by rule.")
     framework: str = Field(description="The rule set every layout passed: core, megatron, nemo or torchtitan.")
     framework_version: str = Field(description="The framework release whose rules those are.")

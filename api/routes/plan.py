@@ -18,13 +18,20 @@ JSON = "application/json"
 
 
 def _answer(cache: ResponseCache, metrics: Metrics, key: str, produce: Callable[[], BaseModel]) -> Response:
-    """The cached response for `key` (marked cached), or a fresh one, stored."""
+    """The cached response for `key` (marked cached), or a fresh one, stored unless its search is incomplete."""
     if (hit := cache.get(key)) is not None:
         metrics.cache_hits.inc()
         return Response(hit.replace(b'"cached":false', b'"cached":true', 1), media_type=JSON)
-    raw = produce().model_dump_json().encode()
-    cache.put(key, raw)
+    response = produce()
+    raw = response.model_dump_json().encode()
+    if _cacheable(response):
+        cache.put(key, raw)
     return Response(raw, media_type=JSON)
+
+
+def _cacheable(response: BaseModel) -> bool:
+    """Only complete answers are kept: a truncated search is deterministic but not the answer to cache."""
+    return not isinstance(response, PlanResponse) or response.search.complete
 
 
 @router.post("/plan", response_model=PlanResponse, summary="Ranked layouts for a model on a cluster")

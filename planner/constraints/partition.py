@@ -8,8 +8,16 @@ multiple of vp: the stage-list clauses of `planner.rules.STAGE_SPLIT`, encoded a
 variables; `constraints.check` tests a solution against the rule itself. Stage
 time and memory are affine in the layer count
 (`constraints.costs`). Times are scaled to integer microseconds and memory to
-integer MiB here, and only here. Every solve has a time limit; the plans of one search are
-solved together in one model (independent problems, summed objective).
+integer MiB here, and only here.
+
+Every solve is deterministic: one worker, a fixed seed, and a limit on CP-SAT's
+deterministic time (its count of work done, not the clock), so the same problems
+give the same splits on any machine under any load. Each problem is solved in its
+own model (three variables: solved to optimality in well under a millisecond of
+deterministic time), except that up to `TOGETHER_MAX` are first tried together in one
+model (summed objective), which saves the per-solve overhead; one model holding 100
+problems took CP-SAT seconds to prove optimal. A request's solves share one `SplitWork`: when it
+is spent, the remaining problems keep their default split and the request says so.
 """
 
 from __future__ import annotations
@@ -24,9 +32,26 @@ from planner.constraints.costs import FIRST, LAST, MIDDLE, StageCosts, StageKind
 from planner.errors import InfeasibleError, SolverTimeoutError
 from planner.units import MIB
 
-__all__ = ["SOLVE_TIME_LIMIT_S", "PartitionProblem", "solve_partition", "solve_partitions"]
+__all__ = [
+    "SOLVE_SEED",
+    "SPLIT_WORK_PER_REQUEST",
+    "SPLIT_WORK_PER_SOLVE",
+    "TOGETHER_MAX",
+    "PartitionProblem",
+    "SplitWork",
+    "solve_partition",
+    "solve_partitions",
+]
 
-SOLVE_TIME_LIMIT_S = 1.0
+SPLIT_WORK_PER_SOLVE = 0.005
+"""CP-SAT deterministic time (`max_deterministic_time`) one solve may use: the largest seen is under 1e-4."""
+SPLIT_WORK_PER_REQUEST = 0.05
+"""CP-SAT deterministic time all the solves of one request may use together (at most 100 problems: top_k)."""
+TOGETHER_MAX = 10
+"""Up to this many problems are first tried in one model (one solve's overhead instead of ten); past it,
+or when that model is infeasible or unproven within its limit, each is solved alone."""
+SOLVE_SEED = 0
+"""CP-SAT's `random_seed`, fixed."""
 _US = 1e6
 
 
@@ -68,47 +93,80 @@ def _add_problem(
     return chunks, slowest * (p.num_layers + 1) + spread
 
 
-def _solve(problems: list[PartitionProblem]) -> list[tuple[int, ...]]:
-    """Solve independent problems in one model: minimising the sum minimises each term."""
+@dataclass(slots=True)
+class SplitWork:
+    """CP-SAT deterministic time left to a request's solves, and whether a limit cut any solve short."""
+
+    left: float
+    truncated: bool = False
+
+
+def _solve(p: PartitionProblem, limit: float) -> tuple[Any, tuple[int, ...] | None, float]:
+    """One problem: (CP-SAT status, split or None, deterministic time used), within `limit`."""
+    model = cp_model.CpModel()
+    chunks, term = _add_problem(model, p, "")
+    model.minimize(term)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = SOLVE_SEED
+    status = solver.solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return status, None, solver.deterministic_time
+    f, m, last = (p.vp * solver.value(chunks[k]) for k in (FIRST, MIDDLE, LAST))
+    return status, (f,) + (m,) * (p.pp - 2) + (last,), solver.deterministic_time
+
+
+def _solve_together(problems: list[PartitionProblem], limit: float) -> tuple[list[tuple[int, ...]] | None, float]:
+    """All problems in one model (summed objective), or None unless CP-SAT proves it optimal within `limit`."""
     model = cp_model.CpModel()
     added = [_add_problem(model, p, f"p{i}_") for i, p in enumerate(problems)]
     model.minimize(sum(term for _, term in added))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = SOLVE_TIME_LIMIT_S
+    solver.parameters.max_deterministic_time = limit
     solver.parameters.num_workers = 1
-    status = solver.solve(model)
-    if status == cp_model.INFEASIBLE:
-        raise InfeasibleError("no split of the layers over the stages fits in memory")
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise SolverTimeoutError(f"stage partition: CP-SAT status {solver.status_name(status)}")
+    solver.parameters.random_seed = SOLVE_SEED
+    if solver.solve(model) != cp_model.OPTIMAL:
+        return None, solver.deterministic_time
     out = []
     for p, (chunks, _) in zip(problems, added, strict=True):
         f, m, last = (p.vp * solver.value(chunks[k]) for k in (FIRST, MIDDLE, LAST))
         out.append((f,) + (m,) * (p.pp - 2) + (last,))
-    return out
+    return out, solver.deterministic_time
 
 
 def solve_partition(num_layers: int, pp: int, vp: int, costs: StageCosts) -> tuple[int, ...]:
     """Layers per stage (length pp) minimising the slowest stage; raises InfeasibleError if none fits."""
     assert pp >= 2, "a single stage has nothing to partition"
-    return _solve([PartitionProblem(num_layers, pp, vp, costs)])[0]
+    status, split, _ = _solve(PartitionProblem(num_layers, pp, vp, costs), SPLIT_WORK_PER_SOLVE)
+    if status == cp_model.INFEASIBLE:
+        raise InfeasibleError("no split of the layers over the stages fits in memory")
+    if split is None:
+        raise SolverTimeoutError(f"stage partition: CP-SAT status {cp_model.CpSolver().status_name(status)}")
+    return split
 
 
-def solve_partitions(problems: list[PartitionProblem]) -> list[tuple[int, ...] | None]:
-    """Each problem's split (None where it has none), in one CP-SAT solve when all are feasible.
+def solve_partitions(problems: list[PartitionProblem], work: SplitWork | None = None) -> list[tuple[int, ...] | None]:
+    """Each problem's split (None where it has none, or where `work` ran out), solved in order.
 
-    One model for all saves building a model per plan; if any problem is infeasible, each is solved alone.
+    `work` is shared by a request's solves (a fresh `SPLIT_WORK_PER_REQUEST` when None); a solve
+    stopped by its limit (a feasible but unproven split, or none) or skipped sets `work.truncated`.
     """
-    if not problems:
-        return []
-    try:
-        return list(_solve(problems))
-    except (InfeasibleError, SolverTimeoutError):
-        pass
+    work = SplitWork(SPLIT_WORK_PER_REQUEST) if work is None else work
+    if 1 < len(problems) <= TOGETHER_MAX and work.left > 0:
+        together, used = _solve_together(problems, min(SPLIT_WORK_PER_SOLVE, work.left))
+        work.left -= used
+        if together is not None:
+            return list(together)
     out: list[tuple[int, ...] | None] = []
     for p in problems:
-        try:
-            out.append(_solve([p])[0])
-        except (InfeasibleError, SolverTimeoutError):
+        if work.left <= 0:
+            work.truncated = True
             out.append(None)
+            continue
+        status, split, used = _solve(p, min(SPLIT_WORK_PER_SOLVE, work.left))
+        work.left -= used
+        if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+            work.truncated = True
+        out.append(split)
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ from planner.constraints.space import Allowed, build_space
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
+from planner.search.budget import DIAGNOSIS, WorkBudget
 from planner.search.evaluate import Evaluated, evaluate
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB
@@ -35,11 +35,25 @@ def _any_fits(
     n: int,
     hw: Hardware,
     allowed: Allowed,
-    deadline: float | None,
+    budget: WorkBudget,
     rules: RuleSet,
 ) -> bool:
-    ev = evaluate(model, training, build_space(model, training, n, allowed, rules), hw, deadline)
-    return bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
+    """Whether some layout fits under `allowed`, from the candidates `budget` still allows (spent here).
+
+    Stops at the first block with a fit; where the budget stops it first, the answer is "no" and the
+    diagnosis is marked truncated.
+    """
+    if budget.candidates == 0:
+        budget.truncate(DIAGNOSIS)
+        return False
+    space = build_space(model, training, n, allowed, rules)
+    ev = evaluate(model, training, space, hw, budget.candidates, until_fit=True)
+    budget.spend(ev.evaluated)
+    fits = bool(np.any(ev.peak_bytes <= hw.hbm_bytes))
+    if not fits and ev.evaluated < len(ev):
+        budget.truncate(DIAGNOSIS)
+        budget.candidates = 0  # what is left cannot hold the next row: the remaining keys are not tried
+    return fits
 
 
 def diagnose(
@@ -50,16 +64,20 @@ def diagnose(
     ev: Evaluated,
     allowed: Allowed,
     rejected: Counter[str],
-    deadline: float | None = None,
+    budget: WorkBudget | None = None,
     rules: RuleSet = CORE,
 ) -> Diagnosis:
-    """Explain an empty plan list in words a user can act on (constraints to relax: while time allows)."""
+    """Explain an empty plan list in words a user can act on.
+
+    The constraints to relax are tried in the request's order, each a re-search drawn from `budget`
+    (the request's; a fresh one when None); once it is spent the rest are not tried.
+    """
+    budget = WorkBudget() if budget is None else budget
     capacity = hw.hbm_bytes / GIB
     relax = [
         key
         for key in allowed
-        if (deadline is None or time.perf_counter() < deadline)
-        and _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), deadline, rules)
+        if _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), budget, rules)
     ]
     if len(ev) == 0:
         reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))
@@ -73,7 +91,7 @@ def diagnose(
         )
     if ev.evaluated == 0:
         return Diagnosis(
-            message="the search budget ran out before any layout was evaluated; pin some dimensions",
+            message="the search's work budget ran out before any layout was evaluated; pin some dimensions",
             least_memory_layout=None,
             least_memory_gib=None,
             capacity_gib=capacity,

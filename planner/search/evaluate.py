@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,13 +57,19 @@ class Evaluated:
 
 
 def evaluate(
-    model: ModelSpec, training: TrainingSpec, space: Space, hw: Hardware, deadline: float | None = None
+    model: ModelSpec,
+    training: TrainingSpec,
+    space: Space,
+    hw: Hardware,
+    limit: int | None = None,
+    until_fit: bool = False,
 ) -> Evaluated:
     """Step time and peak memory of every candidate in `space`; step time is inf where it does not fit.
 
-    Past `deadline` (a `time.perf_counter()` value) the remaining blocks are
-    left unevaluated: their peak and step time are inf and `evaluated` says
-    how many were.
+    `limit`: evaluate at most that many candidates, whole rows in the space's order (the first rows
+    whose candidates add up to at most `limit`); `until_fit`: stop after the first block with a
+    candidate that fits. Candidates left unevaluated have inf peak and step time, and `evaluated`
+    counts those that were: the same space and limit always evaluate the same candidates.
     """
     keys = space.layer_candidates
     tables = key_tables(model, training, keys, layer_quantities(model, training, keys, hw, run=KEY_MODES), hw)
@@ -76,10 +81,9 @@ def evaluate(
     step = np.full(len(space), np.inf)
     peak = np.full(len(space), np.inf)
     block = max(1, CHUNK // max(len(modes), 1))
-    for first in range(0, len(space.rows), block):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        rows = slice(first, min(first + block, len(space.rows)))
+    stop = len(space.rows) if limit is None else int(np.searchsorted(row_starts, limit, side="right")) - 1
+    for first in range(0, stop, block):
+        rows = slice(first, min(first + block, stop))
         row_keys = space.row_key[rows, None] * KEY_MODES + np.arange(KEY_MODES)[None, :]
         s, p = grid_step_time_and_peak(tables, space.rows.take(rows), row_keys, key_of_mode, modes[:, 2])
         out = slice(row_starts[rows.start], row_starts[rows.stop])
@@ -87,12 +91,15 @@ def evaluate(
             s, p = s[valid[rows]], p[valid[rows]]
         step[out] = np.where(p <= hw.hbm_bytes, s, np.inf).ravel()
         peak[out] = p.ravel()
+        if until_fit and np.any(p <= hw.hbm_bytes):
+            stop = rows.stop
+            break
     return Evaluated(
         spaces=(space,),
         step_time_s=step,
         peak_bytes=peak,
         num_gpus=np.full(len(space), space.num_gpus, dtype=np.int64),
-        evaluated=int(np.count_nonzero(np.isfinite(peak))),
+        evaluated=int(row_starts[stop]),
     )
 
 

@@ -12,13 +12,14 @@ import numpy as np
 
 from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
-from planner.constraints.partition import PartitionProblem, solve_partitions
+from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
 from planner.constraints.space import Allowed, build_space
 from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
 from planner.search.baseline import BASELINE_RULE, baseline_candidates
+from planner.search.budget import CANDIDATES, MAX_EVALUATED, WorkBudget
 from planner.search.constraints import parse_constraints
 from planner.search.diagnose import Diagnosis, diagnose
 from planner.search.evaluate import Evaluated, concatenate, evaluate
@@ -26,9 +27,6 @@ from planner.search.rank import Objective, rank
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
-
-SEARCH_BUDGET_S = 1.0
-"""Wall-clock budget of one search; past it the best found so far is returned, marked incomplete."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,7 +51,9 @@ class SearchStats:
     feasible: int
     elapsed_ms: float
     complete: bool
-    """False when the time budget ran out: the plans are the best of the `evaluated` candidates."""
+    """False when a work limit cut the search short (`truncated_by` says which); the same everywhere."""
+    truncated_by: list[str]
+    """The work limits that cut the answer short, in the order hit (`planner.search.budget`); empty when complete."""
     rejected: dict[str, int]
     framework: str
     """The rule set every layout passed (`planner.rules`)."""
@@ -91,7 +91,7 @@ def _refine_all(
     hw: Hardware,
     layouts: list[Layout],
     partition: bool,
-    deadline: float | None = None,
+    work: SplitWork | None = None,
     rules: RuleSet = CORE,
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
@@ -101,11 +101,9 @@ def _refine_all(
         return list(zip(layouts, defaults, strict=True))
     costs = stage_costs_many(model, training, [layouts[i] for i in piped], hw)
     todo = [(i, c) for i, c in zip(piped, costs, strict=True) if _needs_split(model, layouts[i], defaults[i], c)]
-    if deadline is not None and time.perf_counter() > deadline:
-        todo = []
     problems = [PartitionProblem(model.num_layers, layouts[i].pp, layouts[i].vp, c) for i, c in todo]
     splits = {}
-    for (i, c), split in zip(todo, solve_partitions(problems), strict=True):
+    for (i, c), split in zip(todo, solve_partitions(problems, work), strict=True):
         x = layouts[i]
         valid = split is not None and not partition_problems(split, model.num_layers, x.pp, x.vp, c)
         if split is not None and valid and split != x.layers_per_stage:
@@ -131,7 +129,7 @@ def plan(
     top_k: int = 10,
     objective: Objective = Objective.STEP_TIME,
     partition: bool = True,
-    budget_s: float = SEARCH_BUDGET_S,
+    max_evaluated: int = MAX_EVALUATED,
     rules: RuleSet = CORE,
 ) -> PlanResult:
     """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics.
@@ -139,27 +137,36 @@ def plan(
     `rules`: what the target framework accepts (`planner.rules.rule_set`); every plan, the baseline and
     the diagnosis pass them, and `search.rejected` counts what each removed.
 
-    Exact when `search.complete`; past `budget_s` seconds the rest of the space is skipped and
-    the plans are the best of what was evaluated.
+    Bounded by work, not time: the request evaluates at most `max_evaluated` candidates (the GPU
+    counts in ascending order, each space in its own order; then the diagnosis) and gives CP-SAT a
+    fixed deterministic-time budget, so the answer is the same on any machine under any load. Exact
+    when `search.complete`; otherwise `search.truncated_by` names the limits hit and the plans are
+    the best of the `evaluated` candidates.
     """
     started = time.perf_counter()
-    deadline = started + budget_s
+    budget = WorkBudget(candidates=max_evaluated)
     allowed: Allowed = parse_constraints(constraints)
     hw = cluster.profile.hardware(training.precision)
     parts: list[Evaluated] = []
     rejected: Counter[str] = Counter()
     counts = _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective)
     for n in counts:
-        if parts and time.perf_counter() > deadline:
+        if parts and budget.candidates == 0:  # spent exactly: the remaining GPU counts are not searched
+            budget.truncate(CANDIDATES)
             break
         space = build_space(model, training, n, allowed, rules)
         rejected.update(space.rejected)
-        parts.append(evaluate(model, training, space, hw, deadline))
+        part = evaluate(model, training, space, hw, budget.candidates)
+        budget.spend(part.evaluated)
+        parts.append(part)
+        if part.evaluated < len(part):
+            budget.truncate(CANDIDATES)
+            break
     ev: Evaluated = concatenate(parts)
     order = rank(ev, hw.hbm_bytes, objective, top=top_k)
     feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
-    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, deadline, rules)
-    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, deadline, rules)
+    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, budget.split, rules)
+    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
     reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
     baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules)
     stats = SearchStats(
@@ -167,7 +174,8 @@ def plan(
         evaluated=ev.evaluated,
         feasible=feasible,
         elapsed_ms=(time.perf_counter() - started) * 1e3,
-        complete=ev.evaluated == len(ev) and len(parts) == len(counts),
+        complete=not budget.reasons(),
+        truncated_by=budget.reasons(),
         rejected=dict(rejected.most_common()),
         framework=rules.name,
         framework_version=rules.version,
@@ -185,7 +193,7 @@ def _top_plans(
     top_k: int,
     objective: Objective,
     partition: bool,
-    deadline: float | None = None,
+    work: SplitWork | None = None,
     rules: RuleSet = CORE,
 ) -> list[Plan]:
     shortlist = [int(i) for i in order[:top_k]]
@@ -198,7 +206,7 @@ def _top_plans(
         layouts = [chosen.layout(j, model.num_layers) for j in range(len(indexes))]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         for i, (layout, e) in zip(
-            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition, deadline, rules), strict=True
+            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition, work, rules), strict=True
         ):
             scored.append((_objective_of(e, n, objective), shortlist.index(i), n, e, layout))
     scored.sort(key=lambda s: (s[0], s[1]))

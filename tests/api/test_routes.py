@@ -275,3 +275,23 @@ def test_an_estimate_names_the_framework_rule_a_layout_breaks(client: TestClient
     assert not {v["rule"] for v in core} & {"megatron_fsdp_needs_pp_1", "query_groups_split"}
     bad = client.post("/v1/estimate", json={**request, "framework": "deepspeed"})
     assert bad.status_code == 422 and bad.json()["errors"][0]["loc"][-1] == "framework"
+
+
+def test_an_incomplete_answer_is_not_served_from_the_cache(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    import api.convert
+    from planner.search.plan import plan
+
+    body = {**PLAN, "top_k": 7}  # a request no other test sends: nothing of it is cached yet
+    monkeypatch.setattr(api.convert, "plan", functools.partial(plan, max_evaluated=100))
+    first, second = (client.post("/v1/plan", json=body).json() for _ in range(2))
+    assert first["search"]["complete"] is False and first["search"]["truncated_by"] == ["candidates"]
+    assert first["cached"] is False and second["cached"] is False  # searched again, not served from the cache
+    for answer in (first, second):
+        answer["search"]["elapsed_ms"] = 0.0
+    assert first == second  # the truncation itself is deterministic
+    monkeypatch.undo()
+    complete, again = (client.post("/v1/plan", json=body).json() for _ in range(2))
+    assert complete["search"]["complete"] is True and complete["search"]["truncated_by"] == []
+    assert complete["cached"] is False and again["cached"] is True

@@ -88,7 +88,7 @@ def cases(draw: st.DrawFn) -> Case:
 def _plan(case: Case, top_k: int = 3) -> PlanResult:
     model, cluster, training, constraints, objective = case
     result = plan(model, cluster, training, constraints, top_k=top_k, objective=objective)
-    assert result.search.complete, result.search  # small instances: the time budget never runs out
+    assert result.search.complete, result.search  # small instances: the work budget never runs out
     return result
 
 

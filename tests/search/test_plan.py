@@ -137,8 +137,9 @@ def test_uneven_layers_get_a_megatron_split() -> None:
 def test_budget_returns_the_best_found_so_far_marked_incomplete() -> None:
     cluster = ClusterSpec(profile=A100, num_gpus=1024)
     training = TrainingSpec(global_batch_size=1536)
-    nothing = plan(GPT3, cluster, training, budget_s=0.0)
+    nothing = plan(GPT3, cluster, training, max_evaluated=0)
     assert not nothing.search.complete and nothing.search.evaluated == 0 and nothing.plans == []
+    assert nothing.search.truncated_by[0] == "candidates"
     assert nothing.diagnosis is not None and "budget" in nothing.diagnosis.message
     full = plan(GPT3, cluster, training, top_k=1)
     assert full.search.complete and full.search.evaluated == full.search.candidates
