@@ -36,7 +36,7 @@ from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
 from planner.rules import rule_set
-from planner.search.plan import Plan, PlanResult, plan
+from planner.search.plan import Baseline, Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
@@ -180,15 +180,19 @@ def plan_response(
 ) -> PlanResponse:
     model = resolved.model
     per_node = cluster.profile.node.gpus_per_node
-    base = result.baseline
     d = result.diagnosis
-    return PlanResponse(
-        plans=[_plan_out(p, model, training, per_node) for p in result.plans],
-        baseline=BaselineOut(
+
+    def baseline_out(base: Baseline) -> BaselineOut:
+        return BaselineOut(
             rule=base.rule,
             plan=_plan_out(base.plan, model, training, per_node) if base.plan else None,
             speedup_of_best=base.speedup_of_best,
-        ),
+        )
+
+    return PlanResponse(
+        plans=[_plan_out(p, model, training, per_node) for p in result.plans],
+        baseline=baseline_out(result.baseline),
+        modern_baseline=baseline_out(result.modern_baseline),
         search=SearchOut(**asdict(result.search)),
         diagnosis=DiagnosisOut(
             message=d.message,

@@ -292,9 +292,12 @@ class PlanOut(BaseModel):
 
 
 class BaselineOut(BaseModel):
-    rule: str
-    plan: PlanOut | None
-    speedup_of_best: float | None
+    rule: str = Field(description="The recipe the baseline follows.")
+    plan: PlanOut | None = Field(description="Its layout and estimate; null when nothing the rule allows fits.")
+    speedup_of_best: float | None = Field(
+        description="The baseline's objective over the best plan's; below 1 only when the request's constraints"
+        " exclude the baseline's layout. Null without a plan on either side."
+    )
 
 
 class SearchOut(BaseModel):
@@ -336,7 +339,14 @@ class ModelOut(BaseModel):
 
 class PlanResponse(BaseModel):
     plans: list[PlanOut]
-    baseline: BaselineOut
+    baseline: BaselineOut = Field(
+        description="The paper's 2021 recipe (Narayanan 2021): tp = GPUs per server, the smallest pp that fits,"
+        " the rest dp, on full recompute, no sequence parallelism, ZeRO 0, no expert parallelism."
+    )
+    modern_baseline: BaselineOut = Field(
+        description="The same rule of thumb on today's runtime: sequence parallelism, the distributed optimizer"
+        " (ZeRO 1), and the best recompute, expert-parallel degree and micro-batch."
+    )
     search: SearchOut
     diagnosis: DiagnosisOut | None = None
     model: ModelOut

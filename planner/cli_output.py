@@ -116,8 +116,8 @@ def print_plans(result: PlanResponse) -> None:
     for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem GiB"):
         table.add_column(col)
     rows = [(str(p.rank), p) for p in result.plans]
-    if result.baseline.plan is not None:
-        rows.append(("base", result.baseline.plan))
+    baselines = (("today", result.modern_baseline), ("2021", result.baseline))
+    rows += [(f"base {when}", b.plan) for when, b in baselines if b.plan is not None]
     for label, p in rows:
         e = p.estimate
         stages = p.layout.layers_per_stage or []
@@ -135,11 +135,12 @@ def print_plans(result: PlanResponse) -> None:
     console.print(model_line(result.model), highlight=False)
     console.print(f"for {result.search.framework} ({result.search.framework_version}): only layouts it accepts")
     console.print(table)
-    b = result.baseline
-    if b.speedup_of_best is not None:
-        console.print(f"baseline ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster")
-    elif b.plan is None:
-        console.print(f"baseline ({b.rule}): nothing fits")
+    named = (("baseline on today's runtime", result.modern_baseline), ("paper's 2021 baseline", result.baseline))
+    for name, b in named:
+        if b.speedup_of_best is not None:
+            console.print(f"{name} ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster", markup=False)
+        elif b.plan is None:
+            console.print(f"{name} ({b.rule}): nothing fits", markup=False)
     if result.diagnosis is not None:
         console.print(result.diagnosis.message, markup=False)
     if result.plans and result.plans[0].estimate.days_to_train is not None:

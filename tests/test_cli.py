@@ -38,6 +38,8 @@ def test_plan_json_and_svg(tmp_path: Path) -> None:
 def test_plan_table_and_estimate() -> None:
     result = runner.invoke(app, ["plan", "--gpus", "64", "--batch", "64", "--top-k", "2"])
     assert result.exit_code == 0 and "Ranked plans" in result.output and "baseline" in result.output
+    assert "base today" in result.output and "base 2021" in result.output
+    assert "baseline on today's runtime" in result.output and "paper's 2021 baseline" in result.output
     result = runner.invoke(app, ["estimate", "--gpus", "64", "--batch", "64", "--tp", "8", "--pp", "8", "--dp", "1"])
     assert result.exit_code == 0 and "step" in result.output and "fits" in result.output
 

@@ -27,6 +27,7 @@ MODERN_CASES: tuple[tuple[str, str, int, int], ...] = (
     ("mixtral-8x7b", "dgx-h100", 256, 512),
     ("nemotron4-340b", "dgx-h100", 6144, 2304),
     ("llama3-70b", "gb200-nvl72", 576, 1152),
+    ("deepseek-v3", "dgx-h100", 2048, 4096),
 )
 """(preset, profile, GPUs, global batch): modern models on the kind of cluster they were trained on."""
 
@@ -36,12 +37,18 @@ PAPER_SPACE = {"recompute": ["full"], "sequence_parallel": [False], "zero_stage"
 
 @dataclass(frozen=True, slots=True)
 class HeuristicRow:
+    """One case: the best plan against the rule of thumb on today's runtime (`modern_*`, the headline)
+    and as the paper ran it in 2021 (`baseline*`, `speedup`)."""
+
     case: str
     baseline: Layout | None
     baseline_step_s: float | None
     best: Layout
     best_step_s: float
     speedup: float | None
+    modern: Layout | None
+    modern_step_s: float | None
+    modern_speedup: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +67,7 @@ class PublishedRow:
 def heuristic_rows(
     profiles: dict[str, HardwareProfile], cases: Sequence[tuple[str, str, int, int]] = MODERN_CASES
 ) -> list[HeuristicRow]:
-    """Best plan vs the rule of thumb for each (preset, profile, GPUs, batch)."""
+    """Best plan vs the rule of thumb (today's runtime and the paper's) for each (preset, profile, GPUs, batch)."""
     rows = []
     for preset, profile, gpus, batch in cases:
         model = get_preset(preset).model
@@ -68,7 +75,7 @@ def heuristic_rows(
             model, ClusterSpec(profile=profiles[profile], num_gpus=gpus), TrainingSpec(global_batch_size=batch)
         )
         best = result.plans[0]
-        base = result.baseline.plan
+        base, modern = result.baseline.plan, result.modern_baseline.plan
         rows.append(
             HeuristicRow(
                 case=f"{preset} on {gpus} x {profile}, B={batch}",
@@ -77,6 +84,9 @@ def heuristic_rows(
                 best=best.layout,
                 best_step_s=best.estimate.step_time_s,
                 speedup=result.baseline.speedup_of_best,
+                modern=modern.layout if modern else None,
+                modern_step_s=modern.estimate.step_time_s if modern else None,
+                modern_speedup=result.modern_baseline.speedup_of_best,
             )
         )
     return rows

@@ -18,7 +18,7 @@ from planner.estimate import Estimate, estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
-from planner.search.baseline import BASELINE_RULE, baseline_candidates
+from planner.search.baseline import MODERN, PAPER, Recipe, baseline_candidates
 from planner.search.budget import CANDIDATES, MAX_EVALUATED, WorkBudget
 from planner.search.constraints import parse_constraints
 from planner.search.diagnose import Diagnosis, diagnose
@@ -64,6 +64,9 @@ class SearchStats:
 class PlanResult:
     plans: list[Plan]
     baseline: Baseline
+    """The paper's 2021 recipe (`planner.search.baseline.PAPER`)."""
+    modern_baseline: Baseline
+    """The same rule of thumb on today's runtime (`planner.search.baseline.MODERN`)."""
     search: SearchStats
     diagnosis: Diagnosis | None
 
@@ -169,6 +172,7 @@ def plan(
     diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
     reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
     baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules)
+    modern = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules, MODERN)
     stats = SearchStats(
         candidates=len(ev),
         evaluated=ev.evaluated,
@@ -180,7 +184,7 @@ def plan(
         framework=rules.name,
         framework_version=rules.version,
     )
-    return PlanResult(plans=plans, baseline=baseline, search=stats, diagnosis=diagnosis)
+    return PlanResult(plans=plans, baseline=baseline, modern_baseline=modern, search=stats, diagnosis=diagnosis)
 
 
 def _top_plans(
@@ -222,16 +226,17 @@ def _baseline(
     objective: Objective,
     searched: Evaluated | None = None,
     rules: RuleSet = CORE,
+    recipe: Recipe = PAPER,
 ) -> Baseline:
-    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules)
+    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules, recipe)
     if found is None:
-        return Baseline(rule=BASELINE_RULE, plan=None, speedup_of_best=None)
+        return Baseline(rule=recipe.rule, plan=None, speedup_of_best=None)
     ev, i = found
     layout = ev.layout(i, model.num_layers)
     e = estimate(model, cluster, training, layout, rules)
     base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
     if not plans:
-        return Baseline(rule=BASELINE_RULE, plan=base, speedup_of_best=None)
+        return Baseline(rule=recipe.rule, plan=base, speedup_of_best=None)
     best = plans[0]
     speedup = _objective_of(e, cluster.num_gpus, objective) / _objective_of(best.estimate, best.num_gpus, objective)
-    return Baseline(rule=BASELINE_RULE, plan=base, speedup_of_best=speedup)
+    return Baseline(rule=recipe.rule, plan=base, speedup_of_best=speedup)

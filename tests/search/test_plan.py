@@ -145,12 +145,16 @@ def test_budget_returns_the_best_found_so_far_marked_incomplete() -> None:
     assert full.search.complete and full.search.evaluated == full.search.candidates
 
 
+@pytest.mark.parametrize("recipe", ["PAPER", "MODERN"])
 @pytest.mark.parametrize(
     ("preset", "profile", "gpus", "batch"),
     [("gpt3-175b", "dgx-a100-80gb", 1024, 1536), ("mixtral-8x7b", "dgx-h100", 64, 128)],
 )
-def test_baseline_from_the_search_equals_its_own_evaluation(preset: str, profile: str, gpus: int, batch: int) -> None:
+def test_baseline_from_the_search_equals_its_own_evaluation(
+    preset: str, profile: str, gpus: int, batch: int, recipe: str
+) -> None:
     from planner.constraints.space import build_space
+    from planner.search import baseline as b
     from planner.search.baseline import baseline_candidates
     from planner.search.evaluate import evaluate
 
@@ -158,8 +162,8 @@ def test_baseline_from_the_search_equals_its_own_evaluation(preset: str, profile
     hw = load_profiles()[profile].hardware(training.precision)
     searched = evaluate(model, training, build_space(model, training, gpus, {}), hw)
     alone, reused = (
-        baseline_candidates(model, training, gpus, hw),
-        baseline_candidates(model, training, gpus, hw, searched),
+        baseline_candidates(model, training, gpus, hw, recipe=getattr(b, recipe)),
+        baseline_candidates(model, training, gpus, hw, searched, recipe=getattr(b, recipe)),
     )
     assert alone is not None and reused is not None
     assert alone[0].layout(alone[1], model.num_layers) == reused[0].layout(reused[1], model.num_layers)
