@@ -25,8 +25,10 @@ from planner.costmodel.tables import key_tables
 from planner.estimate import estimate
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
+from planner.rules import CORE
+from planner.search.baseline import MODERN, PAPER
 from planner.search.evaluate import Evaluated, evaluate
-from planner.search.plan import _baseline, _top_plans, plan
+from planner.search.plan import _baselines, _top_plans, plan
 from planner.search.rank import Objective, rank
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -107,8 +109,9 @@ def _phases(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, repe
         lambda: _top_plans(model, training, cluster, hw, ev, order, 10, Objective.STEP_TIME, True), repeats
     )
     assert isinstance(plans, list)
-    ms["baseline"], _ = _median_ms(
-        lambda: _baseline(model, training, cluster, hw, plans, Objective.STEP_TIME, ev), repeats
+    ms["baselines"], _ = _median_ms(
+        lambda: _baselines(model, training, cluster, hw, plans, Objective.STEP_TIME, ev, CORE, (PAPER, MODERN)),
+        repeats,
     )
     return ms
 

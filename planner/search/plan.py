@@ -14,7 +14,7 @@ from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
 from planner.constraints.space import Allowed, build_space
-from planner.estimate import Estimate, estimate, estimate_many
+from planner.estimate import Estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
@@ -171,8 +171,9 @@ def plan(
     plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, budget.split, rules)
     diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
     reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
-    baseline = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules)
-    modern = _baseline(model, training, cluster, hw, plans, objective, ev if reusable else None, rules, MODERN)
+    baseline, modern = _baselines(
+        model, training, cluster, hw, plans, objective, ev if reusable else None, rules, (PAPER, MODERN)
+    )
     stats = SearchStats(
         candidates=len(ev),
         evaluated=ev.evaluated,
@@ -217,26 +218,33 @@ def _top_plans(
     return [Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e) for r, (_, _, n, e, layout) in enumerate(scored)]
 
 
-def _baseline(
+def _baselines(
     model: ModelSpec,
     training: TrainingSpec,
     cluster: ClusterSpec,
     hw: Hardware,
     plans: list[Plan],
     objective: Objective,
-    searched: Evaluated | None = None,
-    rules: RuleSet = CORE,
-    recipe: Recipe = PAPER,
-) -> Baseline:
-    found = baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules, recipe)
-    if found is None:
-        return Baseline(rule=recipe.rule, plan=None, speedup_of_best=None)
-    ev, i = found
-    layout = ev.layout(i, model.num_layers)
-    e = estimate(model, cluster, training, layout, rules)
-    base = Plan(rank=0, layout=layout, num_gpus=cluster.num_gpus, estimate=e)
-    if not plans:
-        return Baseline(rule=recipe.rule, plan=base, speedup_of_best=None)
-    best = plans[0]
-    speedup = _objective_of(e, cluster.num_gpus, objective) / _objective_of(best.estimate, best.num_gpus, objective)
-    return Baseline(rule=recipe.rule, plan=base, speedup_of_best=speedup)
+    searched: Evaluated | None,
+    rules: RuleSet,
+    recipes: tuple[Recipe, ...],
+) -> list[Baseline]:
+    """Each recipe's rule-of-thumb layout, estimated together (one vectorised call), against the best plan."""
+    found = [baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules, r) for r in recipes]
+    layouts = [ev.layout(i, model.num_layers) for ev, i in (f for f in found if f is not None)]
+    estimates = iter(estimate_many(model, cluster, training, layouts, rules) if layouts else [])
+    chosen = iter(layouts)
+    out = []
+    for recipe, hit in zip(recipes, found, strict=True):
+        if hit is None:
+            out.append(Baseline(rule=recipe.rule, plan=None, speedup_of_best=None))
+            continue
+        e = next(estimates)
+        base = Plan(rank=0, layout=next(chosen), num_gpus=cluster.num_gpus, estimate=e)
+        speedup = None
+        if plans:
+            best = plans[0]
+            ours = _objective_of(best.estimate, best.num_gpus, objective)
+            speedup = _objective_of(e, cluster.num_gpus, objective) / ours
+        out.append(Baseline(rule=recipe.rule, plan=base, speedup_of_best=speedup))
+    return out
