@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.schemas import MODEL_FORMS
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, UnknownHardwareError, UnknownPresetError
 
 __all__ = ["install_error_handlers", "problem"]
@@ -73,7 +74,8 @@ def problem(
 
 
 def _loc(loc: tuple[Any, ...]) -> list[str | int]:
-    return [p if isinstance(p, int) else str(p) for p in loc]
+    """The location as the client wrote it: the model form's tag (`schemas.MODEL_FORMS`) after `model` dropped."""
+    return [p if isinstance(p, int) else str(p) for p in loc if p not in MODEL_FORMS]
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from planner.profiles import (
@@ -127,8 +127,35 @@ class HfConfigModel(BaseModel):
     seq_length: int | None = Field(default=None, ge=1, le=4_194_304, description="Training sequence length.")
 
 
-ModelIn = PresetModel | HfConfigModel | ModelSpec
-"""A preset, a Hugging Face config, or an explicit shape."""
+MODEL_FORMS = ("preset_form", "hf_config_form", "shape_form")
+"""The tags of the three model forms, names no field uses; `api.errors` drops them from error locations."""
+
+
+def _model_form(value: Any) -> str | None:
+    """Which form a `model` object is: it has `preset`, or `hf_config`, or else it is an explicit shape.
+
+    Choosing the form from its keys means a broken explicit shape is reported against the shape's own
+    fields (`model.vocab_size: Field required`), not as three failed alternatives."""
+    if isinstance(value, dict):
+        return "preset_form" if "preset" in value else "hf_config_form" if "hf_config" in value else "shape_form"
+    if isinstance(value, PresetModel):
+        return "preset_form"
+    if isinstance(value, HfConfigModel):
+        return "hf_config_form"
+    return "shape_form" if isinstance(value, ModelSpec) else None
+
+
+ModelIn = Annotated[
+    Annotated[PresetModel, Tag("preset_form")]
+    | Annotated[HfConfigModel, Tag("hf_config_form")]
+    | Annotated[ModelSpec, Tag("shape_form")],
+    Discriminator(
+        _model_form,
+        custom_error_type="model_form",
+        custom_error_message="model must be an object: a preset, an hf_config or an explicit shape",
+    ),
+]
+"""A preset, a Hugging Face config, or an explicit shape, told apart by their keys."""
 
 
 class ClusterIn(BaseModel):

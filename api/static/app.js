@@ -16,10 +16,6 @@ const FIELD_FOR = {
   num_layers: "shape", hidden_size: "shape", num_attention_heads: "shape", num_query_groups: "shape",
   ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
 };
-// The API validates `model` as a union and reports every branch's complaints; only the branch of the
-// form the user filled in is worth showing. Tags as pydantic names them in `loc`.
-const BRANCH_TAG = { preset: "PresetModel", hf: "HfConfigModel" };
-const isBranchTag = (p) => typeof p === "string" && (/^[A-Z]\w*Model$/.test(p) || p.startsWith("function-"));
 const SHAPE_TEXT = [
   ["num_layers", "layers"], ["hidden_size", "hidden"], ["num_attention_heads", "heads"],
   ["num_query_groups", "query groups"], ["ffn_hidden_size", "FFN"], ["vocab_size", "vocab"], ["seq_length", "seq length"],
@@ -142,17 +138,11 @@ function fieldFor(loc, kind) {
   return "form";
 }
 
-function relevantErrors(errors, kind) {
-  const tagOf = (e) => (e.loc[0] === "body" && e.loc[1] === "model" && isBranchTag(e.loc[2]) ? e.loc[2] : null);
-  const mine = (tag) => (kind === "shape" ? !Object.values(BRANCH_TAG).includes(tag) : tag === BRANCH_TAG[kind]);
-  const kept = errors.filter((e) => tagOf(e) === null || mine(tagOf(e)));
-  return kept.length ? kept : errors;
-}
-
 function showProblem(problem, kind) {
   const listed = problem.errors && problem.errors.length ? problem.errors : [{ loc: [], msg: problem.detail || problem.title }];
-  for (const e of relevantErrors(listed, kind)) {
-    const path = e.loc.filter((p) => p !== "body" && !isBranchTag(p)).join(".");
+  // The API tells the model forms apart by their keys, so every error is about the form that was sent.
+  for (const e of listed) {
+    const path = e.loc.filter((p) => p !== "body").join(".");
     showError(fieldFor(e.loc, kind), path ? `${path}: ${e.msg}` : e.msg);
   }
 }

@@ -692,3 +692,25 @@ def test_malformed_http_is_never_a_5xx(server: tuple[str, int], head: bytes) -> 
     assert not status.startswith(b"5"), reply[:200]
     assert b"Traceback" not in reply
     assert httpx.get(url + "/livez", timeout=5).status_code == 200
+
+
+# --- the model forms are told apart by their keys ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "loc"),
+    [
+        ({k: v for k, v in SHAPE.items() if k != "vocab_size"}, ["body", "model", "vocab_size"]),
+        (SHAPE | {"num_layers": "32"}, ["body", "model", "num_layers"]),
+        ({"preset": 175}, ["body", "model", "preset"]),
+        ({"preset": "gpt3-175b", "extra": 1}, ["body", "model", "extra"]),
+        ({"hf_config": []}, ["body", "model", "hf_config"]),
+        ("gpt3-175b", ["body", "model"]),
+    ],
+)
+def test_a_broken_model_is_reported_once_against_its_own_field(
+    client: TestClient, model: Any, loc: list[str | int]
+) -> None:
+    """A shape missing vocab_size says so, first and only: not 'preset: Field required' plus extra-input noise."""
+    body = assert_problem(client.post("/v1/plan", json=with_(PLAN, "model", model)), 422)
+    assert [e["loc"] for e in body["errors"]] == [loc]
