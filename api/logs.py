@@ -13,7 +13,8 @@ __all__ = ["JsonFormatter", "log_config"]
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, and any `extra` fields (request_id, ...)."""
 
-    _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+    _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
+    """Record attributes that are not extra fields (uvicorn's color_message repeats the message with ANSI codes)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {

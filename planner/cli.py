@@ -13,6 +13,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -380,17 +381,34 @@ def compare(
         )
 
 
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+    log_level: Annotated[LogLevel, typer.Option(help="Log threshold.")] = LogLevel.INFO,
 ) -> None:
-    """Run the HTTP service (uvicorn)."""
+    """Run the HTTP service (uvicorn), logging one JSON line per request (with its X-Request-ID) to stderr."""
     import uvicorn
 
+    from api.logs import log_config
+
     uvicorn.run(
-        "api.main:create_app", factory=True, host=host, port=port, workers=workers, timeout_graceful_shutdown=10
+        "api.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout_graceful_shutdown=10,
+        log_config=log_config(log_level.value),
+        log_level=log_level.value,
     )
 
 

@@ -46,3 +46,37 @@ def test_errors_over_http_are_problems(server: str) -> None:
     r = httpx.get(server + "/v1/hardware-profiles/nope")
     assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
     assert r.headers["x-request-id"]
+
+
+def test_fifty_concurrent_identical_plans_on_two_workers_give_one_complete_answer() -> None:
+    """The search is bounded by work, not time: load cannot truncate it or change the answer.
+
+    50 copies of one request from 16 threads against a fresh 2-worker service (cold caches, so many
+    are computed at once) must all be complete and byte-identical once the timing and cache fields
+    are dropped, and equal the same request answered alone, in-process.
+    """
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    from api.convert import answer_plan
+    from api.schemas import PlanRequest
+    from planner.profiles import load_profiles
+
+    def normalised(body: dict[str, object]) -> str:
+        search = body["search"]
+        assert isinstance(search, dict) and search["complete"] is True, search
+        search.pop("elapsed_ms")
+        body.pop("cached")
+        return json.dumps(body, sort_keys=True)
+
+    with local_service(workers=2) as url, httpx.Client(base_url=url, timeout=120) as client:
+
+        def ask(_: int) -> str:
+            response = client.post("/v1/plan", json=REQUEST)
+            assert response.status_code == 200, response.text
+            return normalised(response.json())
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            answers = set(pool.map(ask, range(50)))
+    alone = json.loads(answer_plan(PlanRequest.model_validate(REQUEST), load_profiles()).model_dump_json())
+    assert answers == {normalised(alone)}
