@@ -92,17 +92,16 @@ class Space:
     row_key: IntArray
     layer_candidates: Candidates
     num_gpus: int
+    pairs: BoolArray
+    """(rows, modes): which pairs are candidates (sequence_parallel_needs_tp and any framework pair rule)."""
     rejected: Counter[str] = field(default_factory=Counter)
-    job: Job | None = None
-    pair_rules: tuple[Rule, ...] = (SEQUENCE_PARALLEL_NEEDS_TP,)
 
     def __len__(self) -> int:
         return int(self.row.shape[0])
 
     def valid(self) -> BoolArray:
-        """(rows, modes): which pairs are candidates (sequence_parallel_needs_tp and any framework pair rule)."""
-        assert self.job is not None, "a space is built by build_space"
-        return _pairs(self.rows, self.modes, self.job, self.pair_rules)
+        """(rows, modes): which pairs are candidates, as `build_space` found them."""
+        return self.pairs
 
     def take(self, index: IntArray | BoolArray | slice) -> Candidates:
         """Columns of the candidates selected by an index, mask or slice."""
@@ -216,13 +215,29 @@ def _drop(
     if not rules or not outer:
         return outer
     columns = dict(zip(("tp", "cp", "pp", "dp"), np.asarray(outer, dtype=np.int64).T, strict=True))
-    keep = np.ones(len(outer), dtype=np.bool_)
-    for rule in rules:
-        broken = keep & rule.broken(columns, job)
-        if removed := int(np.count_nonzero(broken)):
-            rejected[rule.name] += removed
-        keep &= ~broken
+    keep = _narrow(np.ones(len(outer), dtype=np.bool_), rules, columns, job, rejected)
     return [o for o, k in zip(outer, keep.tolist(), strict=True) if k]
+
+
+def _narrow(
+    legal: BoolArray,
+    rules: tuple[Rule, ...],
+    columns: Mapping[str, IntArray],
+    job: Job,
+    rejected: Counter[str],
+    count_first: bool = False,
+) -> BoolArray:
+    """`legal` without what each rule breaks, in order, each removal counted under the rule's name.
+
+    `count_first`: the first rule's count appears even when it is 0 (sequence_parallel_needs_tp always has).
+    """
+    for i, rule in enumerate(rules):
+        broken = legal & rule.broken(columns, job)
+        removed = int(np.count_nonzero(broken))
+        if removed or (count_first and i == 0):
+            rejected[rule.name] += removed
+        legal = legal & ~broken
+    return legal
 
 
 def key_rejects(value: AllowedValue, key: str, allowed: Allowed, rejected: Counter[str]) -> bool:
@@ -268,11 +283,7 @@ def _rows(
     mbs_ok = _legal(BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected)
     vp_ok = _legal(STAGE_SPLIT.ok(columns, job)[:, 0, 0, :], vp_values, "vp", allowed, rejected)
     legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
-    for rule in (INTERLEAVE_MICROBATCHES, *extra):
-        broken = legal & rule.broken(columns, job)
-        if removed := int(np.count_nonzero(broken)):
-            rejected[rule.name] += removed
-        legal &= ~broken
+    legal = _narrow(legal, (INTERLEAVE_MICROBATCHES, *extra), columns, job, rejected)
     return legal, ep_values, mbs_values, vp_values
 
 
@@ -315,14 +326,7 @@ def build_space(
         recompute=np.tile(key_modes[:, 0], len(keys)),
         sequence_parallel=np.tile(key_modes[:, 1], len(keys)).astype(np.bool_),
     )
-    pair_rules = (SEQUENCE_PARALLEL_NEEDS_TP, *levels["pair"])
-    valid = np.ones((len(rows), len(modes)), dtype=np.bool_)
-    for rule in pair_rules:
-        broken = valid & rule.broken(_pair_columns(rows, modes), job)
-        removed = int(np.count_nonzero(broken))
-        if removed or rule is SEQUENCE_PARALLEL_NEEDS_TP:
-            rejected[rule.name] += removed
-        valid &= ~broken
+    valid = _pairs(rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, *levels["pair"]), rejected)
     row, mode = np.nonzero(valid)
     return Space(
         rows=rows,
@@ -333,8 +337,7 @@ def build_space(
         layer_candidates=layer_candidates,
         num_gpus=num_gpus,
         rejected=rejected,
-        job=job,
-        pair_rules=pair_rules,
+        pairs=valid,
     )
 
 
@@ -345,13 +348,10 @@ def _pair_columns(rows: Candidates, modes: IntArray) -> dict[str, IntArray]:
     return columns
 
 
-def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...]) -> BoolArray:
-    """(rows, modes): which pairs are candidates under the pair-level rules."""
-    columns = _pair_columns(rows, modes)
-    valid: BoolArray = np.ones((len(rows), len(modes)), dtype=np.bool_)
-    for rule in rules:
-        valid &= rule.ok(columns, job)
-    return valid
+def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...], rejected: Counter[str]) -> BoolArray:
+    """(rows, modes): which pairs pass the pair-level rules, counting what each removes."""
+    everything = np.ones((len(rows), len(modes)), dtype=np.bool_)
+    return _narrow(everything, rules, _pair_columns(rows, modes), job, rejected, count_first=True)
 
 
 def _columns(
