@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layout import Layout
-from planner.rules import CORE, LAYOUT_AXES, POSITIVE_SIZES, SIZE_AXES, Job, Rule, RuleSet
+from planner.rules import CORE, POSITIVE_SIZES, SIZE_AXES, Job, Rule, RuleSet, layout_columns
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["RULES", "Violation", "layout_violations", "layouts_violations"]
@@ -48,9 +48,7 @@ def layouts_violations(
             checked.append(i)
     if not checked:
         return out
-    columns = {
-        axis: np.asarray([int(getattr(layouts[i], axis)) for i in checked], dtype=np.int64) for axis in LAYOUT_AXES
-    }
+    columns = layout_columns([layouts[i] for i in checked])
     for rule in rules.rules:
         broken = np.broadcast_to(rule.broken(columns, job), (len(checked),))
         reads_the_split = rule.reads_the_split

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
@@ -89,9 +88,9 @@ class Rule:
         """Whether one layout passes every clause (its stage list included, if it names one)."""
         return not self.explain(layout, job)
 
-    def explain(self, layout: Layout, job: Job, columns: Columns | None = None) -> list[str]:
-        """The message of every clause the layout breaks, in clause order (`columns`: the layout's, if at hand)."""
-        columns = layout_columns(layout) if columns is None else columns
+    def explain(self, layout: Layout, job: Job) -> list[str]:
+        """The message of every clause the layout breaks, in clause order."""
+        columns = layout_columns([layout])
         explicit = layout.layers_per_stage is not None
         messages = [
             clause.message(layout, job)
@@ -108,6 +107,6 @@ class Rule:
         return [clause.message(*args) for clause in self.stage_clauses if clause.broken(*args)]
 
 
-def layout_columns(layout: Layout) -> dict[str, IntArray]:
-    """One layout as a batch of one: numpy scalars, which broadcast like columns at a fraction of the cost."""
-    return {axis: cast(IntArray, np.int64(getattr(layout, axis))) for axis in LAYOUT_AXES}
+def layout_columns(layouts: Sequence[Layout]) -> dict[str, IntArray]:
+    """Layouts as rule columns, one entry per layout (a single layout is a batch of one)."""
+    return {axis: np.asarray([int(getattr(x, axis)) for x in layouts], dtype=np.int64) for axis in LAYOUT_AXES}
