@@ -8,20 +8,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layout import Layout
-from planner.rules import CORE, POSITIVE_SIZES, SIZE_AXES, Job, Rule, RuleSet, layout_columns
+from planner.rules import CORE, POSITIVE_SIZES, SIZE_AXES, Job, RuleSet, layout_columns
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["RULES", "Violation", "layout_violations", "layouts_violations"]
+__all__ = ["Violation", "layout_violations", "layouts_violations"]
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
     rule: str
     message: str
-
-
-RULES: dict[str, Rule] = {rule.name: rule for rule in CORE.rules}
-"""The core rules by name, in report order."""
 
 
 def layout_violations(
