@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
 import httpx
 
@@ -24,11 +25,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextmanager
-def local_service(workers: int = 1, ready_timeout_s: float = 60.0) -> Iterator[str]:
-    """Start uvicorn on 127.0.0.1 on a free port; yield its URL once ready; stop it on exit."""
-    port = _free_port()
-    command = [
+def _uvicorn(port: int, workers: int) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "uvicorn",
@@ -43,7 +41,26 @@ def local_service(workers: int = 1, ready_timeout_s: float = 60.0) -> Iterator[s
         "--log-level",
         "warning",
     ]
-    process = subprocess.Popen(command)
+
+
+def _planner_serve(port: int, workers: int) -> list[str]:
+    return [sys.executable, "-m", "planner.cli", "serve", "--host", "127.0.0.1", "--port", str(port)] + (
+        ["--workers", str(workers)] if workers > 1 else []
+    )
+
+
+@contextmanager
+def local_service(
+    workers: int = 1, ready_timeout_s: float = 60.0, *, planner_serve: bool = False, stderr: IO[str] | None = None
+) -> Iterator[str]:
+    """Start the service on 127.0.0.1 on a free port; yield its URL once ready; stop it on exit.
+
+    By default uvicorn is run directly (quiet); `planner_serve` runs the `planner serve` command instead,
+    with its own logging, and `stderr` receives the child's log output.
+    """
+    port = _free_port()
+    command = (_planner_serve if planner_serve else _uvicorn)(port, workers)
+    process = subprocess.Popen(command, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_timeout_s
