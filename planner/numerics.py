@@ -13,20 +13,33 @@ Sec. 3.1 counts the same states (2 + 2 + 12 = 16 bytes/param with fp16
 gradients and no separate fp32 gradient). FP8 training (Transformer Engine)
 casts to fp8 per GEMM only: weights, activations, gradients and optimizer
 states are held as for bf16.
+
+Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec`:
+- `grad_reduce_in_fp32` false keeps the gradient buffer in the 16-bit dtype and
+  reduces it so (Megatron-Core DDP config `grad_reduce_in_fp32`, Megatron-LM
+  `--grad-reduce-in-bf16`); the distributed optimizer then keeps an fp32 copy of
+  its shard of them, as under fp16: Megatron-LM `dist_optimizer.md` counts
+  "fp16 param, fp16 grads" as 4 + 16/d bytes against 6 + 12/d.
+- Dropout masks (1 byte per element, Korthikanti 2022 Table 2) exist only at a
+  non-zero rate: PyTorch's `dropout` returns its input unchanged at p = 0
+  (`aten/src/ATen/native/Dropout.cpp`, `_dropout_impl`), so autograd saves no mask.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
-from planner.specs import Precision
+from planner.specs import Precision, TrainingSpec
 
-__all__ = ["FP32_BYTES", "HALF_BYTES", "Numerics", "numerics"]
+__all__ = ["FP32_BYTES", "HALF_BYTES", "MASK_BYTES", "Numerics", "numerics", "training_numerics"]
 
 HALF_BYTES = 2
 """bf16 / fp16: two bytes."""
 FP32_BYTES = 4
 """fp32: four bytes."""
+MASK_BYTES = 1
+"""A dropout mask element: one byte (Korthikanti 2022 Table 2)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +65,17 @@ class Numerics:
     """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
     logit_bytes: int
     """Logits in the cross-entropy, computed in fp32 (Megatron `cross_entropy_loss_fusion`)."""
+    hidden_dropout_mask_bytes: int = 0
+    """The mask of each of the layer's two hidden dropouts (after attention, after the MLP): 1, or 0 at rate 0."""
+    attention_dropout_mask_bytes: int = 0
+    """The mask of the dropout on the attention probabilities: 1, or 0 at rate 0."""
+
+    @property
+    def attention_score_bytes(self) -> int:
+        """Bytes kept per attention-score element without flash attention (Korthikanti 2022 Table 2's 5as^2b):
+        the softmax output (2) and, with attention dropout, its mask (1) and output (2)."""
+        dropout = self.attention_dropout_mask_bytes + self.activation_bytes if self.attention_dropout_mask_bytes else 0
+        return self.activation_bytes + dropout
 
     @property
     def optimizer_state_bytes(self) -> int:
@@ -92,6 +116,33 @@ _NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the opti
 }
 
 
-def numerics(precision: Precision) -> Numerics:
-    """The bytes per element of `precision`; one frozen object per precision."""
-    return _NUMERICS[precision]
+@functools.cache
+def numerics(
+    precision: Precision,
+    grad_reduce_in_fp32: bool | None = None,
+    attention_dropout: bool = False,
+    hidden_dropout: bool = False,
+) -> Numerics:
+    """The bytes per element of `precision` under the given recipe; one frozen object per combination.
+
+    `grad_reduce_in_fp32` None: the precision's framework default (fp32 main grads under
+    bf16/fp8, Megatron-LM `arguments.py`; fp16 grads under fp16). False: 16-bit gradients,
+    which the optimizer copies to fp32 (`gradient_copy_bytes`).
+    """
+    num = _NUMERICS[precision]
+    if grad_reduce_in_fp32 is True:
+        num = replace(num, gradient_bytes=FP32_BYTES, gradient_copy_bytes=0)
+    elif grad_reduce_in_fp32 is False:
+        num = replace(num, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES)
+    return replace(
+        num,
+        attention_dropout_mask_bytes=MASK_BYTES if attention_dropout else 0,
+        hidden_dropout_mask_bytes=MASK_BYTES if hidden_dropout else 0,
+    )
+
+
+def training_numerics(training: TrainingSpec) -> Numerics:
+    """The `Numerics` of a training spec: its precision, gradient dtype and dropout rates (masks only above 0)."""
+    return numerics(
+        training.precision, training.grad_reduce_in_fp32, training.attention_dropout > 0, training.hidden_dropout > 0
+    )

@@ -183,13 +183,38 @@ class RuntimeFeatures(BaseModel):
 
 
 class TrainingSpec(BaseModel):
-    """What one optimizer step processes, and in which number format."""
+    """What one optimizer step processes, in which number format, and the recipe settings that change memory.
+
+    Defaults follow today's Megatron-Core recipes for Llama-style models: no dropout
+    (Megatron-Bridge / NeMo Llama 3 recipes set `hidden_dropout = attention_dropout = 0`;
+    Megatron-LM's own CLI default is 0.1) and the framework's gradient dtype.
+    """
 
     model_config = _FROZEN
 
     global_batch_size: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="Sequences per optimizer step (B).")
     precision: Precision = Field(default=Precision.BF16, strict=False, description="bf16, fp16 or fp8.")
     runtime: RuntimeFeatures = Field(default_factory=RuntimeFeatures, description="Framework features.")
+    grad_reduce_in_fp32: bool | None = Field(
+        default=None,
+        description="Accumulate and reduce gradients in fp32 (true) or in the 16-bit training dtype (false); "
+        "null: the framework default, fp32 under bf16/fp8 and fp16 under fp16 (Megatron-LM "
+        "`--accumulate-allreduce-grads-in-fp32` / `--grad-reduce-in-bf16`, DDP config `grad_reduce_in_fp32`).",
+    )
+    attention_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        allow_inf_nan=False,
+        description="Dropout rate on the attention probabilities; 0 (Llama-style recipes) keeps no mask.",
+    )
+    hidden_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        lt=1,
+        allow_inf_nan=False,
+        description="Dropout rate after the attention and MLP blocks; 0 (Llama-style recipes) keeps no mask.",
+    )
     train_tokens: float | None = Field(
         default=None, gt=0, le=1e16, allow_inf_nan=False, description="Tokens to train on; adds days_to_train."
     )

@@ -28,6 +28,9 @@ RUNTIME_2021: dict[str, bool] = {
     "scatter_gather_p2p": True,
 }
 """Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather."""
+DROPOUT_2021 = 0.1
+"""Megatron-LM's `--hidden-dropout` / `--attention-dropout` default then (and now), which the 2021/2022
+runs kept: Korthikanti 2022 Table 2 counts both dropouts' masks."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +91,14 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     runtime = RuntimeFeatures(
         **RUNTIME_2021 | {"overlap_grad_reduce": overlap_grads, "overlap_param_gather": zero == 3}
     )
-    training = TrainingSpec(global_batch_size=lay["global_batch_seqs"], precision=Precision.FP16, runtime=runtime)
+    training = TrainingSpec(  # fp16 gradients, reduced so (Narayanan 2021 Sec. 5: fp16 mixed precision)
+        global_batch_size=lay["global_batch_seqs"],
+        precision=Precision.FP16,
+        runtime=runtime,
+        grad_reduce_in_fp32=False,
+        attention_dropout=DROPOUT_2021,
+        hidden_dropout=DROPOUT_2021,
+    )
     return [
         PublishedRun(
             id=row["id"],
@@ -110,7 +120,14 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
     if lay.get("global_batch_seqs") is None or "iter_time_s_full_recompute" not in measured:
         return []
     runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": False})
-    training = TrainingSpec(global_batch_size=lay["global_batch_seqs"], precision=Precision.BF16, runtime=runtime)
+    training = TrainingSpec(  # bf16 with fp32 main grads, Megatron-LM's bf16 default
+        global_batch_size=lay["global_batch_seqs"],
+        precision=Precision.BF16,
+        runtime=runtime,
+        grad_reduce_in_fp32=True,
+        attention_dropout=DROPOUT_2021,
+        hidden_dropout=DROPOUT_2021,
+    )
     arms = [
         ("full_recompute", Recompute.FULL, False, measured["iter_time_s_full_recompute"]),
         ("sp_selective", Recompute.SELECTIVE, True, measured["iter_time_s_present_work"]),

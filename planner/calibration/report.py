@@ -84,7 +84,7 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: Mapping[str, float]) 
         pub_step = run.step_time_s
         pub_tflops = hardware_flop / pub_step / run.num_gpus / TERA
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
-    memory = memory_per_gpu(run.model, c, run.training.precision, run.training.runtime)
+    memory = memory_per_gpu(run.model, c, run.training)
     return RunRow(
         id=run.id,
         group=run.group,

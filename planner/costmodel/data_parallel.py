@@ -22,9 +22,9 @@ from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.costmodel.zero import shard_group_sizes
-from planner.numerics import numerics
+from planner.numerics import Numerics
 from planner.profiles import Hardware
-from planner.specs import Precision, RuntimeFeatures
+from planner.specs import RuntimeFeatures
 
 __all__ = [
     "DataParallelTimes",
@@ -94,11 +94,10 @@ def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
 
 
 def dp_collectives_s(
-    c: Candidates, params: ParamCounts, placement: Placement, hw: Hardware, precision: Precision
+    c: Candidates, params: ParamCounts, placement: Placement, hw: Hardware, num: Numerics
 ) -> DpCollectives:
     """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage."""
     dense, expert = params
-    num = numerics(precision)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
     has_experts = bool(np.any(expert > 0))
 

@@ -33,8 +33,8 @@ from planner.costmodel.candidates import (
 from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
 from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
-from planner.numerics import Numerics, numerics
-from planner.specs import ModelSpec, Precision, RuntimeFeatures
+from planner.numerics import Numerics, training_numerics
+from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 from planner.units import GIB
 
 __all__ = [
@@ -59,18 +59,20 @@ FRAGMENTATION_FRACTION = 0.05
 def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:
     """Bytes one layer keeps for backward, per micro-batch, on one GPU (Korthikanti 2022 Table 2).
 
-    GPT with ffn = 4h and no CP gives s b h (10 + 24/t + 5 a s/(h t)) without SP,
-    s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht) term (so
-    does flash attention); full recompute keeps only the layer input, s b h
-    activations of `num.activation_bytes` (2 s b h in 16-bit). The table's other
-    coefficients mix 16-bit tensors and 1-byte dropout masks and stay as published.
+    GPT with ffn = 4h, no CP and dropout on gives s b h (10 + 24/t + 5 a s/(h t))
+    without SP, s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht)
+    term (so does flash attention); full recompute keeps only the layer input,
+    s b h activations of `num.activation_bytes` (2 s b h in 16-bit). The table's
+    other coefficients mix 16-bit tensors and 1-byte dropout masks and stay as
+    published. Without dropout the two hidden masks (1 s b h each) are not kept
+    and the scores keep only the softmax output (`Numerics.attention_score_bytes`: 5 -> 2).
     """
     h, kv = model.hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
-    replicated = 10 * h / np.where(c.sequence_parallel, tp, 1.0)
+    replicated = (8 + 2 * num.hidden_dropout_mask_bytes) * h / np.where(c.sequence_parallel, tp, 1.0)
     split = (4 * h + 4 * kv + _mlp_bytes_per_token(model)) / tp
-    scores = 5 * model.num_attention_heads * model.seq_length / tp
+    scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
     layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
@@ -120,7 +122,7 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt, num), 0.0)
     if not rt.flash_attention:
         tokens = tokens_per_microbatch(model, c)
-        scores = 5 * model.num_attention_heads * model.seq_length * tokens / c.tp
+        scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
         working = np.where(c.recompute == SELECTIVE, scores, working)
     return np.asarray(working, dtype=np.float64)
 
@@ -186,14 +188,14 @@ def stage_terms(
     )
 
 
-def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
+def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
     """Bytes per GPU of one stage holding `in_flight` micro-batches: states by ZeRO stage, activations.
 
     `in_flight` is the stage's own count (`pipeline.stage_in_flight_microbatches`).
     ZeRO-3 adds the gathered bf16 weights of the layer being computed
-    (Rajbhandari 2020 Sec. 5.3). Broadcasts over `c`, `terms` and `in_flight`.
+    (Rajbhandari 2020 Sec. 5.3). `num`: the training's bytes per tensor kind
+    (`numerics.training_numerics`). Broadcasts over `c`, `terms` and `in_flight`.
     """
-    num = numerics(precision)
     z = c.zero_stage
 
     total = terms.params.total
@@ -213,12 +215,11 @@ def stage_memory(c: Candidates, precision: Precision, terms: StageTerms, in_flig
     )
 
 
-def memory_by_stage(c: Candidates, precision: Precision, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:
+def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:
     """Memory of each stage (`StageKind` order) from its terms."""
     first_stage = in_flight_microbatches(c)
     return tuple(
-        stage_memory(c, precision, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp))
-        for t in terms
+        stage_memory(c, num, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp)) for t in terms
     )
 
 
@@ -241,8 +242,9 @@ def peak_stage(stages: tuple[MemoryBreakdown, ...]) -> MemoryBreakdown:
     return MemoryBreakdown(*chosen)
 
 
-def memory_per_gpu(model: ModelSpec, c: Candidates, precision: Precision, rt: RuntimeFeatures) -> MemoryBreakdown:
+def memory_per_gpu(model: ModelSpec, c: Candidates, training: TrainingSpec) -> MemoryBreakdown:
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
+    num = training_numerics(training)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
-    terms = all_stage_terms(model, c, rt, numerics(precision), params)
-    return peak_stage(memory_by_stage(c, precision, terms))
+    terms = all_stage_terms(model, c, training.runtime, num, params)
+    return peak_stage(memory_by_stage(c, num, terms))

@@ -27,7 +27,7 @@ from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
 from planner.costmodel.memory import StageTerms, all_stage_terms
 from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
 from planner.costmodel.topology import Placement, place
-from planner.numerics import numerics
+from planner.numerics import training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -100,7 +100,7 @@ class LayerQuantities:
 def _layer_seconds(
     model: ModelSpec, c: Candidates, hw: Hardware, training: TrainingSpec, placement: Placement
 ) -> LayerSeconds:
-    rt, num = training.runtime, numerics(training.precision)
+    rt, num = training.runtime, training_numerics(training)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
     tp_comm = tp_comm_per_layer_s(model, c, placement, hw, num)
@@ -156,7 +156,7 @@ def layer_quantities(
     placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
     base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
     largest = largest_stage_params(base_params)
-    collectives = dp_collectives_s(base, largest, base_placement, hw, training.precision)
+    collectives = dp_collectives_s(base, largest, base_placement, hw, training_numerics(training))
     params = tuple(p.map(spread) for p in base_params)
     layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)
@@ -166,7 +166,7 @@ def layer_quantities(
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
-        stage_terms=all_stage_terms(model, c, training.runtime, numerics(training.precision), params),
+        stage_terms=all_stage_terms(model, c, training.runtime, training_numerics(training), params),
         largest_params=largest.map(spread),
         dp_collectives_s=collectives.map(spread),
         slowest_stage_s=slowest,

@@ -29,7 +29,7 @@ from planner.costmodel.memory import stage_memory
 from planner.costmodel.pipeline import in_flight_microbatches, p2p_messages_per_microbatch, stage_in_flight_microbatches
 from planner.costmodel.shared import LayerQuantities
 from planner.costmodel.step import once_per_step_s, step_time_s
-from planner.numerics import numerics
+from planner.numerics import training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -74,11 +74,12 @@ def key_tables(
     )
     # Sends per micro-batch are messages x one message; the message count is the row's (it depends on vp).
     messages = p2p_messages_per_microbatch(keys)
-    sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, numerics(training.precision))
+    num = training_numerics(training)
+    sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
     per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
-    fixed = [stage_memory(at, training.precision, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
+    fixed = [stage_memory(at, num, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
     per_in_flight = [  # the in-flight part does not depend on the ZeRO stage (the keys are at stage 0)
-        stage_memory(keys, training.precision, t, np.ones(len(keys))).peak - at_zero[0]
+        stage_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
     grid = (len(ZERO_STAGES), len(keys))

@@ -8,8 +8,8 @@ import pytest
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu
 from planner.layout import Layout
-from planner.numerics import numerics
-from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures
+from planner.numerics import Numerics, numerics
+from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
 NO_FLASH = RuntimeFeatures(flash_attention=False)
 FLASH = RuntimeFeatures(flash_attention=True)
@@ -26,11 +26,19 @@ TABLE2 = {
     "full": (Recompute.FULL, False, lambda s, b, h, a, t: 2 * s * b * h),
 }
 GRID = list(itertools.product(TABLE2, [1, 2, 8], [1, 4]))
+DROPOUT = numerics(Precision.BF16, attention_dropout=True, hidden_dropout=True)
+"""Korthikanti 2022 trained with dropout on both (Table 2 counts the masks)."""
 
 
-def _layer_bytes(layout: Layout, model: ModelSpec, rt: RuntimeFeatures) -> float:
+def _training(precision: Precision, rt: RuntimeFeatures, dropout: float = 0.1, **kw: bool | None) -> TrainingSpec:
+    return TrainingSpec(
+        global_batch_size=8, precision=precision, runtime=rt, attention_dropout=dropout, hidden_dropout=dropout, **kw
+    )
+
+
+def _layer_bytes(layout: Layout, model: ModelSpec, rt: RuntimeFeatures, num: Numerics = DROPOUT) -> float:
     c = Candidates.from_layouts([layout], model.num_layers, global_batch_size=64)
-    return float(activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16))[0])
+    return float(activation_bytes_per_layer(model, c, rt, num)[0])
 
 
 @pytest.mark.parametrize(("case", "t", "b"), GRID, ids=[f"{k}-t{t}-b{b}" for k, t, b in GRID])
@@ -75,10 +83,10 @@ def test_recompute_never_increases_layer_activations(shape: str, tp_sp: tuple[in
     rt = RuntimeFeatures(flash_attention=flash)
     layouts = [Layout(tp=tp, pp=pp, dp=1, recompute=r, sequence_parallel=sp) for r in Recompute]
     c = Candidates.from_layouts(layouts, model.num_layers, global_batch_size=8)
-    none, selective, full = activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16))
+    none, selective, full = activation_bytes_per_layer(model, c, rt, DROPOUT)
     assert none >= selective > full
     # On the stage, selective never holds more than none (full adds a recompute working buffer; see below).
-    stage_none, stage_selective, _ = memory_per_gpu(model, c, Precision.BF16, rt).activations
+    stage_none, stage_selective, _ = memory_per_gpu(model, c, _training(Precision.BF16, rt)).activations
     assert stage_none >= stage_selective
 
 
@@ -98,7 +106,7 @@ STAGE_ROWS = [(Recompute.NONE, 2 * 1088 + 64 + 288), (Recompute.FULL, 2 * 64 + 6
 @pytest.mark.parametrize(("recompute", "expected"), STAGE_ROWS, ids=["none", "full"])
 def test_stage_activations_by_hand(recompute: Recompute, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, recompute=recompute)], num_layers=2, global_batch_size=1)
-    assert float(memory_per_gpu(_tiny(), c, Precision.BF16, FLASH).activations[0]) == expected
+    assert float(memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH)).activations[0]) == expected
 
 
 # tiny (tp=pp=1) holds 2*(4*8*8 + 2*8*32 + 2*8) + 10*8 + 10*8 + 8 = 2*784 + 168 = 1736 params.
@@ -123,6 +131,52 @@ ZERO_ROWS = [
 def test_model_state_bytes(precision: Precision, zero: int, dp: int, cp: int, per_param: float) -> None:
     layout = Layout(tp=1, pp=1, dp=dp, cp=cp, zero_stage=zero)
     c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=8)
-    mem = memory_per_gpu(_tiny(), c, precision, FLASH)
+    mem = memory_per_gpu(_tiny(), c, _training(precision, FLASH))
     states = mem.parameters + mem.gradients + mem.optimizer_states
     np.testing.assert_allclose(states, [TINY_PARAMS * per_param], rtol=1e-12)
+
+
+# Without dropout (today's Llama-style recipes): the two hidden masks (1 s b h each) go, and the
+# scores keep only the softmax output (2 a s^2 b of Table 2's 5 a s^2 b).
+NO_DROPOUT_TABLE2 = {
+    "none": (Recompute.NONE, False, lambda s, b, h, a, t: s * b * h * (8 + 24 / t + 2 * a * s / (h * t))),
+    "none-sp": (Recompute.NONE, True, lambda s, b, h, a, t: s * b * h * (32 / t + 2 * a * s / (h * t))),
+    "selective": (Recompute.SELECTIVE, False, lambda s, b, h, a, t: s * b * h * (8 + 24 / t)),
+    "full": (Recompute.FULL, False, lambda s, b, h, a, t: 2 * s * b * h),
+}
+NO_DROPOUT_GRID = list(itertools.product(NO_DROPOUT_TABLE2, [1, 8]))
+
+
+@pytest.mark.parametrize(("case", "t"), NO_DROPOUT_GRID, ids=[f"{k}-t{t}" for k, t in NO_DROPOUT_GRID])
+def test_no_dropout_keeps_no_masks(case: str, t: int) -> None:
+    recompute, sp, formula = NO_DROPOUT_TABLE2[case]
+    layout = Layout(tp=t, pp=1, dp=1, micro_batch_size=2, recompute=recompute, sequence_parallel=sp)
+    got = _layer_bytes(layout, GPT, NO_FLASH, numerics(Precision.BF16))
+    assert got == pytest.approx(formula(S, 2, H, A, t), rel=1e-12)
+
+
+def test_attention_dropout_alone_adds_its_mask_and_output() -> None:
+    layout = Layout(tp=1, pp=1, dp=1)
+    attention_only = numerics(Precision.BF16, attention_dropout=True)
+    extra = _layer_bytes(layout, GPT, NO_FLASH, attention_only) - _layer_bytes(
+        layout, GPT, NO_FLASH, numerics(Precision.BF16)
+    )
+    assert extra == 3 * A * S * S  # mask 1 + dropout output 2 per score element, b = 1
+
+
+# (grad_reduce_in_fp32, precision, bytes per parameter at ZeRO-1 over d = 4): Megatron-LM dist_optimizer.md
+GRAD_ROWS = [
+    (None, Precision.BF16, 6 + 12 / 4),  # framework default under bf16: fp32 main grads
+    (False, Precision.BF16, 4 + 16 / 4),  # bf16 grads: the optimizer shard keeps an fp32 copy (as fp16)
+    (True, Precision.FP16, 6 + 12 / 4),
+    (None, Precision.FP16, 4 + 16 / 4),
+]
+
+
+@pytest.mark.parametrize(
+    ("fp32", "precision", "per_param"), GRAD_ROWS, ids=["bf16-default", "bf16-grads", "fp16-fp32", "fp16"]
+)
+def test_gradient_dtype_sets_state_bytes(fp32: bool | None, precision: Precision, per_param: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=1)], num_layers=2, global_batch_size=8)
+    mem = memory_per_gpu(_tiny(), c, _training(precision, FLASH, grad_reduce_in_fp32=fp32))
+    np.testing.assert_allclose(mem.parameters + mem.gradients + mem.optimizer_states, [TINY_PARAMS * per_param])
