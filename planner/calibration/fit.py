@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.calibration.published import PublishedRun
-from planner.costmodel.candidates import Candidates
+from planner.costmodel.candidates import RECOMPUTE_CODE, Candidates
+from planner.costmodel.flops import hardware_flop_per_sequence
 from planner.costmodel.step import estimate_steps
 from planner.profiles import Hardware, HardwareProfile
 from planner.units import MICRO, TERA
@@ -36,13 +37,20 @@ class Fit:
     rms_log_error: float
 
 
+def published_flop(run: PublishedRun) -> float:
+    """Hardware flop of one step of a published run as the 2021/2022 papers count it: the full s x s
+    attention matrix (Narayanan 2021 Eq. 3, Korthikanti 2022 App. A), recomputation included."""
+    mode = RECOMPUTE_CODE[run.layout.recompute]
+    return run.training.global_batch_size * hardware_flop_per_sequence(run.model, mode, full_attention=True)
+
+
 def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = None) -> tuple[float, float]:
-    """(hardware TFLOP/s per GPU, step seconds) predicted for a published run."""
+    """(TFLOP/s per GPU in the papers' convention, `published_flop`; step seconds) predicted for a published run."""
     hw = hw or profile.hardware(run.training.precision)
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     steps = estimate_steps(run.model, run.training, c, hw)
     step = float(steps.step_time_s[0])
-    return float(steps.hardware_flop[0]) / step / run.num_gpus / TERA, step
+    return published_flop(run) / step / run.num_gpus / TERA, step
 
 
 def _grid_log_errors(run: PublishedRun, profile: HardwareProfile, eta: np.ndarray, t0_s: np.ndarray) -> np.ndarray:
@@ -54,7 +62,7 @@ def _grid_log_errors(run: PublishedRun, profile: HardwareProfile, eta: np.ndarra
     steps = estimate_steps(run.model, run.training, grid, hw)
     step = steps.step_time_s
     if run.tflops_per_gpu is not None:
-        return np.log(steps.hardware_flop / step / run.num_gpus / TERA / run.tflops_per_gpu)
+        return np.log(published_flop(run) / step / run.num_gpus / TERA / run.tflops_per_gpu)
     assert run.step_time_s is not None
     return np.log(run.step_time_s / step)
 

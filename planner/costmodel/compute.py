@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, tokens_per_microbatch
-from planner.costmodel.gemms import GemmRole, attention_core_flop, layer_gemms, logits_gemm
+from planner.costmodel.gemms import GemmRole, attention_core_flop, attention_score_flop, layer_gemms, logits_gemm
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
@@ -41,8 +41,6 @@ BACKWARD_BYTES_FACTOR = 2
 """Backward of an element-wise op reads the saved input and the output gradient and writes one."""
 FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
-CAUSAL_FRACTION = 0.5
-"""Share of score blocks a causal fused kernel computes (Dao 2023 Sec. 3.1.1)."""
 
 
 def gemm_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
@@ -89,10 +87,11 @@ def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
-    flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
-    if rt.flash_attention:
-        fwd = gemm_time_s(CAUSAL_FRACTION * flop, hw)
-        return fwd, gemm_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
+    split = c.tp * c.cp
+    if rt.flash_attention:  # causal blocks only (`gemms.attention_core_flop`)
+        flop = attention_core_flop(model, c.micro_batch_size) / split
+        return gemm_time_s(flop, hw), gemm_time_s(FLASH_BACKWARD_FACTOR * flop, hw)
+    flop = attention_score_flop(model, c.micro_batch_size) / split  # unfused: the whole masked matrix
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     fwd = 2 * gemm_time_s(flop / 2, hw) + memory

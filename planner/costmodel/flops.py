@@ -3,20 +3,36 @@
 Source: Narayanan et al. 2021 (arXiv 2104.04473) Sec. 5.1 / Eq. 3: a GPT layer's
 forward is 24Bsh^2 (1 + s/(6h)) flop and the logit layer 2BshV. Generalised to
 GQA (K and V are kv_hidden wide), gated MLPs (three matrices) and MoE (router
-plus top_k routed and the shared experts per token). Attention counts the full
-s x s score matrix, the convention of Eq. 3 and of MFU reporting. The GEMMs
-themselves are listed once, in `gemms`.
+plus top_k routed and the shared experts per token). The GEMMs themselves are
+listed once, in `gemms`.
+
+One convention for model flop (the MFU basis) and hardware flop: causal
+attention counts half of the s x s matrix (`gemms.attention_core_flop`), as
+Megatron-LM's `num_floating_point_operations` (`megatron/training/training.py`)
+and NeMo's `flops_formulas` (`causal_self_attn = True`) report it, and as the
+causal fused kernels that `compute` times execute it; so hardware flop over
+step time never exceeds the peak. The 2021/2022 papers counted the full
+matrix (Eq. 3); `full_attention=True` gives their convention, which the
+calibration uses to compare with their published TFLOP/s.
 """
 
 from __future__ import annotations
 
 from planner.costmodel.candidates import FULL, SELECTIVE
-from planner.costmodel.gemms import attention_core_flop, attention_gemms, layer_gemms, logits_gemm, mlp_gemms
+from planner.costmodel.gemms import (
+    attention_core_flop,
+    attention_gemms,
+    attention_score_flop,
+    layer_gemms,
+    logits_gemm,
+    mlp_gemms,
+)
 from planner.specs import ModelSpec
 
 __all__ = [
     "attention_core_flop",
     "attention_linear_flop",
+    "hardware_flop_per_sequence",
     "layer_forward_flop",
     "logits_flop",
     "mlp_flop",
@@ -41,12 +57,17 @@ def mlp_flop(model: ModelSpec, tokens: float, ffn: int) -> float:
     return sum(g.flop(tokens) for g in mlp_gemms(model, ffn))
 
 
-def layer_forward_flop(model: ModelSpec, sequences: float) -> float:
+def _core_flop(model: ModelSpec, sequences: float, full_attention: bool) -> float:
+    """The attention core: causal (`attention_core_flop`), or the full matrix (the 2021 papers' convention)."""
+    return attention_score_flop(model, sequences) if full_attention else attention_core_flop(model, sequences)
+
+
+def layer_forward_flop(model: ModelSpec, sequences: float, full_attention: bool = False) -> float:
     """Forward flop of one average layer for `sequences` sequences: every GEMM of `gemms.layer_gemms`,
     weighted by the share of layers holding it and its copies per token, plus the attention core."""
     tokens = sequences * model.seq_length
     linear = sum(g.layer_share * g.copies_per_token * g.flop(tokens) for g in layer_gemms(model))
-    return linear + attention_core_flop(model, sequences)
+    return linear + _core_flop(model, sequences, full_attention)
 
 
 def logits_flop(model: ModelSpec, sequences: float) -> float:
@@ -54,22 +75,34 @@ def logits_flop(model: ModelSpec, sequences: float) -> float:
     return logits_gemm(model).flop(sequences * model.seq_length)
 
 
-def model_flop_per_sequence(model: ModelSpec) -> float:
-    """Model flop (MFU basis) per sequence: 3x forward (forward + backward), no recompute."""
-    return 3 * (model.num_layers * layer_forward_flop(model, 1) + logits_flop(model, 1))
+def model_flop_per_sequence(model: ModelSpec, full_attention: bool = False) -> float:
+    """Model flop (MFU basis) per sequence: 3x forward (forward + backward), no recompute.
+
+    Megatron-LM `num_floating_point_operations`: 3 (forward, dgrad, wgrad) x 2 flop per
+    multiply-add over every GEMM, the core attention causal; NeMo's flops callbacks agree.
+    """
+    return 3 * (model.num_layers * layer_forward_flop(model, 1, full_attention) + logits_flop(model, 1))
 
 
-def recompute_flop_per_sequence(model: ModelSpec, mode: int) -> float:
+def hardware_flop_per_sequence(model: ModelSpec, mode: int, full_attention: bool = False) -> float:
+    """Hardware flop per sequence: model flop plus what recompute `mode` adds (Narayanan 2021 Sec. 5.1).
+
+    With `full_attention` and full recompute on a GPT this is Narayanan Eq. 3 / B (`narayanan_eq3_flop`).
+    """
+    return model_flop_per_sequence(model, full_attention) + recompute_flop_per_sequence(model, mode, full_attention)
+
+
+def recompute_flop_per_sequence(model: ModelSpec, mode: int, full_attention: bool = False) -> float:
     """Extra forward flop per sequence that recomputation adds (hardware flop minus model flop).
 
     `mode` is a recompute code (`candidates.NONE`, `SELECTIVE`, `FULL`).
     Full: every layer's forward again (Narayanan Eq. 3's 96 = 72 + 24).
-    Selective: the attention core's forward again, 4 s^2 h per layer, so the s/(6h) term of
+    Selective: the attention core's forward again, 4 s^2 h per layer (full matrix), so the s/(6h) term of
     Korthikanti 2022 App. A becomes 2s/(9h); the paper prints s/(3h), a typo its authors
     confirmed (NVIDIA/Megatron-LM issue #523).
     """
     if mode == FULL:
-        return model.num_layers * layer_forward_flop(model, 1)
+        return model.num_layers * layer_forward_flop(model, 1, full_attention)
     if mode == SELECTIVE:
-        return model.num_layers * attention_core_flop(model, 1)
+        return model.num_layers * _core_flop(model, 1, full_attention)
     return 0.0

@@ -11,9 +11,10 @@ The layer of a GPT (Narayanan 2021 Eq. 3, Korthikanti et al. 2022 arXiv
 2205.05198 Sec. 3 and App. A): QKV projection (h -> h + 2 kv_hidden; 3h under
 multi-head attention), output projection (h -> h), MLP up (h -> ffn, or
 h -> 2 ffn fused gate + up when gated) and down (ffn -> h): 24 b s h^2 with
-ffn = 4h, which with the 4 b s^2 h of the attention core (`attention_core_flop`)
-is Eq. 3's 24 b s h^2 (1 + s/(6h)). Tensor parallelism splits every matrix
-(Megatron column / row parallel, Narayanan Sec. 2.3) except the MoE router,
+ffn = 4h, which with the 4 b s^2 h of the full score matrix
+(`attention_score_flop`; a causal model needs half of it, `attention_core_flop`)
+is Eq. 3's 24 b s h^2 (1 + s/(6h)). Tensor parallelism splits every matrix (Megatron
+column / row parallel, Narayanan Sec. 2.3) except the MoE router,
 which each rank holds whole. In MoE layers (`layer_share` = fraction of layers
 that are MoE) the dense MLP gives way to the router, `top_k` routed experts
 per token (the expert GEMMs, spread over `num_experts` experts, `num_experts / ep`
@@ -32,10 +33,12 @@ import numpy.typing as npt
 from planner.specs import ModelSpec
 
 __all__ = [
+    "CAUSAL_FRACTION",
     "Gemm",
     "GemmRole",
     "attention_core_flop",
     "attention_gemms",
+    "attention_score_flop",
     "layer_gemms",
     "logits_gemm",
     "mlp_gemms",
@@ -160,14 +163,34 @@ def logits_gemm(model: ModelSpec) -> Gemm:
     return Gemm("logits", GemmRole.OUTPUT, model.hidden_size, model.vocab_size, 1, 1.0, False)
 
 
+CAUSAL_FRACTION = 0.5
+"""Share of the s x s score matrix a causal model needs: the blocks a causal fused kernel computes
+(Dao 2023, arXiv 2307.08691, Sec. 3.1.1) and what Megatron-LM's `num_floating_point_operations`
+(`megatron/training/training.py`, "causal mask (only half of the mask is non-zero)") and NeMo's
+`flops_formulas` (`causal_self_attn`) count."""
+
+
+@overload
+def attention_score_flop(model: ModelSpec, sequences: float) -> float: ...
+@overload
+def attention_score_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
+def attention_score_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
+    """QK^T and AV over the full s x s matrix: 4 b s^2 h (Narayanan 2021 Eq. 3's s/(6h) term); no weights.
+
+    What an unfused (non-flash) kernel computes, masked or not, and the convention
+    of the 2021/2022 papers' TFLOP/s (`flops.hardware_flop_per_sequence(full_attention=True)`).
+    """
+    return 4 * sequences * model.seq_length**2 * model.hidden_size
+
+
 @overload
 def attention_core_flop(model: ModelSpec, sequences: float) -> float: ...
 @overload
 def attention_core_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
 def attention_core_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
-    """QK^T and AV over the full s x s matrix: 4 b s^2 h (Eq. 3's s/(6h) term); no weights.
+    """The causal attention core: `CAUSAL_FRACTION` of `attention_score_flop`, 2 b s^2 h.
 
-    The full matrix is the convention of Eq. 3 and of MFU reporting; a causal
-    fused kernel computes about half of it (`compute.CAUSAL_FRACTION`).
+    The model-flop (MFU) convention of Megatron-LM and NeMo today, and what a
+    causal fused kernel computes, so time and hardware flop count the same work.
     """
-    return 4 * sequences * model.seq_length**2 * model.hidden_size
+    return CAUSAL_FRACTION * attention_score_flop(model, sequences)

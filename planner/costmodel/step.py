@@ -176,11 +176,11 @@ def estimate_steps(
     q = q or layer_quantities(model, training, c, hw)
     sequences = float(training.global_batch_size)
     model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
-    by_mode = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
+    by_mode = np.array([flops.hardware_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
     return StepEstimates(
         time_s=_step_times_s(model, training, c, hw, q),
         model_flop=model_flop,
-        hardware_flop=model_flop + sequences * by_mode[c.recompute],
+        hardware_flop=sequences * by_mode[c.recompute],
         memory=peak_stage(memory_by_stage(c, training_numerics(training), q.stage_terms)),
         placement=q.placement,
         forward_s=q.slowest_stage_s.forward,

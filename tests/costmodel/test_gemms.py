@@ -11,7 +11,7 @@ from planner.costmodel.flops import (
     narayanan_eq3_flop,
     recompute_flop_per_sequence,
 )
-from planner.costmodel.gemms import GemmRole, attention_core_flop, layer_gemms, logits_gemm
+from planner.costmodel.gemms import GemmRole, attention_core_flop, attention_score_flop, layer_gemms, logits_gemm
 from planner.costmodel.params import attention_params, dense_mlp_params
 from planner.layout import Layout
 from planner.profiles import Hardware
@@ -38,11 +38,13 @@ def test_eq3_term_by_term() -> None:
     gemms = sum(g.flop(b * S) for g in layer_gemms(GPT))
     assert gemms == 24 * b * S * H**2 == 4608
     assert 4 * gemms == 18432 * 1
-    assert 4 * attention_core_flop(GPT, b) == 4 * 4 * b * S**2 * H == 18432 / 4
+    assert 4 * attention_score_flop(GPT, b) == 4 * 4 * b * S**2 * H == 18432 / 4
+    assert attention_core_flop(GPT, b) == attention_score_flop(GPT, b) / 2  # causal: half the matrix
     assert 3 * logits_gemm(GPT).flop(b * S) == 3 * 2 * b * S * H * V == 18432 / 8
-    total = b * (model_flop_per_sequence(GPT) + recompute_flop_per_sequence(GPT, FULL))
+    total = b * (model_flop_per_sequence(GPT, True) + recompute_flop_per_sequence(GPT, FULL, True))
     assert total == narayanan_eq3_flop(b, S, 1, H, V) == 18432 * (1 + 1 / 4 + 1 / 8)
-    assert layer_forward_flop(GPT, b) == gemms + 4 * b * S**2 * H
+    assert layer_forward_flop(GPT, b) == gemms + 2 * b * S**2 * H  # causal core
+    assert layer_forward_flop(GPT, b, full_attention=True) == gemms + 4 * b * S**2 * H
     assert logits_flop(GPT, b) == 2 * b * S * H * V
 
 
@@ -86,7 +88,7 @@ def test_moe_gemms_and_flop_by_hand() -> None:
     ]
     # one sequence (T = 6): attention 768; half the layers dense (1536 / 2); the other half:
     # (top_k 2 + 1 shared) experts of 2 * 6 * 4 * 8 * 2 = 768 each, and the router 2 * 6 * 4 * 4 = 192.
-    assert layer_forward_flop(MOE, 1) == 768 + 1536 / 2 + (3 * 768 + 192) / 2 + 4 * S**2 * H
+    assert layer_forward_flop(MOE, 1) == 768 + 1536 / 2 + (3 * 768 + 192) / 2 + 2 * S**2 * H  # causal core
 
 
 def test_gemm_times_split_the_same_list_over_tp_and_ep() -> None:
