@@ -137,6 +137,7 @@ class HardwareProfile(BaseModel):
         cal = self.calibration
         return Hardware(
             peak_flop_per_s=peak * TERA,
+            bf16_peak_flop_per_s=self._bf16_peak_tflops() * TERA if precision is Precision.FP8 else None,
             hbm_bytes=self.gpu.memory_gib * GIB,
             hbm_bandwidth_bytes_per_s=self.gpu.hbm_bandwidth_gb_per_s * GB * self.efficiency.hbm,
             gpus_per_node=self.node.gpus_per_node,
@@ -156,6 +157,14 @@ class HardwareProfile(BaseModel):
             gemm_overhead_s=(cal.gemm_overhead_us if cal else DEFAULT_CALIBRATION.gemm_overhead_us) * MICRO,
         )
 
+    def _bf16_peak_tflops(self) -> float:
+        """The bf16 peak an FP8 run computes its non-fp8 GEMMs at (attention core, output layer, router)."""
+        if self.gpu.peak_tflops.bf16 is None:
+            raise InvalidSpecError(
+                "training.precision", f"fp8 runs attention and the output layer in bf16; {self.gpu.name} has no bf16"
+            )
+        return self.gpu.peak_tflops.bf16
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hardware:
@@ -172,6 +181,22 @@ class Hardware:
     network_latency_s: float
     gemm_peak_efficiency: float
     gemm_overhead_s: float
+    bf16_peak_flop_per_s: float | None = None
+    """Set for an FP8 run only: the bf16 peak of the GEMMs Transformer Engine keeps in bf16 (the
+    attention core, the output layer, the router); `peak_flop_per_s` is then the fp8 peak of the
+    transformer layers' linear GEMMs."""
+
+    @property
+    def fp8(self) -> bool:
+        """Whether the run trains in FP8 (the linear layers' GEMMs at the fp8 peak, behind cast kernels)."""
+        return self.bf16_peak_flop_per_s is not None
+
+    def gemm_peak_flop_per_s(self, fp8_gemm: bool) -> float:
+        """The peak one GEMM runs at: the training precision's for an fp8-eligible GEMM (`gemms.Gemm.fp8`),
+        else the 16-bit peak (bf16 under an FP8 run; the same peak under bf16/fp16)."""
+        if fp8_gemm or self.bf16_peak_flop_per_s is None:
+            return self.peak_flop_per_s
+        return self.bf16_peak_flop_per_s
 
     @property
     def gemm_half_saturation_flop(self) -> float:

@@ -22,12 +22,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, tokens_per_microbatch
-from planner.costmodel.gemms import GemmRole, attention_core_flop, attention_score_flop, layer_gemms, logits_gemm
+from planner.costmodel.gemms import (
+    Gemm,
+    GemmRole,
+    attention_core_flop,
+    attention_score_flop,
+    layer_gemms,
+    logits_gemm,
+)
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
 
-__all__ = ["LayerTimes", "gemm_time_s", "layer_times", "logits_time_s", "optimizer_step_time_s"]
+__all__ = ["LayerTimes", "fp8_cast_s", "gemm_time_s", "layer_times", "logits_time_s", "optimizer_step_time_s"]
 
 RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
 """Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
@@ -39,14 +46,24 @@ LOGIT_BYTES_PER_ELEMENT = 12
 """Forward bytes per logit in the fp32 cross-entropy: cast write 4, softmax read 4 and write 4."""
 BACKWARD_BYTES_FACTOR = 2
 """Backward of an element-wise op reads the saved input and the output gradient and writes one."""
+FP8_CAST_BYTES_PER_ELEMENT = 4
+"""HBM bytes per element of Transformer Engine's fused cast-transpose ahead of an fp8 GEMM: read the
+bf16 tensor (2), write it in fp8 (1) and its fp8 transpose (1) for the backward GEMM that needs it;
+the amax of the tensor is reduced in the same pass (TE `transformer_engine/common/transpose/cast_transpose.cu`;
+TE user guide, "Using FP8 with Transformer Engine": per-tensor scales from an amax history)."""
 FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
 
 
-def gemm_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
-    """Seconds for one GEMM of `flop`: W / (eta * peak) + t0. Zero-size GEMMs cost nothing."""
+def gemm_time_s(flop: FloatArray | float, hw: Hardware, fp8_eligible: bool = True) -> FloatArray:
+    """Seconds for one GEMM of `flop`: W / (eta * peak) + t0. Zero-size GEMMs cost nothing.
+
+    `fp8_eligible` False: a GEMM Transformer Engine keeps in bf16 (attention core, output layer,
+    router), at the bf16 peak under an FP8 run (`Hardware.gemm_peak_flop_per_s`).
+    """
     w = np.asarray(flop, dtype=np.float64)
-    return np.where(w > 0, w / (hw.gemm_peak_efficiency * hw.peak_flop_per_s) + hw.gemm_overhead_s, 0.0)
+    peak = hw.gemm_peak_flop_per_s(fp8_eligible)
+    return np.where(w > 0, w / (hw.gemm_peak_efficiency * peak) + hw.gemm_overhead_s, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,34 +84,72 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
     routing). Each part of the layer is weighted by the share of layers holding it.
     """
     tp = c.tp.astype(np.float64)
-    tokens = tokens_per_microbatch(model, c)
     seconds: dict[GemmRole, FloatArray | float] = {}
     weight: dict[GemmRole, FloatArray | float] = {}
-    instances: FloatArray | float
     for g in layer_gemms(model):
-        rows, instances = tokens, float(g.copies_per_token)
-        if g.is_expert:
-            assert model.moe is not None
-            experts = model.moe.num_experts
-            rows, instances = tokens * g.copies_per_token * c.ep / experts, experts / c.ep
+        rows, instances = _rows_and_instances(model, c, g)
         flop = g.flop(rows) / tp if g.tp_split else g.flop(rows)
-        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(flop, hw)
+        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(flop, hw, g.fp8)
         weight[g.role] = g.layer_share * instances
     return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
+
+
+def _rows_and_instances(model: ModelSpec, c: Candidates, g: Gemm) -> tuple[FloatArray, FloatArray | float]:
+    """(token rows of one instance, instances on one GPU) of a layer GEMM: this GPU's tokens once per
+    copy, or for a routed expert `tokens * top_k * ep / num_experts` rows on each of its `num_experts / ep`
+    experts (balanced routing)."""
+    tokens = tokens_per_microbatch(model, c)
+    if not g.is_expert:
+        return tokens, float(g.copies_per_token)
+    assert model.moe is not None
+    experts = model.moe.num_experts
+    return tokens * g.copies_per_token * c.ep / experts, experts / c.ep
+
+
+def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArray, FloatArray]:
+    """(forward, backward) seconds of the cast kernels ahead of the layer's fp8 GEMMs, one GPU, one
+    micro-batch: `FP8_CAST_BYTES_PER_ELEMENT` per element of each GEMM's input (forward) and output
+    gradient (backward), over HBM. Zero unless the run is FP8.
+
+    Per GPU a column-parallel GEMM reads its whole input and writes n/tp outputs; a row-parallel
+    one reads k/tp and writes n (Megatron, Narayanan 2021 Sec. 2.3). Not counted: the once-per-step
+    cast of the weights (cached across micro-batches, Megatron-Core `is_first_microbatch`) and the
+    delayed-scaling amax-history update (kilobytes per GEMM).
+    """
+    if not hw.fp8:
+        zero = np.zeros(len(c), dtype=np.float64)
+        return zero, zero
+    tp = c.tp.astype(np.float64)
+    inputs: FloatArray | float = 0.0
+    grads: FloatArray | float = 0.0
+    for g in layer_gemms(model):
+        if not g.fp8:
+            continue
+        rows, instances = _rows_and_instances(model, c, g)
+        k, n = (g.k / tp, g.n) if g.row_parallel else (g.k, g.n / tp)
+        inputs = inputs + g.layer_share * instances * rows * k
+        grads = grads + g.layer_share * instances * rows * n
+    per_element_s = FP8_CAST_BYTES_PER_ELEMENT / hw.hbm_bandwidth_bytes_per_s
+    return np.asarray(per_element_s * inputs, dtype=np.float64), np.asarray(per_element_s * grads, dtype=np.float64)
 
 
 def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
+    """(forward, backward) seconds of the attention core for one micro-batch on one GPU.
+
+    In bf16 under an FP8 run: Transformer Engine's fused attention runs in bf16 unless
+    `NVTE_FP8_DPA` / `fp8_dot_product_attention` is set (TE `DotProductAttention`; Megatron-Core
+    `TransformerConfig.fp8_dot_product_attention` defaults to False).
+    """
     split = c.tp * c.cp
     if rt.flash_attention:  # causal blocks only (`gemms.attention_core_flop`)
         flop = attention_core_flop(model, c.micro_batch_size) / split
-        return gemm_time_s(flop, hw), gemm_time_s(FLASH_BACKWARD_FACTOR * flop, hw)
+        return gemm_time_s(flop, hw, False), gemm_time_s(FLASH_BACKWARD_FACTOR * flop, hw, False)
     flop = attention_score_flop(model, c.micro_batch_size) / split  # unfused: the whole masked matrix
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
-    fwd = 2 * gemm_time_s(flop / 2, hw) + memory
+    fwd = 2 * gemm_time_s(flop / 2, hw, False) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
 
@@ -121,8 +176,9 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     gemm_fwd = _gemm_set_time_s(model, c, hw)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
-    forward = gemm_fwd + core_fwd + elementwise_fwd
-    backward = 2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd
+    cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
+    forward = gemm_fwd + core_fwd + elementwise_fwd + cast_fwd
+    backward = 2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, core_fwd, 0.0))
     return LayerTimes(forward, backward, recompute)
 
@@ -130,7 +186,7 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
     tokens = tokens_per_microbatch(model, c)
-    gemm = gemm_time_s(logits_gemm(model).flop(tokens) / c.tp, hw)
+    gemm = gemm_time_s(logits_gemm(model).flop(tokens) / c.tp, hw, False)  # bf16 under FP8 (not a TE fp8 layer)
     loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
     return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
 

@@ -86,6 +86,20 @@ class Gemm:
         return self.role is not GemmRole.ROUTER
 
     @property
+    def fp8(self) -> bool:
+        """Whether it runs in fp8 when the training precision is fp8: the transformer layers' linear
+        layers (Transformer Engine's `LayerNormColumnParallelLinear`, `RowParallelLinear` and grouped
+        expert GEMMs under `fp8_autocast`, Megatron-Core `TransformerConfig.fp8`); the router and the
+        output layer stay in bf16 (Megatron-Core builds them outside TE's fp8 modules)."""
+        return self.role not in (GemmRole.ROUTER, GemmRole.OUTPUT)
+
+    @property
+    def row_parallel(self) -> bool:
+        """Megatron row-parallel (input split by tp, output whole): the attention output projection and
+        the MLP down projection; the others are column-parallel (Narayanan 2021 Sec. 2.3)."""
+        return self.name in ("proj", "fc2")
+
+    @property
     def is_expert(self) -> bool:
         """A routed expert: its tokens are spread over the experts, `num_experts / ep` on each GPU."""
         return self.role is GemmRole.ROUTED_EXPERT

@@ -1,0 +1,76 @@
+"""FP8 as Transformer Engine runs it: the linear layers at the fp8 peak behind cast kernels, the
+attention core, the output layer and the router at the bf16 peak."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from planner.costmodel import compute
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.gemms import GemmRole, layer_gemms, logits_gemm
+from planner.layout import Layout
+from planner.profiles import Hardware, load_profiles
+from planner.specs import ModelSpec, MoESpec, Precision, RuntimeFeatures
+from planner.units import TERA
+
+BF16 = Hardware(
+    peak_flop_per_s=1e12, hbm_bytes=1e9, hbm_bandwidth_bytes_per_s=1e12, gpus_per_node=8, nvlink_domain_gpus=8,
+    nvlink_bytes_per_s=1e9, nic_bytes_per_s_per_gpu=1e9, nvlink_latency_s=0.0, network_latency_s=0.0,
+    gemm_peak_efficiency=0.5, gemm_overhead_s=0.0,
+)  # fmt: skip
+FP8 = replace(BF16, peak_flop_per_s=2e12, bf16_peak_flop_per_s=1e12)
+# h=8, a=4 (MHA, kv = 8), ffn=32, not gated, s=4: one micro-batch of b=1 is T = 4 tokens.
+TINY = ModelSpec(num_layers=2, hidden_size=8, num_attention_heads=4, ffn_hidden_size=32, vocab_size=10, seq_length=4)
+
+
+def _one(layout: Layout) -> Candidates:
+    return Candidates.from_layouts([layout], TINY.num_layers, 8)
+
+
+def test_which_gemms_run_in_fp8() -> None:
+    assert all(g.fp8 for g in layer_gemms(TINY))
+    assert not logits_gemm(TINY).fp8
+    moe = TINY.model_copy(update={"moe": MoESpec(num_experts=4, top_k=2, expert_ffn_hidden_size=8)})
+    assert {g.role for g in layer_gemms(moe) if not g.fp8} == {GemmRole.ROUTER}
+
+
+def test_fp8_linear_gemms_at_fp8_peak_the_rest_at_bf16() -> None:
+    c = _one(Layout(tp=1, pp=1, dp=1))
+    linear = sum(g.flop(4) for g in layer_gemms(TINY))
+    np.testing.assert_allclose(compute._gemm_set_time_s(TINY, c, FP8), [linear / (0.5 * 2e12)], rtol=1e-12)
+    np.testing.assert_allclose(compute._gemm_set_time_s(TINY, c, BF16), [linear / (0.5 * 1e12)], rtol=1e-12)
+    # Attention core (causal 2 b s^2 h = 256, flash) and output layer (3 x 2 T h V = 1920) stay at the bf16 peak.
+    core_fp8, _ = compute._attention_core_s(TINY, c, FP8, RuntimeFeatures())
+    core_bf16, _ = compute._attention_core_s(TINY, c, BF16, RuntimeFeatures())
+    np.testing.assert_allclose(core_fp8, core_bf16, rtol=0)
+    np.testing.assert_allclose(core_fp8, [256 / 0.5e12], rtol=1e-12)
+    loss_s = 12 * 4 * 10 * 3 / 1e12  # fp32 cross-entropy bytes, forward + backward
+    np.testing.assert_allclose(compute.logits_time_s(TINY, c, FP8), [1920 / 0.5e12 + loss_s], rtol=1e-12)
+
+
+def test_cast_kernels_by_hand() -> None:
+    # tp = 2, T = 4. Inputs per GPU: qkv 4*8, proj 4*8/2, fc1 4*8, fc2 4*32/2 = 144 elements;
+    # output gradients: qkv 4*24/2, proj 4*8, fc1 4*32/2, fc2 4*8 = 176; 4 bytes each over 1e12 B/s.
+    c = _one(Layout(tp=2, pp=1, dp=1))
+    fwd, bwd = compute.fp8_cast_s(TINY, c, FP8)
+    np.testing.assert_allclose([fwd[0], bwd[0]], [4 * 144 / 1e12, 4 * 176 / 1e12], rtol=1e-12)
+    assert compute.fp8_cast_s(TINY, c, BF16)[0][0] == 0.0
+    bf16, fp8 = (
+        compute.layer_times(TINY, c, BF16, RuntimeFeatures()),
+        compute.layer_times(TINY, c, FP8, RuntimeFeatures()),
+    )
+    gemm_saved = compute._gemm_set_time_s(TINY, c, BF16) - compute._gemm_set_time_s(TINY, c, FP8)
+    np.testing.assert_allclose(bf16.forward_s - fp8.forward_s, gemm_saved - fwd, rtol=1e-12)
+    np.testing.assert_allclose(bf16.backward_s - fp8.backward_s, 2 * gemm_saved - bwd, rtol=1e-12)
+
+
+@pytest.mark.parametrize("profile_id", ["dgx-h100", "hgx-b200"])
+def test_profile_resolves_both_peaks_for_fp8(profile_id: str) -> None:
+    profile = load_profiles()[profile_id]
+    hw = profile.hardware(Precision.FP8)
+    assert profile.gpu.peak_tflops.fp8 is not None and profile.gpu.peak_tflops.bf16 is not None
+    assert hw.peak_flop_per_s == profile.gpu.peak_tflops.fp8 * TERA
+    assert hw.gemm_peak_flop_per_s(False) == profile.gpu.peak_tflops.bf16 * TERA
+    assert profile.hardware(Precision.BF16).bf16_peak_flop_per_s is None
+    assert not profile.hardware(Precision.BF16).fp8 and hw.fp8
