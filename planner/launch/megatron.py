@@ -149,11 +149,24 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec) -> list
     return flags
 
 
+def _recipe_flags(training: TrainingSpec) -> list[str]:
+    """Dropout rates (always: Megatron-LM's defaults are 0.1) and the gradient dtype where it differs from
+    Megatron-LM's default for the precision (fp32 main grads under bf16, fp16 grads under fp16)."""
+    flags = ["--attention-dropout", str(training.attention_dropout), "--hidden-dropout", str(training.hidden_dropout)]
+    half = training.precision is Precision.FP16
+    if training.grad_reduce_in_fp32 is False and not half:
+        flags.append("--grad-reduce-in-bf16")
+    elif training.grad_reduce_in_fp32 is True and half:
+        flags.append("--accumulate-allreduce-grads-in-fp32")
+    return flags
+
+
 def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     runtime = training.runtime
     flags = ["--fp16"] if training.precision is Precision.FP16 else ["--bf16"]
     if training.precision is Precision.FP8:
         flags += ["--fp8-format", "hybrid"]
+    flags += _recipe_flags(training)
     flags += ["--attention-backend", "flash" if runtime.flash_attention else "unfused"]
     if runtime.overlap_grad_reduce:
         flags.append("--overlap-grad-reduce")

@@ -35,7 +35,7 @@ NEMO_VERSION = "NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) wit
 """NeMo 2.0's newest LLM collection; its requirements/manifest.json pins the Megatron-LM commit."""
 
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
-Override = str | int | bool | list[int] | None
+Override = str | int | float | bool | list[int] | None
 
 
 def nemo_recipe(model: ModelSpec) -> str:
@@ -132,12 +132,19 @@ def _moe(model: ModelSpec, layout: Layout) -> dict[str, Override]:
 
 
 def _precision(training: TrainingSpec) -> dict[str, Override]:
+    """Precision plugin, the gradient dtype (when stated; the plugin's recipe default otherwise) and dropout."""
+    recipe: dict[str, Override] = {
+        "model.config.attention_dropout": training.attention_dropout,
+        "model.config.hidden_dropout": training.hidden_dropout,
+    }
+    if training.grad_reduce_in_fp32 is not None:
+        recipe["trainer.plugins.grad_reduce_in_fp32"] = training.grad_reduce_in_fp32
     if training.precision is Precision.FP16:
-        return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None}
+        return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None} | recipe
     return {
         "trainer.plugins.precision": "bf16-mixed",
         "trainer.plugins.fp8": "hybrid" if training.precision is Precision.FP8 else None,
-    }
+    } | recipe
 
 
 def _format(value: Override) -> str:

@@ -13,6 +13,8 @@ Every key is checked against `tests/data/torchtitan_config_keys.txt`, the dotted
   Megatron's attention-core recompute.
 - fp16: no fp16 mixed precision; bfloat16 is used. fp8: the float8 Linear converter (torchao).
 - sequence parallelism is always on with tp > 1; flash attention and DP overlap are not options.
+- its models have no dropout, so the dropout rates have no key; the gradient dtype is
+  `training.mixed_precision_reduce` (float32 unless `grad_reduce_in_fp32` is false).
 
 Booleans that are False are left out of the CLI overrides (JobConfig's defaults are False; tyro
 spells the negation `--section.no-key`); the TOML form in `config` keeps them.
@@ -104,6 +106,7 @@ def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
         "global_batch_size": training.global_batch_size,
         "seq_len": model.seq_length,
         "mixed_precision_param": "bfloat16",
+        "mixed_precision_reduce": "bfloat16" if training.grad_reduce_in_fp32 is False else "float32",
     }
 
 

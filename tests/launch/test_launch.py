@@ -581,3 +581,49 @@ def test_gpus_that_do_not_fill_nodes_share_them_equally() -> None:
     assert "--nnodes 2 --nproc-per-node 48" in launch.megatron.command
     small = launch_args(LLAMA70, TrainingSpec(global_batch_size=12), Layout(tp=4, pp=1, dp=3), 12, 8)
     assert "--nnodes 2 --nproc-per-node 6" in small.megatron.command
+
+
+# --- recipe settings that change memory: dropout and the gradient dtype ---
+
+RECIPE_ROWS = [
+    # (precision, grad_reduce_in_fp32, dropout, Megatron gradient flag, NeMo plugin value, TorchTitan reduce dtype)
+    (Precision.BF16, None, 0.0, None, None, "float32"),
+    (Precision.BF16, False, 0.0, "--grad-reduce-in-bf16", False, "bfloat16"),
+    (Precision.FP8, False, 0.1, "--grad-reduce-in-bf16", False, "bfloat16"),
+    (Precision.BF16, True, 0.1, None, True, "float32"),  # Megatron's bf16 default already accumulates in fp32
+    (Precision.FP16, True, 0.1, "--accumulate-allreduce-grads-in-fp32", True, "float32"),
+    (Precision.FP16, False, 0.1, None, False, "bfloat16"),
+]
+
+
+@pytest.mark.parametrize(
+    ("precision", "fp32", "dropout", "megatron_flag", "nemo_value", "titan_reduce"),
+    RECIPE_ROWS,
+    ids=["bf16-default", "bf16-grads", "fp8-bf16-grads", "bf16-fp32", "fp16-fp32", "fp16-grads"],
+)
+def test_recipe_flags(
+    precision: Precision,
+    fp32: bool | None,
+    dropout: float,
+    megatron_flag: str | None,
+    nemo_value: bool | None,
+    titan_reduce: str,
+) -> None:
+    layout = Layout(tp=8, pp=1, dp=2, zero_stage=1)
+    launch = _launch(
+        LLAMA70,
+        layout,
+        precision=precision,
+        grad_reduce_in_fp32=fp32,
+        attention_dropout=dropout,
+        hidden_dropout=dropout,
+    )
+    flags = _flags(launch.megatron)
+    assert flags["--attention-dropout"] == [str(dropout)] and flags["--hidden-dropout"] == [str(dropout)]
+    gradient_flags = {"--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32"} & set(flags)
+    assert gradient_flags == ({megatron_flag} if megatron_flag else set())
+    nemo = launch.nemo.config
+    assert nemo["model.config.attention_dropout"] == dropout and nemo["model.config.hidden_dropout"] == dropout
+    assert nemo.get("trainer.plugins.grad_reduce_in_fp32") == nemo_value
+    training = launch.torchtitan.config["training"]
+    assert isinstance(training, dict) and training["mixed_precision_reduce"] == titan_reduce
