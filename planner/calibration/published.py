@@ -26,8 +26,11 @@ RUNTIME_2021: dict[str, bool] = {
     "overlap_param_gather": False,
     "tp_comm_overlap": False,
     "scatter_gather_p2p": True,
+    "fused_kernels": False,
+    "cuda_graphs": False,
 }
-"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather."""
+"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather,
+eager PyTorch (one Python-launched kernel per op), no CUDA graphs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,9 +1,16 @@
-"""Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work.
+"""Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work, floored by the host.
 
-A GEMM of W flop takes W / (eta * peak) + t0: its efficiency saturates,
-eta * W / (W + W_half) with W_half = eta * peak * t0, the size at which it
-reaches half of eta. t0 is a fixed per-kernel cost (launch, last-wave tail);
-eta and t0 are the GPU kind's two fitted constants (DESIGN.md, Calibration).
+A GEMM of shape (M x K) times (K x N) runs as output tiles of
+`gemm_tile_m x gemm_tile_n`, `sm_count` tiles at a time (one wave): its time is
+waves x (one tile's 2 K tm tn flop) / (eta x peak / sm_count) + t0. Rounding M
+and N up to the tile is tile quantisation, rounding the tiles up to whole waves
+is wave quantisation (NVIDIA, "Matrix Multiplication Background User's Guide",
+Deep Learning Performance docs, DU-09799-001, Sec. 3.1 and 3.2); a large
+GEMM reaches eta of peak, a small or ragged one less. t0 is the GEMM kernel's
+fixed GPU time (prologue, pipeline fill and drain). eta and t0 are the GPU
+kind's two fitted constants (DESIGN.md, Calibration). The host launches the
+kernels while the GPU runs earlier ones: a layer pass takes the larger of the
+GPU's time and the host's launch floor (`costmodel.host`), not their sum.
 Element-wise kernels (norms, dropout, activation, softmax without flash
 attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth.
 
@@ -23,11 +30,19 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, tokens_per_microbatch
 from planner.costmodel.gemms import GemmRole, attention_core_flop, layer_gemms, logits_gemm
+from planner.costmodel.host import host_s_per_kernel, layer_kernels
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
 
-__all__ = ["LayerTimes", "gemm_time_s", "layer_times", "logits_time_s", "optimizer_step_time_s"]
+__all__ = [
+    "LayerTimes",
+    "gemm_time_s",
+    "layer_times",
+    "logits_time_s",
+    "optimizer_step_time_s",
+    "tensor_core_time_s",
+]
 
 RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
 """Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
@@ -45,10 +60,27 @@ CAUSAL_FRACTION = 0.5
 """Share of score blocks a causal fused kernel computes (Dao 2023 Sec. 3.1.1)."""
 
 
-def gemm_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
-    """Seconds for one GEMM of `flop`: W / (eta * peak) + t0. Zero-size GEMMs cost nothing."""
+def tensor_core_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
+    """Seconds for one tensor-core kernel of `flop` (tiles included): flop / (eta * peak) + t0; zero costs nothing.
+
+    The fused attention core calls it directly: its tiles (query blocks x
+    sequences x heads) fill many waves, so quantisation is left out there.
+    """
     w = np.asarray(flop, dtype=np.float64)
     return np.where(w > 0, w / (hw.gemm_peak_efficiency * hw.peak_flop_per_s) + hw.gemm_overhead_s, 0.0)
+
+
+def gemm_time_s(m: FloatArray | float, n: FloatArray | float, k: FloatArray | float, hw: Hardware) -> FloatArray:
+    """Seconds for one (m x k) @ (k x n) GEMM, tile- and wave-quantised (module docstring).
+
+    Source: NVIDIA "Matrix Multiplication Background User's Guide" Sec. 3.1
+    (tiles = ceil(m / tile_m) x ceil(n / tile_n)) and Sec. 3.2 (waves =
+    ceil(tiles / SMs)). Fractional m or n (tokens per expert, widths over tp)
+    round up like whole ones.
+    """
+    tiles = np.ceil(np.asarray(m, dtype=np.float64) / hw.gemm_tile_m) * np.ceil(np.asarray(n) / hw.gemm_tile_n)
+    waves = np.ceil(tiles / hw.sm_count)
+    return tensor_core_time_s(waves * hw.sm_count * 2.0 * hw.gemm_tile_m * hw.gemm_tile_n * np.asarray(k), hw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +111,8 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
             assert model.moe is not None
             experts = model.moe.num_experts
             rows, instances = tokens * g.copies_per_token * c.ep / experts, experts / c.ep
-        flop = g.flop(rows) / tp if g.tp_split else g.flop(rows)
-        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(flop, hw)
+        k, n = g.local_shape(tp)
+        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw)
         weight[g.role] = g.layer_share * instances
     return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
 
@@ -91,11 +123,11 @@ def _attention_core_s(
     """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
     flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:
-        fwd = gemm_time_s(CAUSAL_FRACTION * flop, hw)
-        return fwd, gemm_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
+        fwd = tensor_core_time_s(CAUSAL_FRACTION * flop, hw)
+        return fwd, tensor_core_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
-    fwd = 2 * gemm_time_s(flop / 2, hw) + memory
+    fwd = 2 * tensor_core_time_s(flop / 2, hw) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
 
@@ -118,12 +150,21 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
 
 
 def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> LayerTimes:
-    """Forward, backward and recompute seconds of one average layer and micro-batch on one GPU."""
+    """Forward, backward and recompute seconds of one average layer and micro-batch on one GPU.
+
+    Each pass takes max(GPU time, host launch floor) (`costmodel.host`): the
+    host enqueues kernels while the GPU runs, so the two overlap. The floor
+    is compared with compute only (TP/CP/EP communication is added by the
+    caller). Selective recomputation reruns only the attention core (GPU-bound).
+    """
     gemm_fwd = _gemm_set_time_s(model, c, hw)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
-    forward = gemm_fwd + core_fwd + elementwise_fwd
-    backward = 2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd
+    kernels, per_kernel_s = layer_kernels(model, c, rt), host_s_per_kernel(rt)
+    forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd, kernels.forward * per_kernel_s)
+    backward = np.maximum(
+        2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd, kernels.backward * per_kernel_s
+    )
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, core_fwd, 0.0))
     return LayerTimes(forward, backward, recompute)
 
@@ -131,7 +172,8 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
     tokens = tokens_per_microbatch(model, c)
-    gemm = gemm_time_s(logits_gemm(model).flop(tokens) / c.tp, hw)
+    k, n = logits_gemm(model).local_shape(c.tp)
+    gemm = gemm_time_s(tokens, n, k, hw)
     loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
     return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
 

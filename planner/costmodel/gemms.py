@@ -83,6 +83,20 @@ class Gemm:
         return self.role is not GemmRole.ROUTER
 
     @property
+    def row_parallel(self) -> bool:
+        """Whether tp splits its input width k (Megatron `RowParallelLinear`: proj, fc2); else its output width n."""
+        return self.name in ("proj", "fc2")
+
+    def local_shape(self, tp: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """(k, n) of the part of the weight one GPU holds: tp splits k or n (Narayanan 2021 Sec. 2.3), or neither."""
+        one = tp * 0 + 1
+        if not self.tp_split:
+            return self.k * one, self.n * one
+        if self.row_parallel:
+            return self.k / tp, self.n * one
+        return self.k * one, self.n / tp
+
+    @property
     def is_expert(self) -> bool:
         """A routed expert: its tokens are spread over the experts, `num_experts / ep` on each GPU."""
         return self.role is GemmRole.ROUTED_EXPERT
