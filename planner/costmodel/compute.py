@@ -70,8 +70,14 @@ def tensor_core_time_s(flop: FloatArray | float, hw: Hardware) -> FloatArray:
     return np.where(w > 0, w / (hw.gemm_peak_efficiency * hw.peak_flop_per_s) + hw.gemm_overhead_s, 0.0)
 
 
-def gemm_time_s(m: FloatArray | float, n: FloatArray | float, k: FloatArray | float, hw: Hardware) -> FloatArray:
-    """Seconds for one (m x k) @ (k x n) GEMM, tile- and wave-quantised (module docstring).
+def gemm_time_s(
+    m: FloatArray | float,
+    n: FloatArray | float,
+    k: FloatArray | float,
+    hw: Hardware,
+    batch: FloatArray | float = 1.0,
+) -> FloatArray:
+    """Seconds for `batch` (m x k) @ (k x n) GEMMs in one kernel, tile- and wave-quantised (module docstring).
 
     Source: NVIDIA "Matrix Multiplication Background User's Guide" Sec. 3.1
     (tiles = ceil(m / tile_m) x ceil(n / tile_n)) and Sec. 3.2 (waves =
@@ -79,6 +85,7 @@ def gemm_time_s(m: FloatArray | float, n: FloatArray | float, k: FloatArray | fl
     round up like whole ones.
     """
     tiles = np.ceil(np.asarray(m, dtype=np.float64) / hw.gemm_tile_m) * np.ceil(np.asarray(n) / hw.gemm_tile_n)
+    tiles = tiles * np.ceil(np.asarray(batch, dtype=np.float64))
     waves = np.ceil(tiles / hw.sm_count)
     return tensor_core_time_s(waves * hw.sm_count * 2.0 * hw.gemm_tile_m * hw.gemm_tile_n * np.asarray(k), hw)
 
@@ -120,14 +127,23 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
 def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of the attention core for one micro-batch on one GPU."""
+    """(forward, backward) seconds of the attention core for one micro-batch on one GPU.
+
+    Without flash attention the core is two batched GEMMs per (sequence, head)
+    on this GPU (Korthikanti 2022 Sec. 4.1): QK^T, (s/cp x d) @ (d x s), and
+    AV, (s/cp x s) @ (s x d), d the head width; both tile-quantised
+    (`gemm_time_s`): a head width that is not a multiple of the tile leaves
+    part of each AV tile idle.
+    """
     flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:
         fwd = tensor_core_time_s(CAUSAL_FRACTION * flop, hw)
         return fwd, tensor_core_time_s(CAUSAL_FRACTION * FLASH_BACKWARD_FACTOR * flop, hw)
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
-    fwd = 2 * tensor_core_time_s(flop / 2, hw) + memory
+    queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp
+    d, s = model.head_dim, model.seq_length
+    fwd = gemm_time_s(queries, s, d, hw, heads) + gemm_time_s(queries, d, s, hw, heads) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
 
