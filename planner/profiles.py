@@ -49,6 +49,15 @@ class GpuSection(BaseModel):
     memory_gib: float = Field(gt=0, le=4096, description="Usable HBM per GPU, GiB.")
     hbm_bandwidth_gb_per_s: float = Field(gt=0, le=1e5, description="Peak HBM bandwidth, GB/s.")
     peak_tflops: PeakTflops
+    sm_count: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Streaming multiprocessors (AMD: compute units); sets GEMM wave quantisation. "
+        "null: no wave quantisation (only tile quantisation).",
+    )
+    gemm_tile_m: int = Field(default=256, ge=1, le=4096, description="GEMM output tile rows (tokens) per SM.")
+    gemm_tile_n: int = Field(default=128, ge=1, le=4096, description="GEMM output tile columns per SM.")
 
 
 class NodeSection(BaseModel):
@@ -98,7 +107,7 @@ class Calibration(BaseModel):
 
     gemm_peak_efficiency: float = Field(gt=0, le=1, description="Fraction of peak a large GEMM reaches.")
     gemm_overhead_us: float = Field(
-        ge=0, le=1e4, description="Fixed time per GEMM (launch, last-wave tail), microseconds."
+        ge=0, le=1e4, description="Fixed GPU time per GEMM kernel (prologue, pipeline fill and drain), microseconds."
     )
     fitted_on: list[str] = Field(default_factory=list, description="Published-run ids used by the fit.")
     fitted_by: str = Field(default="", description="Command that produced these numbers.")
@@ -155,6 +164,9 @@ class HardwareProfile(BaseModel):
             network_latency_s=self.latency.network_us * MICRO,
             gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else DEFAULT_CALIBRATION.gemm_peak_efficiency,
             gemm_overhead_s=(cal.gemm_overhead_us if cal else DEFAULT_CALIBRATION.gemm_overhead_us) * MICRO,
+            sm_count=self.gpu.sm_count or 1,
+            gemm_tile_m=self.gpu.gemm_tile_m,
+            gemm_tile_n=self.gpu.gemm_tile_n,
         )
 
     def _bf16_peak_tflops(self) -> float:
@@ -198,10 +210,10 @@ class Hardware:
             return self.peak_flop_per_s
         return self.bf16_peak_flop_per_s
 
-    @property
-    def gemm_half_saturation_flop(self) -> float:
-        """GEMM size at which efficiency is half of its large-GEMM value: eta * peak * overhead."""
-        return self.gemm_peak_efficiency * self.peak_flop_per_s * self.gemm_overhead_s
+    sm_count: int = 1
+    """SMs that run GEMM tiles side by side (one wave); 1 when the profile does not say (no wave quantisation)."""
+    gemm_tile_m: int = 256
+    gemm_tile_n: int = 128
 
 
 class ClusterSpec(BaseModel):

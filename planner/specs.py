@@ -180,6 +180,16 @@ class RuntimeFeatures(BaseModel):
     scatter_gather_p2p: bool = Field(
         default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."
     )
+    fused_kernels: bool = Field(
+        default=True,
+        description="Transformer Engine fused layers (bias, activation and dropout-add fused into fewer kernels, "
+        "launched from C++); false: eager Megatron-LM of 2021, one Python-launched kernel per op.",
+    )
+    cuda_graphs: bool = Field(
+        default=False,
+        description="Layers captured as CUDA graphs (Megatron-Core --enable-cuda-graph): one host launch "
+        "replays all their kernels, so the host no longer paces small layers.",
+    )
 
 
 class TrainingSpec(BaseModel):

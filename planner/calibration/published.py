@@ -26,8 +26,11 @@ RUNTIME_2021: dict[str, bool] = {
     "overlap_param_gather": False,
     "tp_comm_overlap": False,
     "scatter_gather_p2p": True,
+    "fused_kernels": False,
+    "cuda_graphs": False,
 }
-"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather."""
+"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather,
+eager PyTorch (one Python-launched kernel per op), no CUDA graphs."""
 DROPOUT_2021 = 0.1
 """Megatron-LM's `--hidden-dropout` / `--attention-dropout` default then (and now), which the 2021/2022
 runs kept: Korthikanti 2022 Table 2 counts both dropouts' masks."""

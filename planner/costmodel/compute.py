@@ -1,9 +1,16 @@
-"""Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work.
+"""Compute time per layer and micro-batch on one GPU: GEMMs plus memory-bound work, floored by the host.
 
-A GEMM of W flop takes W / (eta * peak) + t0: its efficiency saturates,
-eta * W / (W + W_half) with W_half = eta * peak * t0, the size at which it
-reaches half of eta. t0 is a fixed per-kernel cost (launch, last-wave tail);
-eta and t0 are the GPU kind's two fitted constants (DESIGN.md, Calibration).
+A GEMM of shape (M x K) times (K x N) runs as output tiles of
+`gemm_tile_m x gemm_tile_n`, `sm_count` tiles at a time (one wave): its time is
+waves x (one tile's 2 K tm tn flop) / (eta x peak / sm_count) + t0. Rounding M
+and N up to the tile is tile quantisation, rounding the tiles up to whole waves
+is wave quantisation (NVIDIA, "Matrix Multiplication Background User's Guide",
+Deep Learning Performance docs, DU-09799-001, Sec. 3.1 and 3.2); a large
+GEMM reaches eta of peak, a small or ragged one less. t0 is the GEMM kernel's
+fixed GPU time (prologue, pipeline fill and drain). eta and t0 are the GPU
+kind's two fitted constants (DESIGN.md, Calibration). The host launches the
+kernels while the GPU runs earlier ones: a layer pass takes the larger of the
+GPU's time and the host's launch floor (`costmodel.host`), not their sum.
 Element-wise kernels (norms, dropout, activation, softmax without flash
 attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth.
 
@@ -26,15 +33,23 @@ from planner.costmodel.gemms import (
     Gemm,
     GemmRole,
     attention_core_flop,
-    attention_score_flop,
     layer_gemms,
     logits_gemm,
 )
+from planner.costmodel.host import host_s_per_kernel, layer_kernels
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures
 
-__all__ = ["LayerTimes", "fp8_cast_s", "gemm_time_s", "layer_times", "logits_time_s", "optimizer_step_time_s"]
+__all__ = [
+    "LayerTimes",
+    "fp8_cast_s",
+    "gemm_time_s",
+    "layer_times",
+    "logits_time_s",
+    "optimizer_step_time_s",
+    "tensor_core_time_s",
+]
 
 RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
 """Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
@@ -55,15 +70,39 @@ FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
 
 
-def gemm_time_s(flop: FloatArray | float, hw: Hardware, fp8_eligible: bool = True) -> FloatArray:
-    """Seconds for one GEMM of `flop`: W / (eta * peak) + t0. Zero-size GEMMs cost nothing.
+def tensor_core_time_s(flop: FloatArray | float, hw: Hardware, fp8_eligible: bool = True) -> FloatArray:
+    """Seconds for one tensor-core kernel of `flop` (tiles included): flop / (eta * peak) + t0; zero costs nothing.
 
+    The fused attention core calls it directly: its tiles (query blocks x
+    sequences x heads) fill many waves, so quantisation is left out there.
     `fp8_eligible` False: a GEMM Transformer Engine keeps in bf16 (attention core, output layer,
     router), at the bf16 peak under an FP8 run (`Hardware.gemm_peak_flop_per_s`).
     """
     w = np.asarray(flop, dtype=np.float64)
     peak = hw.gemm_peak_flop_per_s(fp8_eligible)
     return np.where(w > 0, w / (hw.gemm_peak_efficiency * peak) + hw.gemm_overhead_s, 0.0)
+
+
+def gemm_time_s(
+    m: FloatArray | float,
+    n: FloatArray | float,
+    k: FloatArray | float,
+    hw: Hardware,
+    batch: FloatArray | float = 1.0,
+    fp8_eligible: bool = True,
+) -> FloatArray:
+    """Seconds for `batch` (m x k) @ (k x n) GEMMs in one kernel, tile- and wave-quantised (module docstring).
+
+    Source: NVIDIA "Matrix Multiplication Background User's Guide" Sec. 3.1
+    (tiles = ceil(m / tile_m) x ceil(n / tile_n)) and Sec. 3.2 (waves =
+    ceil(tiles / SMs)). Fractional m or n (tokens per expert, widths over tp)
+    round up like whole ones.
+    """
+    tiles = np.ceil(np.asarray(m, dtype=np.float64) / hw.gemm_tile_m) * np.ceil(np.asarray(n) / hw.gemm_tile_n)
+    tiles = tiles * np.ceil(np.asarray(batch, dtype=np.float64))
+    waves = np.ceil(tiles / hw.sm_count)
+    flop = waves * hw.sm_count * 2.0 * hw.gemm_tile_m * hw.gemm_tile_n * np.asarray(k)
+    return tensor_core_time_s(flop, hw, fp8_eligible)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +127,8 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
     weight: dict[GemmRole, FloatArray | float] = {}
     for g in layer_gemms(model):
         rows, instances = _rows_and_instances(model, c, g)
-        flop = g.flop(rows) / tp if g.tp_split else g.flop(rows)
-        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(flop, hw, g.fp8)
+        k, n = g.local_shape(tp)
+        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw, fp8_eligible=g.fp8)
         weight[g.role] = g.layer_share * instances
     return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
 
@@ -126,7 +165,7 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
         if not g.fp8:
             continue
         rows, instances = _rows_and_instances(model, c, g)
-        k, n = (g.k / tp, g.n) if g.row_parallel else (g.k, g.n / tp)
+        k, n = g.local_shape(tp)
         inputs = inputs + g.layer_share * instances * rows * k
         grads = grads + g.layer_share * instances * rows * n
     per_element_s = FP8_CAST_BYTES_PER_ELEMENT / hw.hbm_bandwidth_bytes_per_s
@@ -141,15 +180,21 @@ def _attention_core_s(
     In bf16 under an FP8 run: Transformer Engine's fused attention runs in bf16 unless
     `NVTE_FP8_DPA` / `fp8_dot_product_attention` is set (TE `DotProductAttention`; Megatron-Core
     `TransformerConfig.fp8_dot_product_attention` defaults to False).
+
+    Without flash attention the core is two batched GEMMs per (sequence, head)
+    on this GPU (Korthikanti 2022 Sec. 4.1): QK^T, (s/cp x d) @ (d x s), and
+    AV, (s/cp x s) @ (s x d), d the head width; both tile-quantised
+    (`gemm_time_s`): a head width that is not a multiple of the tile leaves
+    part of each AV tile idle.
     """
-    split = c.tp * c.cp
+    flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:  # causal blocks only (`gemms.attention_core_flop`)
-        flop = attention_core_flop(model, c.micro_batch_size) / split
-        return gemm_time_s(flop, hw, False), gemm_time_s(FLASH_BACKWARD_FACTOR * flop, hw, False)
-    flop = attention_score_flop(model, c.micro_batch_size) / split  # unfused: the whole masked matrix
+        return tensor_core_time_s(flop, hw, False), tensor_core_time_s(FLASH_BACKWARD_FACTOR * flop, hw, False)
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
-    fwd = 2 * gemm_time_s(flop / 2, hw, False) + memory
+    queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp
+    d, s = model.head_dim, model.seq_length
+    fwd = gemm_time_s(queries, s, d, hw, heads, fp8_eligible=False) + gemm_time_s(queries, d, s, hw, heads, fp8_eligible=False) + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
 
@@ -172,13 +217,23 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
 
 
 def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> LayerTimes:
-    """Forward, backward and recompute seconds of one average layer and micro-batch on one GPU."""
+    """Forward, backward and recompute seconds of one average layer and micro-batch on one GPU.
+
+    Each pass takes max(GPU time, host launch floor) (`costmodel.host`): the
+    host enqueues kernels while the GPU runs, so the two overlap. The floor
+    is compared with compute only (TP/CP/EP communication is added by the
+    caller). Selective recomputation reruns only the attention core (GPU-bound).
+    """
     gemm_fwd = _gemm_set_time_s(model, c, hw)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
     cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
-    forward = gemm_fwd + core_fwd + elementwise_fwd + cast_fwd
-    backward = 2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd
+    kernels, per_kernel_s = layer_kernels(model, c, rt), host_s_per_kernel(rt)
+    forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, kernels.forward * per_kernel_s)
+    backward = np.maximum(
+        2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd,
+        kernels.backward * per_kernel_s,
+    )
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, core_fwd, 0.0))
     return LayerTimes(forward, backward, recompute)
 
@@ -186,7 +241,8 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
     tokens = tokens_per_microbatch(model, c)
-    gemm = gemm_time_s(logits_gemm(model).flop(tokens) / c.tp, hw, False)  # bf16 under FP8 (not a TE fp8 layer)
+    k, n = logits_gemm(model).local_shape(c.tp)
+    gemm = gemm_time_s(tokens, n, k, hw, fp8_eligible=False)  # bf16 under FP8 (not a TE fp8 layer)
     loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
     return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
 

@@ -95,9 +95,17 @@ class Gemm:
 
     @property
     def row_parallel(self) -> bool:
-        """Megatron row-parallel (input split by tp, output whole): the attention output projection and
-        the MLP down projection; the others are column-parallel (Narayanan 2021 Sec. 2.3)."""
+        """Whether tp splits its input width k (Megatron `RowParallelLinear`: proj, fc2); else its output width n."""
         return self.name in ("proj", "fc2")
+
+    def local_shape(self, tp: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """(k, n) of the part of the weight one GPU holds: tp splits k or n (Narayanan 2021 Sec. 2.3), or neither."""
+        one = tp * 0 + 1
+        if not self.tp_split:
+            return self.k * one, self.n * one
+        if self.row_parallel:
+            return self.k / tp, self.n * one
+        return self.k * one, self.n / tp
 
     @property
     def is_expert(self) -> bool:

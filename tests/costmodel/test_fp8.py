@@ -17,8 +17,9 @@ from planner.units import TERA
 BF16 = Hardware(
     peak_flop_per_s=1e12, hbm_bytes=1e9, hbm_bandwidth_bytes_per_s=1e12, gpus_per_node=8, nvlink_domain_gpus=8,
     nvlink_bytes_per_s=1e9, nic_bytes_per_s_per_gpu=1e9, nvlink_latency_s=0.0, network_latency_s=0.0,
-    gemm_peak_efficiency=0.5, gemm_overhead_s=0.0,
+    gemm_peak_efficiency=0.5, gemm_overhead_s=0.0, gemm_tile_m=1, gemm_tile_n=1,
 )  # fmt: skip
+# 1 x 1 tiles on one SM: no tile or wave quantisation, so a GEMM takes exactly its flop at eta * peak.
 FP8 = replace(BF16, peak_flop_per_s=2e12, bf16_peak_flop_per_s=1e12)
 # h=8, a=4 (MHA, kv = 8), ffn=32, not gated, s=4: one micro-batch of b=1 is T = 4 tokens.
 TINY = ModelSpec(num_layers=2, hidden_size=8, num_attention_heads=4, ffn_hidden_size=32, vocab_size=10, seq_length=4)
