@@ -57,11 +57,15 @@ def test_cast_kernels_by_hand() -> None:
     fwd, bwd = compute.fp8_cast_s(TINY, c, FP8)
     np.testing.assert_allclose([fwd[0], bwd[0]], [4 * 144 / 1e12, 4 * 176 / 1e12], rtol=1e-12)
     assert compute.fp8_cast_s(TINY, c, BF16)[0][0] == 0.0
+    # A GPU a million times slower, so the layer is GPU-bound (far above the host's launch floor).
+    slow_bf16 = replace(BF16, peak_flop_per_s=1e6, hbm_bandwidth_bytes_per_s=1e6)
+    slow_fp8 = replace(slow_bf16, peak_flop_per_s=2e6, bf16_peak_flop_per_s=1e6)
+    fwd, bwd = compute.fp8_cast_s(TINY, c, slow_fp8)
     bf16, fp8 = (
-        compute.layer_times(TINY, c, BF16, RuntimeFeatures()),
-        compute.layer_times(TINY, c, FP8, RuntimeFeatures()),
+        compute.layer_times(TINY, c, slow_bf16, RuntimeFeatures()),
+        compute.layer_times(TINY, c, slow_fp8, RuntimeFeatures()),
     )
-    gemm_saved = compute._gemm_set_time_s(TINY, c, BF16) - compute._gemm_set_time_s(TINY, c, FP8)
+    gemm_saved = compute._gemm_set_time_s(TINY, c, slow_bf16) - compute._gemm_set_time_s(TINY, c, slow_fp8)
     np.testing.assert_allclose(bf16.forward_s - fp8.forward_s, gemm_saved - fwd, rtol=1e-12)
     np.testing.assert_allclose(bf16.backward_s - fp8.backward_s, 2 * gemm_saved - bwd, rtol=1e-12)
 
