@@ -51,15 +51,15 @@ def test_the_modern_baseline_is_never_slower_than_the_papers_and_both_pass_the_r
 
 
 def test_the_modern_rule_runs_each_runtime_setting_on_its_own() -> None:
-    """GPT-3 175B in FP8 on 2048 H100s, B = 256: pooled over the settings, ZeRO 1 lets pp = 2 fit and the
-    smallest pp would take it (slower than the paper's 1.511 s at pp = 8); per setting, ZeRO 0's
-    smallest pp, 8, wins."""
+    """GPT-3 175B in FP8 on 2048 H100s, B = 256: pooled over the settings, ZeRO 1 lets a smaller pp fit and
+    the smallest pp would take it, slower than the paper's pp = 8; per setting, ZeRO 0's smallest pp, 8,
+    wins. (FP8 priced as TE runs it: attention core and output layer in bf16, cast kernels.)"""
     result = _plan("gpt3-175b", "dgx-h100", 2048, 256, fp8=True)
     assert result.baseline.plan is not None and result.modern_baseline.plan is not None
-    assert result.baseline.plan.estimate.step_time_s == pytest.approx(1.5113, rel=1e-3)
+    assert result.baseline.plan.estimate.step_time_s == pytest.approx(1.9188, rel=1e-3)
     x = result.modern_baseline.plan.layout
     assert (x.tp, x.pp, x.zero_stage, x.sequence_parallel, x.recompute) == (8, 8, 0, True, Recompute.NONE)
-    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(1.1638, rel=1e-3)
+    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(1.4642, rel=1e-3)
 
 
 def test_a_dense_model_on_one_node_runs_tp8_with_sequence_parallelism() -> None:
@@ -80,7 +80,7 @@ def test_an_moe_model_uses_expert_parallelism() -> None:
     assert result.baseline.plan.layout.ep == 1
     x = result.modern_baseline.plan.layout
     assert (x.tp, x.pp, x.dp, x.ep, x.zero_stage, x.sequence_parallel) == (8, 1, 8, 8, 1, True)
-    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(17.255, rel=1e-3)
+    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(16.636, rel=1e-3)  # no dropout masks
     assert result.baseline.plan.estimate.step_time_s == pytest.approx(24.0742, rel=1e-3)
 
 
