@@ -394,22 +394,42 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
     log_level: Annotated[LogLevel, typer.Option(help="Log threshold.")] = LogLevel.INFO,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            help="Seconds a client has to send a whole request (from its first byte, or from connecting);"
+            " a stalled one gets 408 and is closed.",
+        ),
+    ] = 20.0,
 ) -> None:
-    """Run the HTTP service (uvicorn), logging one JSON line per request (with its X-Request-ID) to stderr."""
+    """Run the HTTP service (uvicorn), logging one JSON line per request (with its X-Request-ID) to stderr.
+
+    /metrics sums every worker's counts (prometheus-client multiprocess mode, in a temporary directory
+    made for this start and removed on exit).
+    """
+    import os
+
     import uvicorn
 
     from api.logs import log_config
+    from api.metrics import multiprocess_dir
+    from api.protocol import PROTOCOL, READ_TIMEOUT_ENV
 
-    uvicorn.run(
-        "api.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        timeout_graceful_shutdown=10,
-        log_config=log_config(log_level.value),
-        log_level=log_level.value,
-    )
+    os.environ[READ_TIMEOUT_ENV] = repr(read_timeout)
+    with multiprocess_dir():
+        uvicorn.run(
+            "api.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            http=PROTOCOL,
+            timeout_graceful_shutdown=10,
+            log_config=log_config(log_level.value),
+            log_level=log_level.value,
+        )
 
 
 if __name__ == "__main__":
