@@ -48,6 +48,11 @@ EXIT_DOES_NOT_FIT = 1
 """plan: nothing fits; estimate: the layout does not fit or breaks a rule."""
 EXIT_INVALID_INPUT = 2
 """A bad file, option or field (typer uses 2 for usage errors too)."""
+WORKER_HEALTHCHECK_S = 60
+"""Seconds uvicorn's supervisor waits for a worker to answer its ping before killing it (uvicorn's default: 5).
+
+On a loaded 2-core machine a worker busy with searches answered late, and was killed and restarted with
+its requests, cache and metrics (bench/bench_soak.py counted 3 restarts in 30 s at 16 clients)."""
 EXIT_SERVICE = 3
 """The service given with --server could not be reached, or failed (5xx)."""
 DEFAULT_PRESET = "gpt3-175b"
@@ -427,6 +432,7 @@ def serve(
             workers=workers,
             http=PROTOCOL,
             timeout_graceful_shutdown=10,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
             log_config=log_config(log_level.value),
             log_level=log_level.value,
         )
