@@ -1,6 +1,7 @@
 """Soak test of the HTTP service as deployed: 16 clients for 10 minutes, mostly distinct cold plans.
 
 Run: python bench/bench_soak.py [--seconds 600] [--workers 2] [--clients 16] [--max-requests N] [--seed S]
+     [--fail-over-bound]
 
 Starts `planner serve --workers N` on 127.0.0.1 (a free port; `api.localserver`) and drives it from --clients
 threads, each with its own keep-alive connection, until --seconds pass or --max-requests have been sent. The
@@ -12,7 +13,10 @@ Reports, and fails (exit 1) on any of:
 - errors: a 5xx, a connection failure or timeout, any status other than the one expected, or a plan
   answer breaking an invariant (layout product != GPUs, memory over capacity, ranks out of order);
 - incomplete answers served from the cache (a truncated search is never cached: must be 0);
-- p99 latency over LATENCY_BOUND_S (the bound the README states), or the server dying.
+- a worker restarted or the server dying;
+- with --fail-over-bound, p99 latency over LATENCY_BOUND_S (the bound the README states). Without it the
+  latency is reported against the bound but does not fail the run: CI runs this on shared machines, and
+  a timing is a benchmark's figure, not a test's assertion.
 Also reports incomplete answers (a work limit cut the search short; allowed, counted) and the resident
 memory (RSS) of each server worker sampled over the run: first, last and max, which should be flat once
 the response caches have filled. Loopback only; stops the server when done.
@@ -38,6 +42,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from api.invariants import plan_invariants  # noqa: E402
 from api.localserver import local_service  # noqa: E402
 from planner.presets import load_presets  # noqa: E402
 from planner.profiles import load_profiles  # noqa: E402
@@ -140,20 +145,6 @@ def _draw(rng: random.Random, out: Results) -> Call:
             body = _cold(rng, out.seen)
         return Call(call.kind, call.method, call.path, call.expect, body)
     return call
-
-
-def plan_invariants(body: dict[str, Any], num_gpus: int) -> list[str]:
-    """What a plan answer must satisfy: layouts multiply to the GPU count, fit memory, ranks 1.. in order."""
-    broken = []
-    for i, p in enumerate(body["plans"]):
-        lay, mem = p["layout"], p["estimate"]["memory"]
-        if lay["tp"] * lay["pp"] * lay["dp"] * lay["cp"] != p["num_gpus"] or p["num_gpus"] > num_gpus:
-            broken.append(f"plan {i}: tp*pp*dp*cp != num_gpus({p['num_gpus']}) or more than {num_gpus} GPUs")
-        if mem["peak_gib"] > mem["capacity_gib"]:
-            broken.append(f"plan {i}: peak {mem['peak_gib']:.1f} GiB > capacity {mem['capacity_gib']:.1f} GiB")
-        if p["rank"] != i + 1:
-            broken.append(f"plan {i}: rank {p['rank']}")
-    return broken
 
 
 def _check(call: Call, status: int, text: str, out: Results) -> None:
@@ -272,7 +263,8 @@ def _report(args: argparse.Namespace, results: Results, rss: dict[int, list[floa
     latencies = list(results.latencies)
     p99 = _percentile(latencies, 0.99) if latencies else float("inf")
     restarts = max(0, len(rss) - args.workers)
-    failures = sum(results.errors.values()) + results.incomplete_cached + (p99 > LATENCY_BOUND_S) + restarts
+    slow = args.fail_over_bound and p99 > LATENCY_BOUND_S
+    failures = sum(results.errors.values()) + results.incomplete_cached + slow + restarts
     load = os.getloadavg()
     print(f"soak: {args.seconds:.0f} s, {args.workers} worker(s), {args.clients} clients, {os.cpu_count()} CPUs")
     print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1/5/15 min)")
@@ -288,9 +280,10 @@ def _report(args: argparse.Namespace, results: Results, rss: dict[int, list[floa
             f"  (bound {LATENCY_BOUND_S:g} s on p99; {over} requests over it)"
         )
     for pid, values in sorted(rss.items()):
+        quarters = "/".join(f"{values[min(len(values) - 1, q * len(values) // 4)]:.0f}" for q in (1, 2, 3))
         print(
             f"worker {pid} RSS MiB: first {values[0]:.1f}  last {values[-1]:.1f}  max {max(values):.1f}"
-            f"  ({len(values)} samples)"
+            f"  (at 1/4, 1/2, 3/4 of the run: {quarters}; {len(values)} samples)"
         )
     print(f"worker processes seen {len(rss)}: {restarts} restarted (killed by the supervisor or died)")
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
@@ -313,6 +306,9 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16, help="concurrent client threads")
     parser.add_argument("--max-requests", type=int, default=10_000_000, help="stop after this many requests")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--fail-over-bound", action="store_true", help=f"also fail if p99 latency exceeds {LATENCY_BOUND_S:g} s"
+    )
     args = parser.parse_args()
 
     results, rss = Results(), {}
