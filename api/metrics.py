@@ -4,25 +4,21 @@ With several uvicorn workers each process counts on its own; prometheus-client's
 `/metrics` answer the totals of all of them: every process writes its values to memory-mapped files in the
 directory named by `PROMETHEUS_MULTIPROC_DIR`, and `MultiProcessCollector` sums those files when scraped
 (https://prometheus.github.io/client_python/multiprocess/). `planner serve` creates a fresh directory per
-start and removes it on exit (`multiprocess_dir`); the variable must be set before prometheus_client is
-imported in a worker, which is why the command sets it in the environment the workers inherit.
+start and removes it on exit (`api.metrics_dir`); the variable must be set before prometheus_client is
+imported in a worker, which is why the command sets it in the environment the workers inherit, and
+before it imports this module.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
-__all__ = ["MULTIPROC_ENV", "Metrics", "multiprocess_dir"]
+from api.metrics_dir import MULTIPROC_ENV
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-"""The variable prometheus-client reads at import to switch to its multiprocess mode."""
+__all__ = ["Metrics"]
 
 
 def _multiprocess() -> bool:
@@ -82,19 +78,3 @@ class Metrics:
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)
-
-
-@contextmanager
-def multiprocess_dir() -> Iterator[str]:
-    """A fresh directory for the workers' metric files, exported as PROMETHEUS_MULTIPROC_DIR; removed on exit."""
-    path = tempfile.mkdtemp(prefix="planner-metrics-")
-    previous = os.environ.get(MULTIPROC_ENV)
-    os.environ[MULTIPROC_ENV] = path
-    try:
-        yield path
-    finally:
-        if previous is None:
-            os.environ.pop(MULTIPROC_ENV, None)
-        else:
-            os.environ[MULTIPROC_ENV] = previous
-        shutil.rmtree(path, ignore_errors=True)

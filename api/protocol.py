@@ -30,6 +30,8 @@ __all__ = ["DEFAULT_READ_TIMEOUT_S", "PROTOCOL", "READ_TIMEOUT_ENV", "PlannerH11
 READ_TIMEOUT_ENV = "PLANNER_READ_TIMEOUT_S"
 DEFAULT_READ_TIMEOUT_S = 20.0
 """Seconds a client has to send a whole request (line, headers and body), from its first byte."""
+DEFAULT_MAX_HEAD_BYTES = 16 * 1024
+"""Largest request line plus headers (h11's default and uvicorn's --h11-max-incomplete-event-size default)."""
 PROTOCOL = "api.protocol:PlannerH11Protocol"
 """The import string `uvicorn.run(http=...)` takes."""
 _TITLES = {400: "Bad request", 408: "Request timeout", 431: "Request header fields too large"}
@@ -42,15 +44,19 @@ def problem_bytes(status: int, detail: str) -> bytes:
 
 
 class _Connection(h11.Connection):
-    """h11's connection, remembering the last protocol error so that the answer can use its status hint."""
+    """h11's server connection, bounding a request head however it arrives and remembering the last
+    protocol error, so that the answer can use its status hint."""
 
-    last_error: h11.RemoteProtocolError | None = None
+    def __init__(self, max_head_bytes: int) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=max_head_bytes)
+        self.max_head_bytes = max_head_bytes
+        self.last_error: h11.RemoteProtocolError | None = None
 
     def next_event(self) -> Any:
         try:
             event = super().next_event()
             if isinstance(event, h11.Request):
-                _check_header_size(event, self._max_incomplete_event_size)
+                _check_header_size(event, self.max_head_bytes)
             return event
         except h11.RemoteProtocolError as exc:
             self.last_error = exc
@@ -73,7 +79,8 @@ class PlannerH11Protocol(H11Protocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.conn = _Connection(h11.SERVER, self.conn._max_incomplete_event_size)
+        limit = config.h11_max_incomplete_event_size
+        self.conn = _Connection(limit if limit is not None else DEFAULT_MAX_HEAD_BYTES)
         self.read_timeout_s = float(os.environ.get(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT_S))
         self.read_deadline: asyncio.TimerHandle | None = None
 
@@ -119,7 +126,7 @@ class PlannerH11Protocol(H11Protocol):
         self._send_problem(408, detail)
 
     def send_400_response(self, msg: str) -> None:
-        error = getattr(self.conn, "last_error", None)
+        error = self.conn.last_error if isinstance(self.conn, _Connection) else None
         status = error.error_status_hint if error is not None else 400
         reason = str(error)[:200] if error is not None and str(error) else msg
         self._send_problem(status, f"invalid HTTP request: {reason}")

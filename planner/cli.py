@@ -419,7 +419,7 @@ def serve(
     import uvicorn
 
     from api.logs import log_config
-    from api.metrics import multiprocess_dir
+    from api.metrics_dir import multiprocess_dir
     from api.protocol import PROTOCOL, READ_TIMEOUT_ENV
 
     os.environ[READ_TIMEOUT_ENV] = repr(read_timeout)

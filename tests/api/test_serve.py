@@ -23,13 +23,16 @@ PLAN = {
 }
 
 
-def _sample(text: str, name: str, labels: str = "") -> float:
-    """The value of one sample in Prometheus text, e.g. _sample(t, "planner_requests_total", 'route="/livez"')."""
+def _sample(text: str, name: str, labels: str = "", default: float | None = None) -> float:
+    """The sum of the samples of `name` whose labels include `labels` in Prometheus text, e.g.
+    _sample(t, "planner_requests_total", 'route="/livez"'); `default` if there is none, else a failure."""
     total, found = 0.0, False
     for line in text.splitlines():
         match = re.fullmatch(rf"{name}(?:\{{(.*)\}})? (\S+)", line)
         if match and all(part in (match.group(1) or "") for part in labels.split(",") if part):
             total, found = total + float(match.group(2)), True
+    if not found and default is not None:
+        return default
     assert found, f"no sample {name}{{{labels}}} in /metrics"
     return total
 
@@ -65,6 +68,18 @@ def test_metrics_are_the_totals_of_both_workers() -> None:
 def port() -> Iterator[int]:
     with local_service(planner_serve=True, read_timeout_s=READ_TIMEOUT_S) as url:
         yield int(url.rsplit(":", 1)[1])
+
+
+def test_metrics_of_one_worker_under_planner_serve(port: int) -> None:
+    """One worker runs in the command's own process: the multiprocess directory must be in place there too."""
+    url = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=url, timeout=30) as c:
+        before = _sample(c.get("/metrics").text, "planner_requests_total", 'route="/livez"', default=0)
+        for _ in range(3):
+            assert c.get("/livez").status_code == 200
+        text = c.get("/metrics").text
+    assert _sample(text, "planner_workers") == 1
+    assert _sample(text, "planner_requests_total", 'route="/livez"') == before + 3
 
 
 def _stall(port: int, sent: bytes, wait_s: float = 10.0) -> tuple[bytes, float]:
