@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.body import BodyFieldError
 from api.schemas import MODEL_FORMS
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, UnknownHardwareError, UnknownPresetError
 
@@ -98,6 +99,8 @@ async def _planner(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     # Keep the exception's headers: a 405 must say which methods are allowed (RFC 9110 `Allow`).
+    if isinstance(exc, BodyFieldError):
+        return problem(422, str(exc.detail), request, errors=[{"loc": exc.loc, "msg": exc.msg}])
     return problem(exc.status_code, str(exc.detail), request, headers=exc.headers)
 
 

@@ -12,6 +12,8 @@ from typing import IO
 
 import httpx
 
+from api.protocol import PROTOCOL
+
 __all__ = ["ServiceNotReady", "local_service"]
 
 
@@ -40,26 +42,39 @@ def _uvicorn(port: int, workers: int) -> list[str]:
         str(workers),
         "--log-level",
         "warning",
+        "--http",
+        PROTOCOL,
     ]
 
 
-def _planner_serve(port: int, workers: int) -> list[str]:
-    return [sys.executable, "-m", "planner.cli", "serve", "--host", "127.0.0.1", "--port", str(port)] + (
-        ["--workers", str(workers)] if workers > 1 else []
+def _planner_serve(port: int, workers: int, read_timeout_s: float | None) -> list[str]:
+    return (
+        [sys.executable, "-m", "planner.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        + (["--workers", str(workers)] if workers > 1 else [])
+        + (["--read-timeout", repr(read_timeout_s)] if read_timeout_s is not None else [])
     )
 
 
 @contextmanager
 def local_service(
-    workers: int = 1, ready_timeout_s: float = 60.0, *, planner_serve: bool = False, stderr: IO[str] | None = None
+    workers: int = 1,
+    ready_timeout_s: float = 60.0,
+    *,
+    planner_serve: bool = False,
+    stderr: IO[str] | None = None,
+    read_timeout_s: float | None = None,
 ) -> Iterator[str]:
     """Start the service on 127.0.0.1 on a free port; yield its URL once ready; stop it on exit.
 
-    By default uvicorn is run directly (quiet); `planner_serve` runs the `planner serve` command instead,
-    with its own logging, and `stderr` receives the child's log output.
+    By default uvicorn is run directly (quiet, with the service's protocol class and its default read timeout,
+    one process's metrics); `planner_serve` runs the `planner serve` command instead,
+    with its own logging, metrics summed across workers, the read timeout (`read_timeout_s`, else the
+    command's default) and problem+json answers from the protocol layer; `stderr` receives the child's log output.
     """
+    if read_timeout_s is not None and not planner_serve:
+        raise ValueError("read_timeout_s is an option of planner serve; give planner_serve=True")
     port = _free_port()
-    command = (_planner_serve if planner_serve else _uvicorn)(port, workers)
+    command = _planner_serve(port, workers, read_timeout_s) if planner_serve else _uvicorn(port, workers)
     process = subprocess.Popen(command, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     try:

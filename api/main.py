@@ -35,7 +35,9 @@ def create_app(profiles_dir: Path = DEFAULT_PROFILES_DIR, cache_entries: int = 2
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.profiles = load_profiles(profiles_dir)
         load_presets()
+        metrics.started()
         yield
+        metrics.stopped()
 
     app = FastAPI(title="Parallel-layout planner", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.cache = ResponseCache(cache_entries)

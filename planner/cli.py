@@ -48,6 +48,11 @@ EXIT_DOES_NOT_FIT = 1
 """plan: nothing fits; estimate: the layout does not fit or breaks a rule."""
 EXIT_INVALID_INPUT = 2
 """A bad file, option or field (typer uses 2 for usage errors too)."""
+WORKER_HEALTHCHECK_S = 60
+"""Seconds uvicorn's supervisor waits for a worker to answer its ping before killing it (uvicorn's default: 5).
+
+On a loaded 2-core machine a worker busy with searches answered late, and was killed and restarted with
+its requests, cache and metrics (bench/bench_soak.py counted 3 restarts in 30 s at 16 clients)."""
 EXIT_SERVICE = 3
 """The service given with --server could not be reached, or failed (5xx)."""
 DEFAULT_PRESET = "gpt3-175b"
@@ -394,22 +399,43 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
     log_level: Annotated[LogLevel, typer.Option(help="Log threshold.")] = LogLevel.INFO,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            help="Seconds a client has to send a whole request (from its first byte, or from connecting);"
+            " a stalled one gets 408 and is closed.",
+        ),
+    ] = 20.0,
 ) -> None:
-    """Run the HTTP service (uvicorn), logging one JSON line per request (with its X-Request-ID) to stderr."""
+    """Run the HTTP service (uvicorn), logging one JSON line per request (with its X-Request-ID) to stderr.
+
+    /metrics sums every worker's counts (prometheus-client multiprocess mode, in a temporary directory
+    made for this start and removed on exit).
+    """
+    import os
+
     import uvicorn
 
     from api.logs import log_config
+    from api.metrics_dir import multiprocess_dir
+    from api.protocol import PROTOCOL, READ_TIMEOUT_ENV
 
-    uvicorn.run(
-        "api.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        timeout_graceful_shutdown=10,
-        log_config=log_config(log_level.value),
-        log_level=log_level.value,
-    )
+    os.environ[READ_TIMEOUT_ENV] = repr(read_timeout)
+    with multiprocess_dir():
+        uvicorn.run(
+            "api.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            http=PROTOCOL,
+            timeout_graceful_shutdown=10,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+            log_config=log_config(log_level.value),
+            log_level=log_level.value,
+        )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.deps import MetricsDep
 
@@ -25,4 +25,4 @@ def readyz(request: Request) -> Response:
 
 @router.get("/metrics", summary="Prometheus text format", response_class=PlainTextResponse)
 def metrics(m: MetricsDep) -> Response:
-    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(m.render(), media_type=CONTENT_TYPE_LATEST)

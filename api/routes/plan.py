@@ -7,13 +7,14 @@ from collections.abc import Callable
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
+from api.body import JsonBodyRoute
 from api.cache import ResponseCache
 from api.convert import answer_estimate, answer_plan
 from api.deps import CacheDep, MetricsDep, ProfilesDep
 from api.metrics import Metrics
 from api.schemas import EstimateRequest, EstimateResponse, PlanRequest, PlanResponse
 
-router = APIRouter(prefix="/v1", tags=["planning"])
+router = APIRouter(prefix="/v1", tags=["planning"], route_class=JsonBodyRoute)
 JSON = "application/json"
 
 

@@ -674,24 +674,57 @@ def test_raw_path_traversal(server: tuple[str, int], target: bytes) -> None:
 
 
 @pytest.mark.parametrize(
-    "head",
+    ("head", "status"),
     [
-        b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n",
-        b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: -5\r\n",
-        b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n",
-        b"GARBAGE\r\n",
-        b"GET /livez HTTP/1.1\r\nHost: x\r\n" + b"X-Big: " + b"a" * 100_000 + b"\r\n",
+        (b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n", 400),
+        (b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: -5\r\n", 400),
+        (b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n", 400),
+        (b"GARBAGE\r\n", 400),
+        (b"GET /livez HTTP/1.1\r\nHost: x\r\n" + b"X-Big: " + b"a" * 100_000 + b"\r\n", 431),
     ],
     ids=["content-length-abc", "content-length-negative", "two-content-lengths", "garbage", "100k-header"],
 )
-def test_malformed_http_is_never_a_5xx(server: tuple[str, int], head: bytes) -> None:
-    """uvicorn answers 400, closes the connection, or (a 100 kB header) serves it; the service stays up."""
+def test_malformed_http_is_a_problem(server: tuple[str, int], head: bytes, status: int) -> None:
+    """What h11 refuses gets problem+json from the protocol layer (`api.protocol`), then the connection closes."""
     url, port = server
     reply = _raw_request(port, head + b"Connection: close\r\n\r\n{}")
-    status = reply.split(b" ", 2)[1] if reply.startswith(b"HTTP/1.1 ") else b""
-    assert not status.startswith(b"5"), reply[:200]
+    head_out, _, body = reply.partition(b"\r\n\r\n")
+    assert head_out.startswith(b"HTTP/1.1 %d " % status), reply[:300]
+    assert b"content-type: application/problem+json" in head_out.lower() and b"connection: close" in head_out.lower()
+    problem = json.loads(body)
+    assert problem["status"] == status and problem["detail"].startswith("invalid HTTP request: "), problem
     assert b"Traceback" not in reply
     assert httpx.get(url + "/livez", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    [
+        ("/v1/plan", '{"top_k": %s}', ["body", "top_k"]),
+        ("/v1/plan", '{"cluster": {"profile": "dgx-h100", "num_gpus": -%s}}', ["body", "cluster", "num_gpus"]),
+        (
+            "/v1/plan",
+            '{"model": {"hf_config": {"a": [1, {"n_layer": %s}]}}}',
+            ["body", "model", "hf_config", "a", 1, "n_layer"],
+        ),
+        ("/v1/estimate", '{"layout": {"layers_per_stage": [1, %s]}}', ["body", "layout", "layers_per_stage", 1]),
+    ],
+    ids=["top_k", "negative-num_gpus", "deep-in-hf_config", "estimate-list"],
+)
+def test_an_integer_too_long_for_python_is_a_422_naming_its_field(
+    client: TestClient, path: str, body: str, loc: list[str | int]
+) -> None:
+    """5,000 digits pass JSON's grammar but not Python's int() limit (4300): the field is named, not a bare 400."""
+    r = post_raw(client, path, body % ("7" * 5000))
+    problem = assert_problem(r, 422)
+    assert problem["errors"] == [{"loc": loc, "msg": "an integer of 5000 digits; at most 4300 digits are read"}]
+
+
+def test_an_integer_just_under_the_limit_is_parsed(client: TestClient) -> None:
+    """4300 digits convert: the field's own rule answers (top_k has a maximum), not the digit limit."""
+    r = client.post("/v1/plan", json=with_(PLAN, "top_k", int("7" * 4300)))
+    problem = assert_problem(r, 422, "top_k")
+    assert "digits" not in problem["detail"]
 
 
 # --- the model forms are told apart by their keys ------------------------------------------------------------------

@@ -1,0 +1,58 @@
+"""What every successful answer of the service satisfies, read from its JSON body (soak bench and HTTP tests).
+
+Each function returns the broken invariants as messages (empty when all hold), so that a bench can count
+them and a test can assert there are none.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["estimate_invariants", "plan_invariants"]
+
+
+def _layout_gpus(layout: dict[str, Any]) -> int:
+    return int(layout["tp"] * layout["pp"] * layout["dp"] * layout["cp"])
+
+
+def _estimate_broken(where: str, e: dict[str, Any]) -> list[str]:
+    broken = []
+    if not (math.isfinite(e["step_time_s"]) and e["step_time_s"] > 0):
+        broken.append(f"{where}: step_time_s {e['step_time_s']} is not a positive number")
+    if not 0 < e["mfu"] <= 1:
+        broken.append(f"{where}: mfu {e['mfu']} outside (0, 1]")
+    return broken
+
+
+def plan_invariants(body: dict[str, Any], num_gpus: int, objective: str = "step_time") -> list[str]:
+    """Plans: each layout multiplies to its GPU count (all of them for step_time, at most for gpu_efficiency),
+    fits memory, ranks run 1, 2, ... and step times do not decrease along them (for step_time)."""
+    broken = []
+    plans = body["plans"]
+    for i, p in enumerate(plans):
+        lay, mem, where = p["layout"], p["estimate"]["memory"], f"plans[{i}]"
+        gpus = _layout_gpus(lay)
+        if gpus != p["num_gpus"] or (gpus != num_gpus if objective == "step_time" else gpus > num_gpus):
+            broken.append(f"{where}: tp*pp*dp*cp = {gpus}, num_gpus {p['num_gpus']}, cluster {num_gpus}")
+        if mem["peak_gib"] > mem["capacity_gib"]:
+            broken.append(f"{where}: peak {mem['peak_gib']} GiB > capacity {mem['capacity_gib']} GiB")
+        if p["rank"] != i + 1:
+            broken.append(f"{where}: rank {p['rank']}")
+        broken += _estimate_broken(where, p["estimate"])
+    times = [p["estimate"]["step_time_s"] for p in plans]
+    if objective == "step_time" and times != sorted(times):
+        broken.append(f"step times out of rank order: {times}")
+    return broken
+
+
+def estimate_invariants(body: dict[str, Any], layout: dict[str, Any]) -> list[str]:
+    """An estimate: the layout it answers is the one asked, fits means no violation, and a fit is in memory."""
+    answered = body["layout"]
+    broken = [f"layout.{k}: asked {v}, answered {answered[k]}" for k, v in layout.items() if answered[k] != v]
+    if body["fits"] != (not body["violations"]):
+        broken.append(f"fits {body['fits']} with {len(body['violations'])} violations")
+    mem = body["estimate"]["memory"]
+    if body["fits"] and mem["peak_gib"] > mem["capacity_gib"]:
+        broken.append(f"fits, yet peak {mem['peak_gib']} GiB > capacity {mem['capacity_gib']} GiB")
+    return broken + _estimate_broken("estimate", body["estimate"])
