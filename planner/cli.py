@@ -23,8 +23,9 @@ from pydantic import BaseModel, ValidationError
 
 from api.convert import answer_estimate, answer_plan
 from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
-from planner.calibration.report import VALIDATION_PROFILE, build_report, refit
-from planner.calibration.write import gpu_kind, write_calibration
+from planner.calibration.fit import FIT_SETS
+from planner.calibration.report import VALIDATION_PROFILE, VALIDATION_PROFILES, build_report, refit
+from planner.calibration.write import write_calibration
 from planner.cli_output import layout_cell, print_estimate, print_plans, print_report
 from planner.client import PlannerClient, PlannerServiceError
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
@@ -194,8 +195,7 @@ def _show(response: Response, as_json: bool, printer: Callable[[Response], None]
 @app.command()
 def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
     """Predicted vs published for every published run, per-table error, leave-one-out error, figure checks."""
-    profile = load_profiles()[VALIDATION_PROFILE]
-    report = build_report(profile)
+    report = build_report(load_profiles())
     if as_json:
         typer.echo(_json(report))
         return
@@ -204,13 +204,12 @@ def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-reada
 
 @app.command()
 def calibrate(write: Annotated[bool, typer.Option(help="Store the fit in hardware_profiles/*.json.")] = False) -> None:
-    """Fit the A100 constants on Narayanan 2021 Table 1 and print (or write) them."""
+    """Fit each GPU kind's two constants on its fit set (A100: Narayanan 2021 Table 1; H100: Megatron-LM README)."""
     profiles = dict(load_profiles())
-    base = profiles[VALIDATION_PROFILE]
-    fitted = refit(base)
-    typer.echo(_json(fitted.model_dump()))
+    fits = {kind: refit(profiles[VALIDATION_PROFILES[kind]]) for kind in FIT_SETS}
+    typer.echo(_json({kind: fit.model_dump() for kind, fit in fits.items()}))
     if write:
-        written = write_calibration(fitted, gpu_kind(base), profiles)
+        written = write_calibration(fits, profiles)
         typer.echo(f"wrote calibration to {', '.join(written)}")
 
 

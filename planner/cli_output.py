@@ -17,18 +17,27 @@ __all__ = ["console", "layout_cell", "print_estimate", "print_plans", "print_rep
 console = Console(width=200)
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1%}"
+
+
 def print_report(report: Report) -> None:
-    cal = report.calibration
-    console.print(
-        f"A100 constants: gemm_peak_efficiency={cal.gemm_peak_efficiency}, gemm_overhead_us={cal.gemm_overhead_us}"
-        f" (fitted on {len(cal.fitted_on)} rows: {', '.join(cal.fitted_on) or '-'})"
-    )
+    for kind in report.kinds:
+        cal = kind.calibration
+        fitted = f"fitted on {', '.join(kind.fit_sources)} ({len(cal.fitted_on)} rows)" if cal.fitted_on else ""
+        console.print(
+            f"{kind.gpu_kind} ({kind.profile_id}): gemm_peak_efficiency={cal.gemm_peak_efficiency},"
+            f" gemm_overhead_us={cal.gemm_overhead_us} {fitted or f'transferred from {cal.transferred_from}'}"
+        )
     table = Table(title="Predicted vs published (throughput error = predicted/published - 1)")
-    for col in ("run", "variant", "layout", "TFLOP/s pub", "pred", "step s pub", "pred", "error", "LOO", "mem GiB"):
-        table.add_column(col, justify="left" if col in ("run", "variant", "layout") else "right")
+    columns = ("GPU", "run", "source", "variant", "layout", "TFLOP/s pub", "pred", "step s pub", "pred", "error")
+    for col in (*columns, "LOO", "LOSO", "mem GiB"):
+        table.add_column(col, justify="left" if col in ("GPU", "run", "source", "variant", "layout") else "right")
     for r in report.runs:
         table.add_row(
-            r.id,
+            r.gpu_kind,
+            r.id + (" (fit)" if r.in_fit else ""),
+            r.group,
             r.variant,
             r.layout,
             f"{r.published_tflops:.1f}",
@@ -36,20 +45,40 @@ def print_report(report: Report) -> None:
             f"{r.published_step_s:.2f}",
             f"{r.predicted_step_s:.2f}",
             f"{r.error:+.1%}",
-            "-" if r.loo_error is None else f"{r.loo_error:+.1%}",
+            _pct(r.loo_error),
+            _pct(r.loso_error),
             f"{r.peak_memory_gib:.1f}/{r.capacity_gib:.0f}",
         )
     console.print(table)
-    summary = Table(title="Per table")
-    for col in ("group", "variant", "rows", "mean |error|", "max |error|"):
+    summary = Table(title="Per source")
+    for col in ("GPU", "source", "variant", "rows", "role", "mean |error|", "max |error|"):
         summary.add_column(col)
     for g in report.groups:
-        summary.add_row(g.group, g.variant, str(g.rows), f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}")
+        role = "fit" if g.in_fit else "prediction"
+        summary.add_row(
+            g.gpu_kind, g.group, g.variant, str(g.rows), role, f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}"
+        )
     console.print(summary)
-    console.print(
-        f"Leave-one-out over the fit rows: mean |error| {report.loo_mean_abs_error:.1%},"
-        f" max {report.loo_max_abs_error:.1%}"
-    )
+    holdouts = Table(title="Leave one source out: each source predicted with constants fitted on the kind's others")
+    for col in ("GPU", "held-out source", "rows", "eta", "t0 us", "mean |error|", "max |error|"):
+        holdouts.add_column(col)
+    for kind in report.kinds:
+        if kind.loo_mean_abs_error is not None and kind.loo_max_abs_error is not None:
+            console.print(
+                f"{kind.gpu_kind} leave-one-out over the fit rows: mean |error| {kind.loo_mean_abs_error:.1%},"
+                f" max {kind.loo_max_abs_error:.1%}"
+            )
+        for h in kind.holdouts:
+            holdouts.add_row(
+                h.gpu_kind,
+                h.source,
+                str(h.rows),
+                f"{h.gemm_peak_efficiency:.3f}",
+                f"{h.gemm_overhead_us:.1f}",
+                f"{h.mean_abs_error:.1%}",
+                f"{h.max_abs_error:.1%}",
+            )
+    console.print(holdouts)
     for gain in report.gains:
         console.print(
             f"Korthikanti 2022 {gain.id}: SP + selective over full recompute: published +{gain.published_pct:.1f}%,"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.calibration.fit import predict
-from planner.calibration.published import RUNTIME_2021, PublishedRun
+from planner.calibration.published import RUNTIME_2021, PublishedRun, gpu_kind_of
 from planner.layout import Layout
 from planner.profiles import HardwareProfile
 from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
@@ -49,6 +49,7 @@ def _tflops(model: ModelSpec, batch: int, layout: Layout, profile: HardwareProfi
         id="figure",
         group="figure",
         variant="",
+        gpu_kind=gpu_kind_of(profile.gpu.name),
         model=model,
         layout=layout,
         num_gpus=layout.world_size,

@@ -13,8 +13,14 @@ instead of adding to it. Table 1 barely separates t0 from eta (RMS log error
 The fit minimises the mean squared log error of predicted vs published
 throughput by a coarse-to-fine grid search (two dimensions, bounded, exact
 enough at the grid's resolution and free of local-optimiser surprises).
-Every row not named in the fit is a prediction; `leave_one_out` refits
-without each fit row in turn and predicts it.
+Each GPU kind with published rows is fitted on the sources named in
+`FIT_SETS`; every other row is a prediction. `leave_one_out` refits without
+each fit row in turn and predicts it; the report also refits without each
+source (leave-one-source-out).
+
+The two constants are named in one place: `Fit`, `_hardware_at` (grid point
+-> the cost model's `Hardware`) and `calibration_of` / `with_fit` (fit ->
+a profile's `calibration` block). Renaming them touches only those.
 """
 
 from __future__ import annotations
@@ -28,13 +34,39 @@ from planner.calibration.published import PublishedRun
 from planner.costmodel.candidates import RECOMPUTE_CODE, Candidates
 from planner.costmodel.flops import hardware_flop_per_sequence
 from planner.costmodel.step import estimate_steps
-from planner.profiles import Hardware, HardwareProfile
+from planner.profiles import Calibration, Hardware, HardwareProfile
 from planner.units import MICRO, TERA
 
-__all__ = ["FIT_GROUPS", "Fit", "fit_constants", "leave_one_out", "predict"]
+__all__ = [
+    "FIT_SETS",
+    "TRANSFERS",
+    "Fit",
+    "calibration_of",
+    "fit_constants",
+    "fit_rows",
+    "leave_one_out",
+    "predict",
+    "with_fit",
+]
 
-FIT_GROUPS = ("Narayanan2021_Table1",)
-"""Rows the A100 constants are fitted on. Table 2 and Korthikanti 2022 are predictions."""
+FIT_SETS: dict[str, tuple[str, ...]] = {
+    "A100": ("Narayanan2021_Table1",),
+    "H100": ("MegatronLM_README_H100_2024",),
+}
+"""Per GPU kind, the sources (`group`s) its two constants are fitted on. Every other row is a prediction.
+
+A100: Narayanan 2021 Table 1 (10 rows, 1.7B-1T). H100: the Megatron-LM README's
+weak-scaling table (9 rows, 1.7B-462B, July 2024). Nemotron-4 340B and the
+Megatron-Bridge rows on H100 are predictions.
+"""
+
+TRANSFERS: dict[str, str] = {"H200": "H100", "B200": "H100", "GB200": "H100", "MI300X": "H100"}
+"""GPU kinds with no fit of their own and the kind whose constants they reuse (stated in each profile).
+
+H200 is an H100 die with more, faster HBM; B200 / GB200 (Blackwell) and MI300X
+have no fit set yet, so they take the newest fitted generation. GB200 rows in
+the data file are predictions with these transferred constants.
+"""
 
 _EFFICIENCY_RANGE = (0.30, 1.00)
 _OVERHEAD_RANGE_US = (0.0, 20.0)
@@ -54,6 +86,32 @@ def published_flop(run: PublishedRun) -> float:
     return run.training.global_batch_size * hardware_flop_per_sequence(run.model, mode, full_attention=True)
 
 
+def _hardware_at(base: Hardware, eta: np.ndarray | float, overhead_s: np.ndarray | float) -> Hardware:
+    """The cost model's hardware with the two fitted constants set (scalars, or arrays that broadcast)."""
+    return replace(base, gemm_peak_efficiency=eta, gemm_overhead_s=overhead_s)  # type: ignore[arg-type]
+
+
+def calibration_of(fit: Fit, fitted_on: Sequence[str], transferred_from: str | None = None) -> Calibration:
+    """A profile's calibration block holding `fit`, stamped with its rows (or the kind it was transferred from)."""
+    return Calibration(
+        gemm_peak_efficiency=fit.gemm_peak_efficiency,
+        gemm_overhead_us=fit.gemm_overhead_us,
+        fitted_on=list(fitted_on),
+        fitted_by="planner calibrate --write",
+        transferred_from=transferred_from,
+    )
+
+
+def with_fit(profile: HardwareProfile, fit: Fit) -> HardwareProfile:
+    """The profile with its two constants replaced by `fit` (for predicting held-out rows)."""
+    return profile.model_copy(update={"calibration": calibration_of(fit, [])})
+
+
+def fit_rows(runs: Sequence[PublishedRun], gpu_kind: str) -> list[PublishedRun]:
+    """The runs a GPU kind's constants are fitted on (its FIT_SETS sources), in file order."""
+    return [r for r in runs if r.gpu_kind == gpu_kind and r.group in FIT_SETS.get(gpu_kind, ())]
+
+
 def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = None) -> tuple[float, float]:
     """(TFLOP/s per GPU in the papers' convention, `published_flop`; step seconds) predicted for a published run."""
     hw = hw or profile.hardware(run.training.precision)
@@ -65,8 +123,7 @@ def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = N
 
 def _grid_log_errors(run: PublishedRun, profile: HardwareProfile, eta: np.ndarray, t0_s: np.ndarray) -> np.ndarray:
     """Log error of one run at every grid point at once (the constants broadcast like candidates)."""
-    base = profile.hardware(run.training.precision)
-    hw = replace(base, gemm_peak_efficiency=eta, gemm_overhead_s=t0_s)  # type: ignore[arg-type]
+    hw = _hardware_at(profile.hardware(run.training.precision), eta, t0_s)
     one = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     grid = one.take(np.zeros(eta.shape[0], dtype=np.int64))
     steps = estimate_steps(run.model, run.training, grid, hw)

@@ -3,6 +3,8 @@
 The data file is `planner/data/published_runs.json`, a copy of the project's
 shared data with a source for every row. Rows whose layout the source does not
 give (the Jan-2021 README table names only the model-parallel size) are skipped.
+Each run names its GPU kind (A100, H100, GB200, ...) and its source (`group`),
+the unit of the per-source and leave-one-source-out report.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile
 from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.units import TERA
 
-__all__ = ["DATA_FILE", "PublishedRun", "published_runs"]
+__all__ = ["DATA_FILE", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "published_runs.json"
 
@@ -35,6 +38,27 @@ DROPOUT_2021 = 0.1
 """Megatron-LM's `--hidden-dropout` / `--attention-dropout` default then (and now), which the 2021/2022
 runs kept: Korthikanti 2022 Table 2 counts both dropouts' masks."""
 
+RUNTIME_2024: dict[str, bool] = {
+    "flash_attention": True,
+    "overlap_grad_reduce": True,
+    "overlap_param_gather": True,
+    "scatter_gather_p2p": True,
+}
+"""Megatron-Core 0.8+ / NeMo on H100 and later: Transformer Engine fused attention, DP overlaps on.
+
+Source: the Megatron-LM README of July 2024 (commit f2e5db40, 'Training Speed and
+Scalability') names --overlap-grad-reduce --overlap-param-gather and default PP
+overlap; TP overlap (--tp-comm-overlap) is per row (`runtime.tp_comm_overlap`).
+"""
+
+_PRECISIONS = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8, "mxfp8": Precision.FP8}
+"""Published precision -> GEMM format. MXFP8 (block-scaled FP8, Blackwell) runs at the FP8 peak."""
+
+
+def gpu_kind_of(gpu_name: str) -> str:
+    """GPU family of a GPU or profile name: its first word (A100-SXM4-80GB -> A100, GB200 Blackwell ... -> GB200)."""
+    return gpu_name.split("-")[0].split(" ")[0]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PublishedRun:
@@ -42,7 +66,9 @@ class PublishedRun:
 
     id: str
     group: str
+    """The source (one paper table, README table or documentation table): the unit of per-source reporting."""
     variant: str
+    gpu_kind: str
     model: ModelSpec
     training: TrainingSpec
     layout: Layout
@@ -56,6 +82,7 @@ class PublishedRun:
 
 
 def _model(row: dict[str, Any]) -> ModelSpec:
+    """The row's shape; block details default to GPT-3 style (Narayanan 2021) unless the row states them."""
     m = row["model"]
     return ModelSpec(
         name=row["name"],
@@ -66,9 +93,10 @@ def _model(row: dict[str, Any]) -> ModelSpec:
         ffn_hidden_size=m.get("ffn_hidden", 4 * m["hidden"]),
         vocab_size=m["vocab"],
         seq_length=m["seq_len"],
-        tied_embeddings=True,
-        linear_bias=True,
-        learned_position_embeddings=True,
+        gated_mlp=m.get("gated_mlp", False),
+        tied_embeddings=m.get("tied_embeddings", True),
+        linear_bias=m.get("linear_bias", True),
+        learned_position_embeddings=m.get("learned_position_embeddings", True),
     )
 
 
@@ -77,6 +105,7 @@ def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> L
         tp=lay["tp"],
         pp=lay["pp"],
         dp=lay["dp"],
+        cp=lay.get("cp") or 1,
         vp=lay.get("virtual_stages_per_rank") or 1,
         micro_batch_size=lay["micro_batch"],
         recompute=recompute,
@@ -107,6 +136,7 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
             id=row["id"],
             group=row["group"],
             variant="zero-3" if zero == 3 else "ptd-p",
+            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=_model(row),
             training=training,
             layout=_layout(lay, Recompute.FULL, False, zero),
@@ -140,6 +170,7 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
             id=row["id"],
             group=row["group"],
             variant=variant,
+            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=_model(row),
             training=training,
             layout=_layout(lay, recompute, sp, 0),
@@ -149,6 +180,58 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
             source=row["source"]["citation"],
         )
         for variant, recompute, sp, seconds in arms
+    ]
+
+
+def megatron_model_flop(model: ModelSpec, global_batch_size: int) -> float:
+    """Model FLOPs of one step as Megatron-LM logs them (the basis of its 'TFLOP/s per GPU'), flop.
+
+    Source: Megatron-LM megatron/training/training.py, num_floating_point_operations
+    (commit f2e5db40, July 2024): 12 B s l h^2 [(1 + g/a + s/h) + (f/h) m + V/(2 l h)],
+    m = 3/2 for a gated MLP; dense models, no recomputation counted, full (non-causal) s^2 attention.
+    """
+    b, s, layers, h = global_batch_size, model.seq_length, model.num_layers, model.hidden_size
+    g_over_a = model.num_query_groups / model.num_attention_heads
+    gated = 1.5 if model.gated_mlp else 1.0
+    per_layer = (1 + g_over_a + s / h) + model.ffn_hidden_size / h * gated + model.vocab_size / (2 * layers * h)
+    return 12.0 * b * s * layers * h * h * per_layer
+
+
+def _published_step_s(row: dict[str, Any], model: ModelSpec) -> float:
+    """The step time a modern row states, or the one its stated throughput implies (listed in the row's `derived`)."""
+    measured, lay = row["measured"], row["layout"]
+    if "step_time_s" in measured:
+        return float(measured["step_time_s"])
+    if "tokens_per_s_per_gpu" in measured:
+        return float(lay["global_batch_seqs"] * model.seq_length / (measured["tokens_per_s_per_gpu"] * lay["gpus"]))
+    assert measured["flops_convention"] == "megatron_model_flops", row["id"]
+    flop = megatron_model_flop(model, lay["global_batch_seqs"])
+    return float(flop / (measured["tflops_per_gpu"] * TERA * lay["gpus"]))
+
+
+def _modern(row: dict[str, Any]) -> list[PublishedRun]:
+    """A Megatron-Core / NeMo era row (H100 and later): settings as published or as listed assumptions."""
+    lay = row["layout"]
+    zero = 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
+    runtime = RuntimeFeatures(**RUNTIME_2024 | {"tp_comm_overlap": row["runtime"]["tp_comm_overlap"]})
+    training = TrainingSpec(
+        global_batch_size=lay["global_batch_seqs"], precision=_PRECISIONS[row["precision"]], runtime=runtime
+    )
+    model = _model(row)
+    return [
+        PublishedRun(
+            id=row["id"],
+            group=row["group"],
+            variant=row["precision"],
+            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
+            model=model,
+            training=training,
+            layout=_layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero),
+            num_gpus=lay["gpus"],
+            tflops_per_gpu=None,
+            step_time_s=_published_step_s(row, model),
+            source=row["source"]["citation"],
+        )
     ]
 
 
@@ -162,4 +245,6 @@ def published_runs() -> tuple[PublishedRun, ...]:
             runs += _narayanan(row)
         elif row["group"] == "Korthikanti2022":
             runs += _korthikanti(row)
+        elif "runtime" in row:
+            runs += _modern(row)
     return tuple(runs)

@@ -1,30 +1,47 @@
-"""Predicted vs published, per run and per table, with leave-one-out error: `planner validate`."""
+"""Predicted vs published, per run, per source and per GPU kind, with leave-one-out errors: `planner validate`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean
 
 from planner.calibration.figures import FigureCheck, run_figure_checks
-from planner.calibration.fit import FIT_GROUPS, fit_constants, leave_one_out, predict
-from planner.calibration.published import PublishedRun, published_runs
+from planner.calibration.fit import FIT_SETS, calibration_of, fit_constants, fit_rows, leave_one_out, predict, with_fit
+from planner.calibration.published import PublishedRun, gpu_kind_of, published_runs
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_per_gpu
 from planner.profiles import Calibration, HardwareProfile
 from planner.units import GIB, TERA
 
-__all__ = ["GainRow", "GroupSummary", "Report", "RunRow", "build_report", "refit"]
+__all__ = [
+    "VALIDATION_PROFILE",
+    "VALIDATION_PROFILES",
+    "GainRow",
+    "GroupSummary",
+    "KindReport",
+    "Report",
+    "RunRow",
+    "SourceHoldout",
+    "build_report",
+    "refit",
+]
 
-VALIDATION_PROFILE = "dgx-a100-80gb"
-"""Every published run in the data file ran on Selene (DGX A100 80 GB)."""
+VALIDATION_PROFILES: dict[str, str] = {"A100": "dgx-a100-80gb", "H100": "dgx-h100", "GB200": "gb200-nvl72"}
+"""The profile each GPU kind's published runs are predicted on (Selene and the sources' DGX systems)."""
+
+VALIDATION_PROFILE = VALIDATION_PROFILES["A100"]
+"""The A100 profile: Narayanan 2021 and Korthikanti 2022 ran on Selene (DGX A100 80 GB); the figure checks use it."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
     id: str
+    gpu_kind: str
     group: str
+    """The row's source (one published table)."""
     variant: str
+    source: str
     layout: str
     published_tflops: float
     predicted_tflops: float
@@ -34,17 +51,47 @@ class RunRow:
     """predicted / published throughput - 1 (equivalently, published / predicted step time - 1)."""
     in_fit: bool
     loo_error: float | None
+    """Fit rows: the error with constants fitted on the kind's other fit rows."""
+    loso_error: float | None
+    """The error with constants fitted on the kind's rows from every other source (None: the kind has one source)."""
     peak_memory_gib: float
     capacity_gib: float
 
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
+    gpu_kind: str
     group: str
     variant: str
     rows: int
+    in_fit: bool
     mean_abs_error: float
     max_abs_error: float
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHoldout:
+    """One source predicted with constants fitted on every other source of its GPU kind."""
+
+    gpu_kind: str
+    source: str
+    rows: int
+    fitted_on_sources: list[str]
+    gemm_peak_efficiency: float
+    gemm_overhead_us: float
+    mean_abs_error: float
+    max_abs_error: float
+
+
+@dataclass(frozen=True, slots=True)
+class KindReport:
+    gpu_kind: str
+    profile_id: str
+    calibration: Calibration
+    fit_sources: list[str]
+    loo_mean_abs_error: float | None
+    loo_max_abs_error: float | None
+    holdouts: list[SourceHoldout]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,24 +103,43 @@ class GainRow:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    calibration: Calibration
+    kinds: list[KindReport]
     runs: list[RunRow]
     groups: list[GroupSummary]
-    loo_mean_abs_error: float
-    loo_max_abs_error: float
     gains: list[GainRow]
     figures: list[FigureCheck] = field(default_factory=list)
+
+    def kind(self, gpu_kind: str) -> KindReport:
+        return next(k for k in self.kinds if k.gpu_kind == gpu_kind)
 
 
 def _layout_text(run: PublishedRun) -> str:
     x = run.layout
     return (
-        f"tp{x.tp} pp{x.pp} dp{x.dp} vp{x.vp} b{x.micro_batch_size} B{run.training.global_batch_size}"
-        f" {x.recompute.value}{' sp' if x.sequence_parallel else ''}{f' zero{x.zero_stage}' if x.zero_stage else ''}"
+        f"tp{x.tp} pp{x.pp} dp{x.dp}{f' cp{x.cp}' if x.cp > 1 else ''} vp{x.vp} b{x.micro_batch_size}"
+        f" B{run.training.global_batch_size} {x.recompute.value}{' sp' if x.sequence_parallel else ''}"
+        f"{f' zero{x.zero_stage}' if x.zero_stage else ''} {run.training.precision.value}"
     )
 
 
-def _row(run: PublishedRun, profile: HardwareProfile, loo: Mapping[str, float]) -> RunRow:
+def _error(run: PublishedRun, profile: HardwareProfile) -> float:
+    """predicted / published throughput - 1 for one run on one profile."""
+    tflops, step = predict(run, profile)
+    if run.tflops_per_gpu is not None:
+        return tflops / run.tflops_per_gpu - 1
+    assert run.step_time_s is not None
+    return run.step_time_s / step - 1
+
+
+_Errors = dict[tuple[str, str], float]
+"""Held-out errors keyed by (run id, variant)."""
+
+
+def _key(run: PublishedRun) -> tuple[str, str]:
+    return run.id, run.variant
+
+
+def _row(run: PublishedRun, profile: HardwareProfile, loo: _Errors, loso: _Errors) -> RunRow:
     tflops, step = predict(run, profile)
     hardware_flop = tflops * TERA * step * run.num_gpus
     if run.tflops_per_gpu is not None:
@@ -87,34 +153,35 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: Mapping[str, float]) 
     memory = memory_per_gpu(run.model, c, run.training)
     return RunRow(
         id=run.id,
+        gpu_kind=run.gpu_kind,
         group=run.group,
         variant=run.variant,
+        source=run.source,
         layout=_layout_text(run),
         published_tflops=pub_tflops,
         predicted_tflops=tflops,
         published_step_s=pub_step,
         predicted_step_s=step,
         error=pub_step / step - 1,
-        in_fit=run.group in FIT_GROUPS,
-        loo_error=loo.get(run.id),
+        in_fit=run.group in FIT_SETS.get(run.gpu_kind, ()),
+        loo_error=loo.get(_key(run)),
+        loso_error=loso.get(_key(run)),
         peak_memory_gib=float(memory.peak[0]) / GIB,
         capacity_gib=profile.gpu.memory_gib,
     )
 
 
 def _groups(rows: list[RunRow]) -> list[GroupSummary]:
-    keys = sorted(
-        {(r.group, r.variant) for r in rows},
-        key=lambda k: [r.id for r in rows].index(next(r.id for r in rows if (r.group, r.variant) == k)),
-    )
+    keys = list(dict.fromkeys((r.gpu_kind, r.group, r.variant) for r in rows))
     out = []
-    for group, variant in keys:
-        errors = [abs(r.error) for r in rows if (r.group, r.variant) == (group, variant)]
-        out.append(GroupSummary(group, variant, len(errors), mean(errors), max(errors)))
+    for key in keys:
+        members = [r for r in rows if (r.gpu_kind, r.group, r.variant) == key]
+        errors = [abs(r.error) for r in members]
+        out.append(GroupSummary(*key, len(errors), members[0].in_fit, mean(errors), max(errors)))
     return out
 
 
-def _gains(rows: list[RunRow], runs: tuple[PublishedRun, ...]) -> list[GainRow]:
+def _gains(rows: list[RunRow]) -> list[GainRow]:
     by_id: dict[str, dict[str, RunRow]] = {}
     for r in rows:
         if r.group == "Korthikanti2022":
@@ -132,48 +199,79 @@ def _gains(rows: list[RunRow], runs: tuple[PublishedRun, ...]) -> list[GainRow]:
     return out
 
 
-def _loo(runs: tuple[PublishedRun, ...], profile: HardwareProfile) -> dict[str, float]:
+def _loo(fit_set: list[PublishedRun], profile: HardwareProfile) -> _Errors:
     """Error of each fit row predicted with constants fitted on the other fit rows."""
-    fit_rows = [r for r in runs if r.group in FIT_GROUPS]
-    errors = {}
-    for run_id, fit in leave_one_out(fit_rows, profile).items():
-        refit = _with_constants(profile, fit.gemm_peak_efficiency, fit.gemm_overhead_us)
-        run = next(r for r in fit_rows if r.id == run_id)
-        tflops, _ = predict(run, refit)
-        assert run.tflops_per_gpu is not None
-        errors[run_id] = tflops / run.tflops_per_gpu - 1
-    return errors
+    by_id = {r.id: r for r in fit_set}
+    fits = leave_one_out(fit_set, profile)
+    return {_key(by_id[run_id]): _error(by_id[run_id], with_fit(profile, fit)) for run_id, fit in fits.items()}
 
 
-def _with_constants(profile: HardwareProfile, eta: float, overhead_us: float) -> HardwareProfile:
-    cal = Calibration(gemm_peak_efficiency=eta, gemm_overhead_us=overhead_us)
-    return profile.model_copy(update={"calibration": cal})
+def _holdouts(runs: Sequence[PublishedRun], profile: HardwareProfile) -> tuple[list[SourceHoldout], _Errors]:
+    """Leave-one-source-out: each source of a kind predicted with constants fitted on all its other sources' rows."""
+    sources = list(dict.fromkeys(r.group for r in runs))
+    if len(sources) < 2:
+        return [], {}
+    out: list[SourceHoldout] = []
+    errors: _Errors = {}
+    for source in sources:
+        others = [r for r in runs if r.group != source]
+        fit = fit_constants(others, profile)
+        held = {_key(r): _error(r, with_fit(profile, fit)) for r in runs if r.group == source}
+        errors |= held
+        out.append(
+            SourceHoldout(
+                gpu_kind=runs[0].gpu_kind,
+                source=source,
+                rows=len(held),
+                fitted_on_sources=[s for s in sources if s != source],
+                gemm_peak_efficiency=fit.gemm_peak_efficiency,
+                gemm_overhead_us=fit.gemm_overhead_us,
+                mean_abs_error=mean(abs(e) for e in held.values()),
+                max_abs_error=max(abs(e) for e in held.values()),
+            )
+        )
+    return out, errors
 
 
-def build_report(profile: HardwareProfile, with_figures: bool = True) -> Report:
-    """Validate the profile's calibration against every published run."""
-    assert profile.calibration is not None, "the validation profile must carry fitted constants"
-    runs = published_runs()
-    loo = _loo(runs, profile)
-    rows = [_row(run, profile, loo) for run in runs]
-    return Report(
+def _kind(gpu_kind: str, runs: list[PublishedRun], profile: HardwareProfile) -> tuple[KindReport, _Errors, _Errors]:
+    assert profile.calibration is not None, f"the {gpu_kind} validation profile must carry fitted constants"
+    fit_set = fit_rows(runs, gpu_kind)
+    loo = _loo(fit_set, profile) if len(fit_set) > 1 else {}
+    holdouts, loso = _holdouts(runs, profile)
+    report = KindReport(
+        gpu_kind=gpu_kind,
+        profile_id=profile.id,
         calibration=profile.calibration,
+        fit_sources=list(FIT_SETS.get(gpu_kind, ())),
+        loo_mean_abs_error=mean(abs(e) for e in loo.values()) if loo else None,
+        loo_max_abs_error=max(abs(e) for e in loo.values()) if loo else None,
+        holdouts=holdouts,
+    )
+    return report, loo, loso
+
+
+def build_report(profiles: Mapping[str, HardwareProfile], with_figures: bool = True) -> Report:
+    """Validate every GPU kind's calibration against its published runs (each on its VALIDATION_PROFILES entry)."""
+    runs = published_runs()
+    kinds: list[KindReport] = []
+    rows: list[RunRow] = []
+    for gpu_kind in dict.fromkeys(r.gpu_kind for r in runs):
+        profile = profiles[VALIDATION_PROFILES[gpu_kind]]
+        of_kind = [r for r in runs if r.gpu_kind == gpu_kind]
+        kind, loo, loso = _kind(gpu_kind, of_kind, profile)
+        kinds.append(kind)
+        rows += [_row(r, profile, loo, loso) for r in of_kind]
+    return Report(
+        kinds=kinds,
         runs=rows,
         groups=_groups(rows),
-        loo_mean_abs_error=mean(abs(e) for e in loo.values()),
-        loo_max_abs_error=max(abs(e) for e in loo.values()),
-        gains=_gains(rows, runs),
-        figures=run_figure_checks(profile) if with_figures else [],
+        gains=_gains(rows),
+        figures=run_figure_checks(profiles[VALIDATION_PROFILE]) if with_figures else [],
     )
 
 
 def refit(profile: HardwareProfile) -> Calibration:
-    """Constants fitted on every row of FIT_GROUPS, stamped with the rows and the command."""
-    rows = [r for r in published_runs() if r.group in FIT_GROUPS]
-    fit = fit_constants(rows, profile)
-    return Calibration(
-        gemm_peak_efficiency=fit.gemm_peak_efficiency,
-        gemm_overhead_us=fit.gemm_overhead_us,
-        fitted_on=[r.id for r in rows],
-        fitted_by="planner calibrate --write",
-    )
+    """The profile's GPU kind fitted on its FIT_SETS rows, stamped with the rows and the command."""
+    rows = fit_rows(published_runs(), gpu_kind_of(profile.gpu.name))
+    assert rows, f"no fit set for {profile.gpu.name}"
+    return calibration_of(fit_constants(rows, profile), [r.id for r in rows])

@@ -258,7 +258,9 @@ def test_a_plan_is_for_a_framework_megatron_by_default(client: TestClient) -> No
     assert all(p["layout"]["zero_stage"] < 2 or p["layout"]["pp"] == 1 for p in every)
     core = client.post("/v1/plan", json={**request, "framework": "core"}).json()
     assert core["search"]["framework"] == "core" and "megatron_fsdp_needs_pp_1" not in core["search"]["rejected"]
-    assert any(p["layout"]["zero_stage"] >= 2 and p["layout"]["pp"] > 1 for p in core["plans"])
+    sharded = {**request, "framework": "core", "constraints": {"zero_stage": [2, 3], "pp": [2, 4, 8]}}
+    core_sharded = client.post("/v1/plan", json=sharded).json()["plans"]
+    assert core_sharded and all(p["layout"]["zero_stage"] >= 2 and p["layout"]["pp"] > 1 for p in core_sharded)
     assert core["plans"][0]["estimate"]["step_time_s"] <= megatron["plans"][0]["estimate"]["step_time_s"]
 
 
