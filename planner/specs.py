@@ -180,6 +180,11 @@ class RuntimeFeatures(BaseModel):
     scatter_gather_p2p: bool = Field(
         default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."
     )
+    ring_rails: bool = Field(
+        default=True,
+        description="A ring collective that leaves the NVLink domain runs over the NICs of all its members"
+        " there (NCCL channels on separate rails); off: at one rank's NIC share (the 2021 ZeRO-3 runs).",
+    )
 
 
 class TrainingSpec(BaseModel):

@@ -26,8 +26,20 @@ RUNTIME_2021: dict[str, bool] = {
     "overlap_param_gather": False,
     "tp_comm_overlap": False,
     "scatter_gather_p2p": True,
+    "ring_rails": False,
 }
-"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather."""
+"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather.
+
+`ring_rails` off: Narayanan 2021 Table 2's ZeRO-3 rows (DeepSpeed of 2021, eight
+data-parallel ranks per node) keep the same step time from 768 to 1536 GPUs while
+compute per GPU halves, the signature of a fixed per-GPU transfer at one NIC share
+(~22 GB/s for 4 x 349 GB in ~62 s), not of rings over eight rails (~8x faster)
+nor of latency-bound gathers, whose cost grows with the rank count: with eight
+rails, DeepSpeed 0.3's one `all_gather` per parameter tensor (`_allgather_param`)
+under NCCL's latency model still predicts +35% to +107% over the published
+throughput. The mechanism is not identified; the flag
+states the behaviour. Only rows with several ranks of a crossing group per node
+(the ZeRO-3 rows) see it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
