@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from statistics import mean
 
+from planner.calibration.collectives import BusBandwidthRow, bus_bandwidth_rows
 from planner.calibration.figures import FigureCheck, run_figure_checks
 from planner.calibration.fit import FIT_GROUPS, fit_constants, leave_one_out, predict
 from planner.calibration.published import PublishedRun, published_runs
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_per_gpu
-from planner.profiles import Calibration, HardwareProfile
+from planner.profiles import Calibration, HardwareProfile, load_profiles
 from planner.units import GIB, TERA
 
 __all__ = ["GainRow", "GroupSummary", "Report", "RunRow", "build_report", "refit"]
@@ -63,6 +64,8 @@ class Report:
     loo_max_abs_error: float
     gains: list[GainRow]
     figures: list[FigureCheck] = field(default_factory=list)
+    bus_bandwidth: list[BusBandwidthRow] = field(default_factory=list)
+    """Published nccl-tests bus bandwidth against the ring model (`calibration.collectives`)."""
 
 
 def _layout_text(run: PublishedRun) -> str:
@@ -150,8 +153,11 @@ def _with_constants(profile: HardwareProfile, eta: float, overhead_us: float) ->
     return profile.model_copy(update={"calibration": cal})
 
 
-def build_report(profile: HardwareProfile, with_figures: bool = True) -> Report:
-    """Validate the profile's calibration against every published run."""
+def build_report(
+    profile: HardwareProfile, with_figures: bool = True, profiles: Mapping[str, HardwareProfile] | None = None
+) -> Report:
+    """Validate the profile's calibration against every published run, and the collectives against the
+    published bus bandwidths on `profiles` (the built-in profiles when None)."""
     assert profile.calibration is not None, "the validation profile must carry fitted constants"
     runs = published_runs()
     loo = _loo(runs, profile)
@@ -164,6 +170,7 @@ def build_report(profile: HardwareProfile, with_figures: bool = True) -> Report:
         loo_max_abs_error=max(abs(e) for e in loo.values()),
         gains=_gains(rows, runs),
         figures=run_figure_checks(profile) if with_figures else [],
+        bus_bandwidth=bus_bandwidth_rows(load_profiles() if profiles is None else profiles),
     )
 
 
