@@ -37,6 +37,7 @@ __all__ = [
     "all_gather_s",
     "all_reduce_s",
     "exposed_s",
+    "exposed_tp_comm_s",
     "cp_comm_per_layer_s",
     "ep_comm_per_layer_s",
     "link",
@@ -61,6 +62,25 @@ def exposed_s(comm_s: FloatArray, window_s: FloatArray | float) -> FloatArray:
     """
     hidden = np.minimum(comm_s, window_s)
     return np.asarray(comm_s - hidden + OVERLAP_SLOWDOWN * hidden, dtype=np.float64)
+
+
+def exposed_tp_comm_s(
+    tp_comm_s: FloatArray, gemm_window_s: FloatArray, c: Candidates, rt: RuntimeFeatures
+) -> FloatArray:
+    """TP collective seconds left on the critical path of one layer and micro-batch.
+
+    With `rt.tp_comm_overlap`, Transformer Engine's userbuffers split each
+    sequence-parallel all-gather and reduce-scatter into chunks pipelined with the
+    GEMM that consumes or produces them (TE `Linear`/`LayerNormLinear` `ub_overlap_ag`,
+    `ub_overlap_rs`, `ub_overlap_rs_dgrad`); what does not fit beside the GEMMs stays
+    exposed (`exposed_s`). Megatron-LM allows the overlap only with sequence parallelism
+    (`arguments.py`: "Tensor parallel communication/GEMM overlap can happen only when
+    sequence parallelism is enabled"), so a layout without it pays every all-reduce.
+    `gemm_window_s` is the layer's compute, most of which is those GEMMs.
+    """
+    if not rt.tp_comm_overlap:
+        return tp_comm_s
+    return np.asarray(np.where(c.sequence_parallel, exposed_s(tp_comm_s, gemm_window_s), tp_comm_s), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from planner.costmodel.comm import (
     cp_comm_per_layer_s,
     ep_comm_per_layer_s,
     exposed_s,
+    exposed_tp_comm_s,
     sp_backward_gather_per_layer_s,
     tp_comm_per_layer_s,
 )
@@ -103,9 +104,7 @@ def _layer_seconds(
     rt, num = training.runtime, numerics(training.precision)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
-    tp_comm = tp_comm_per_layer_s(model, c, placement, hw, rt, num)
-    if rt.tp_comm_overlap:
-        tp_comm = exposed_s(tp_comm, layer_compute)
+    tp_comm = exposed_tp_comm_s(tp_comm_per_layer_s(model, c, placement, hw, rt, num), layer_compute, c, rt)
     sp_gather = sp_backward_gather_per_layer_s(model, c, placement, hw, rt, num)
     tp_comm = tp_comm + exposed_s(sp_gather, layer.backward_s / 2)
     return LayerSeconds(

@@ -5,18 +5,22 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from planner.costmodel.candidates import Candidates
 from planner.costmodel.comm import (
     OVERLAP_SLOWDOWN,
     all_gather_s,
     all_reduce_s,
     exposed_s,
+    exposed_tp_comm_s,
     link,
     network_bytes_per_s,
     ring_bytes_per_s,
     ring_latency_s,
 )
 from planner.costmodel.topology import GroupPlacement
+from planner.layout import Layout
 from planner.profiles import Hardware
+from planner.specs import RuntimeFeatures
 
 NVLINK_BW, NIC_BW = 100e9, 10e9
 NVLINK_LAT, NET_LAT, BASE_LAT = 1e-6, 5e-6, 2e-6
@@ -164,3 +168,18 @@ def test_link_prices_pipeline_sends_and_all_to_all_as_collectives() -> None:
     hw = replace(_hw(), nic_bytes_per_s_per_gpu=1000e9)
     assert network_bytes_per_s(hw) == NVLINK_BW
     assert float(link(_group(2, 1), hw).bytes_per_s[0]) == NVLINK_BW
+
+
+@pytest.mark.parametrize(
+    ("overlap", "sp", "expected"),
+    [
+        (True, True, 0.15 * 0.2),  # hidden behind the GEMMs, slowing them by OVERLAP_SLOWDOWN
+        (True, False, 0.2),  # Megatron-LM allows the overlap only with sequence parallelism
+        (False, True, 0.2),
+    ],
+    ids=["overlap-sp", "overlap-no-sp", "off"],
+)
+def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, expected: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=sp)], num_layers=4, global_batch_size=8)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([1.0]), c, RuntimeFeatures(tp_comm_overlap=overlap))
+    np.testing.assert_allclose(got, [expected], rtol=1e-12)
