@@ -163,8 +163,9 @@ def test_link_is_nvlink_inside_a_domain_and_the_nic_share_across() -> None:
     assert (float(across.bytes_per_s[0]), float(across.latency_s[0])) == (NIC_BW, NET_LAT)
 
 
-def test_link_prices_pipeline_sends_and_all_to_all_as_collectives() -> None:
-    # A crossing pipeline group sends at the same slowest hop the ring collectives use (capped NIC share).
+def test_point_to_point_hops_use_one_nic_share_capped_by_nvlink() -> None:
+    # A pipeline send leaves through its own rank's NIC share, however many group members share the node.
+    assert float(link(_group(16, 8), _hw()).bytes_per_s[0]) == NIC_BW
     hw = replace(_hw(), nic_bytes_per_s_per_gpu=1000e9)
     assert network_bytes_per_s(hw) == NVLINK_BW
     assert float(link(_group(2, 1), hw).bytes_per_s[0]) == NVLINK_BW
