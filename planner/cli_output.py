@@ -86,6 +86,26 @@ def print_report(report: Report) -> None:
         )
     for fig in report.figures:
         console.print(f"{fig.figure} {'HOLDS' if fig.holds else 'FAILS'}: {fig.finding}\n    {fig.detail}")
+    _print_bus_bandwidth(report)
+
+
+def _print_bus_bandwidth(report: Report) -> None:
+    title = "nccl-tests bus bandwidth, GB/s (error = predicted/published - 1; one NIC: rings without rails)"
+    table = Table(title=title)
+    for col in ("row", "profile", "collective", "ranks", "published", "predicted", "error", "one NIC"):
+        table.add_column(col, justify="left" if col in ("row", "profile", "collective") else "right")
+    for r in report.bus_bandwidth:
+        table.add_row(
+            r.id,
+            r.profile,
+            r.collective,
+            f"{r.ranks} ({r.nodes} node{'s' if r.nodes > 1 else ''})",
+            f"{r.published_gb_per_s:.0f}",
+            f"{r.predicted_gb_per_s:.0f}",
+            f"{r.error:+.1%}",
+            f"{r.one_nic_gb_per_s:.0f}",
+        )
+    console.print(table)
 
 
 def model_line(model: ModelOut) -> str:

@@ -88,6 +88,18 @@ class LatencySection(BaseModel):
 
     nvlink_us: float = Field(default=5.0, ge=0, le=1e4, description="Per-step latency of an NVLink collective, us.")
     network_us: float = Field(default=10.0, ge=0, le=1e4, description="Per-step latency across the network, us.")
+    collective_base_us: float = Field(
+        default=8.4,
+        ge=0,
+        le=1e4,
+        description="Fixed latency of one ring collective on top of its steps, us (NCCL baseLatencies, Ring/Simple).",
+    )
+    net_overhead_us: float = Field(
+        default=1.0,
+        ge=0,
+        le=1e4,
+        description="Host cost of posting one network send, us (NCCL getNetOverhead: 1 Intel x86, 2 AMD x86).",
+    )
 
 
 class EfficiencySection(BaseModel):
@@ -162,6 +174,8 @@ class HardwareProfile(BaseModel):
             ),
             nvlink_latency_s=self.latency.nvlink_us * MICRO,
             network_latency_s=self.latency.network_us * MICRO,
+            collective_base_latency_s=self.latency.collective_base_us * MICRO,
+            net_overhead_s=self.latency.net_overhead_us * MICRO,
             gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else DEFAULT_CALIBRATION.gemm_peak_efficiency,
             gemm_overhead_s=(cal.gemm_overhead_us if cal else DEFAULT_CALIBRATION.gemm_overhead_us) * MICRO,
             sm_count=self.gpu.sm_count or 1,
@@ -191,6 +205,8 @@ class Hardware:
     nic_bytes_per_s_per_gpu: float
     nvlink_latency_s: float
     network_latency_s: float
+    collective_base_latency_s: float
+    net_overhead_s: float
     gemm_peak_efficiency: float
     gemm_overhead_s: float
     bf16_peak_flop_per_s: float | None = None

@@ -176,7 +176,11 @@ class RuntimeFeatures(BaseModel):
     flash_attention: bool = Field(default=True, description="Fused attention; no s x s scores in memory.")
     overlap_grad_reduce: bool = Field(default=True, description="DP gradient reduction overlaps backward.")
     overlap_param_gather: bool = Field(default=True, description="ZeRO/FSDP parameter gathers overlap compute.")
-    tp_comm_overlap: bool = Field(default=False, description="TP collectives overlap GEMMs (TE userbuffers).")
+    tp_comm_overlap: bool = Field(
+        default=True,
+        description="TP all-gathers and reduce-scatters overlap their GEMMs (TE userbuffers); needs sequence"
+        " parallelism, as Megatron-LM requires. On in NeMo's performance recipes.",
+    )
     scatter_gather_p2p: bool = Field(
         default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."
     )
@@ -189,6 +193,11 @@ class RuntimeFeatures(BaseModel):
         default=False,
         description="Layers captured as CUDA graphs (Megatron-Core --enable-cuda-graph): one host launch "
         "replays all their kernels, so the host no longer paces small layers.",
+    )
+    ring_rails: bool = Field(
+        default=True,
+        description="A ring collective that leaves the NVLink domain runs over the NICs of all its members"
+        " there (NCCL channels on separate rails); off: at one rank's NIC share (the 2021 ZeRO-3 runs).",
     )
 
 

@@ -31,9 +31,21 @@ RUNTIME_2021: dict[str, bool] = {
     "scatter_gather_p2p": True,
     "fused_kernels": False,
     "cuda_graphs": False,
+    "ring_rails": False,
 }
 """Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather,
-eager PyTorch (one Python-launched kernel per op), no CUDA graphs."""
+eager PyTorch (one Python-launched kernel per op), no CUDA graphs.
+
+`ring_rails` off: Narayanan 2021 Table 2's ZeRO-3 rows (DeepSpeed of 2021, eight
+data-parallel ranks per node) keep the same step time from 768 to 1536 GPUs while
+compute per GPU halves, the signature of a fixed per-GPU transfer at one NIC share
+(~22 GB/s for 4 x 349 GB in ~62 s), not of rings over eight rails (~8x faster)
+nor of latency-bound gathers, whose cost grows with the rank count: with eight
+rails, DeepSpeed 0.3's one `all_gather` per parameter tensor (`_allgather_param`)
+under NCCL's latency model still predicts +35% to +107% over the published
+throughput. The mechanism is not identified; the flag
+states the behaviour. Only rows with several ranks of a crossing group per node
+(the ZeRO-3 rows) see it."""
 DROPOUT_2021 = 0.1
 """Megatron-LM's `--hidden-dropout` / `--attention-dropout` default then (and now), which the 2021/2022
 runs kept: Korthikanti 2022 Table 2 counts both dropouts' masks."""

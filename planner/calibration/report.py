@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean
 
+from planner.calibration.collectives import BusBandwidthRow, bus_bandwidth_rows
 from planner.calibration.figures import FigureCheck, run_figure_checks
 from planner.calibration.fit import FIT_SETS, calibration_of, fit_constants, fit_rows, leave_one_out, predict, with_fit
 from planner.calibration.published import PublishedRun, gpu_kind_of, published_runs
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_per_gpu
-from planner.profiles import Calibration, HardwareProfile
+from planner.profiles import Calibration, HardwareProfile, load_profiles
 from planner.units import GIB, TERA
 
 __all__ = [
@@ -108,6 +109,8 @@ class Report:
     groups: list[GroupSummary]
     gains: list[GainRow]
     figures: list[FigureCheck] = field(default_factory=list)
+    bus_bandwidth: list[BusBandwidthRow] = field(default_factory=list)
+    """Published nccl-tests bus bandwidth against the ring model (`calibration.collectives`)."""
 
     def kind(self, gpu_kind: str) -> KindReport:
         return next(k for k in self.kinds if k.gpu_kind == gpu_kind)
@@ -267,6 +270,7 @@ def build_report(profiles: Mapping[str, HardwareProfile], with_figures: bool = T
         groups=_groups(rows),
         gains=_gains(rows),
         figures=run_figure_checks(profiles[VALIDATION_PROFILE]) if with_figures else [],
+        bus_bandwidth=bus_bandwidth_rows(profiles),
     )
 
 

@@ -1,15 +1,21 @@
 """Collective and point-to-point times, per tier, and per parallel dimension.
 
 Ring algorithms (Patarasuk & Yuan 2009; NCCL): all-reduce moves 2(n-1)/n of the
-buffer per rank, reduce-scatter and all-gather (n-1)/n, each step paying the
-link latency. A group inside one NVLink domain runs at the NVLink rate; one that
-crosses the network runs at each rank's own share of its node's NICs. Rails are
-not assumed to add up for a flat ring whose members share a node: Narayanan
-et al. 2021 Table 2's ZeRO-3 rows (eight members per node) scale as one NIC
-per GPU, not eight. Megatron's per-layer TP collectives follow
-Narayanan et al. 2021 Sec. 3.2 (two all-reduces forward, two backward) and
-Korthikanti et al. 2022 Sec. 4.2.2 (sequence parallel: reduce-scatter +
-all-gather of the same volume).
+buffer per rank, reduce-scatter and all-gather (n-1)/n. Latency is NCCL's own
+model (`src/graph/tuning.cc`, `ncclTopoTuneModel`, Ring/Simple): a base latency
+per collective plus one hardware latency per step, the steps that cross a node
+boundary at the network latency and the rest at the NVLink latency.
+
+Bandwidth: a group inside one NVLink domain runs at the NVLink rate. A ring that
+leaves the domain runs one ring per channel and NCCL's ring search puts the
+channels on different NICs (rails): with k members in a domain, each bringing
+its own share of its node's NICs, the ring's network hops run at k NIC shares,
+never more than the NVLink port that also carries them (`ring_bytes_per_s`).
+A point-to-point hop (pipeline send, CP ring exchange, all-to-all) sends one
+rank's data through that rank's own NIC share (`network_bytes_per_s`).
+Megatron's per-layer TP collectives follow Narayanan et al. 2021 Sec. 3.2
+(two all-reduces forward, two backward) and Korthikanti et al. 2022 Sec. 4.2.2
+(sequence parallel: reduce-scatter + all-gather of the same volume).
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ __all__ = [
     "all_gather_s",
     "all_reduce_s",
     "exposed_s",
+    "exposed_tp_comm_s",
     "cp_comm_per_layer_s",
     "ep_comm_per_layer_s",
     "link",
     "network_bytes_per_s",
+    "ring_bytes_per_s",
+    "ring_latency_s",
     "pp_comm_per_microbatch_s",
     "sp_backward_gather_per_layer_s",
     "tp_comm_per_layer_s",
@@ -55,6 +64,25 @@ def exposed_s(comm_s: FloatArray, window_s: FloatArray | float) -> FloatArray:
     return np.asarray(comm_s - hidden + OVERLAP_SLOWDOWN * hidden, dtype=np.float64)
 
 
+def exposed_tp_comm_s(
+    tp_comm_s: FloatArray, gemm_window_s: FloatArray, c: Candidates, rt: RuntimeFeatures
+) -> FloatArray:
+    """TP collective seconds left on the critical path of one layer and micro-batch.
+
+    With `rt.tp_comm_overlap`, Transformer Engine's userbuffers split each
+    sequence-parallel all-gather and reduce-scatter into chunks pipelined with the
+    GEMM that consumes or produces them (TE `Linear`/`LayerNormLinear` `ub_overlap_ag`,
+    `ub_overlap_rs`, `ub_overlap_rs_dgrad`); what does not fit beside the GEMMs stays
+    exposed (`exposed_s`). Megatron-LM allows the overlap only with sequence parallelism
+    (`arguments.py`: "Tensor parallel communication/GEMM overlap can happen only when
+    sequence parallelism is enabled"), so a layout without it pays every all-reduce.
+    `gemm_window_s` is the layer's compute, most of which is those GEMMs.
+    """
+    if not rt.tp_comm_overlap:
+        return tp_comm_s
+    return np.asarray(np.where(c.sequence_parallel, exposed_s(tp_comm_s, gemm_window_s), tp_comm_s), dtype=np.float64)
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """The slowest hop of a group, per rank and direction."""
@@ -70,10 +98,10 @@ def network_bytes_per_s(hw: Hardware) -> float:
 
 
 def link(group: GroupPlacement, hw: Hardware) -> Link:
-    """Bandwidth and latency of the slowest hop of `group`: NVLink when every group of its kind
-    stays inside one NVLink domain, the network share (`network_bytes_per_s`) otherwise.
+    """Bandwidth and latency of one rank's point-to-point hop in `group`: NVLink when every group of
+    its kind stays inside one NVLink domain, the rank's own NIC share (`network_bytes_per_s`) otherwise.
 
-    Every collective, point-to-point send and all-to-all prices its hops here.
+    Pipeline sends, the CP ring exchange and all-to-alls price their hops here.
     """
     crosses = group.crosses_network
     return Link(
@@ -82,31 +110,90 @@ def link(group: GroupPlacement, hw: Hardware) -> Link:
     )
 
 
-def all_reduce_s(nbytes: FloatArray, group: GroupPlacement, hw: Hardware) -> FloatArray:
-    """Ring all-reduce of `nbytes` per rank: 2(n-1)/n bytes/bw + 2(n-1) latency."""
-    hop = link(group, hw)
-    n = group.size
-    return np.where(n > 1, 2 * (n - 1) / n * nbytes / hop.bytes_per_s + 2 * (n - 1) * hop.latency_s, 0.0)
+def ring_bytes_per_s(group: GroupPlacement, hw: Hardware, rails: bool = True) -> FloatArray:
+    """Per-rank bus rate of a ring collective over `group`, bytes/s.
+
+    Inside one NVLink domain: the NVLink rate. Across the network: the ring's
+    members in one domain, k, each bring their NIC share, so the bytes every
+    ring hop carries leave the domain through k NIC shares; capped at the NVLink
+    rate, which the in-domain hops run at.
+
+    Source: NCCL `src/graph/search.cc` (`ncclTopoCompute`: one ring per channel,
+    channels spread over the node's NICs; `NCCL_CROSS_NIC` in the NCCL environment
+    variable docs) and nccl-tests `doc/PERFORMANCE.md` (bus bandwidth: the per-link
+    rate a ring reaches, algbw x 2(n-1)/n for all-reduce). For example two DGX H100
+    with 8 x 400 Gb/s each run a 16-rank all-reduce near 8 NICs, not one.
+    Assumes every group of the kind runs at once, so a node's NICs are shared
+    among its groups in proportion to their members. With `rails` off
+    (`RuntimeFeatures.ring_rails`) the ring runs at one rank's NIC share.
+    """
+    members = np.maximum(group.members_per_domain, 1) if rails else 1
+    network = np.minimum(members * hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
+    return np.asarray(np.where(group.crosses_network, network, hw.nvlink_bytes_per_s), dtype=np.float64)
 
 
-def all_gather_s(nbytes: FloatArray, group: GroupPlacement, hw: Hardware) -> FloatArray:
-    """Ring all-gather (or reduce-scatter) of an `nbytes` buffer: (n-1)/n bytes/bw + (n-1) latency."""
-    hop = link(group, hw)
+def ring_latency_s(group: GroupPlacement, hw: Hardware, steps_per_rank: int) -> FloatArray:
+    """Latency of one ring collective of `steps_per_rank` x (n-1) steps (2 for all-reduce, 1 for
+    reduce-scatter and all-gather), seconds: base + intra-domain steps x intra latency + inter-domain
+    steps x network latency.
+
+    Source: NCCL `src/graph/tuning.cc` `ncclTopoTuneModel`, Ring/Simple: latency = baseLat +
+    (nsteps - nInterSteps) x intraLat + nInterSteps x interLat, nsteps = 2(n-1) (all-reduce) or
+    n-1, nInterSteps = 2(nNodes-1) or nNodes-1 (a node here is an NVLink domain); a ring that
+    crosses nodes has intraLat = max(intraLat, 3 x getNetOverhead()), three network posts per
+    Simple step.
+    """
     n = group.size
-    return np.where(n > 1, (n - 1) / n * nbytes / hop.bytes_per_s + (n - 1) * hop.latency_s, 0.0)
+    crosses = group.crosses_network
+    domains = np.where(crosses, -(-n // np.maximum(group.members_per_domain, 1)), 1)
+    steps = steps_per_rank * (n - 1)
+    inter = steps_per_rank * (domains - 1)
+    intra_latency = np.where(crosses, max(hw.nvlink_latency_s, 3 * hw.net_overhead_s), hw.nvlink_latency_s)
+    total = hw.collective_base_latency_s + (steps - inter) * intra_latency + inter * hw.network_latency_s
+    return np.asarray(np.where(n > 1, total, 0.0), dtype=np.float64)
+
+
+def all_reduce_s(
+    nbytes: FloatArray,
+    group: GroupPlacement,
+    hw: Hardware,
+    collectives: FloatArray | float = 1.0,
+    *,
+    rails: bool = True,
+) -> FloatArray:
+    """Ring all-reduce of `nbytes` per rank sent as `collectives` separate calls, seconds:
+    2(n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`."""
+    n = group.size
+    wire = 2 * (n - 1) / n * nbytes / ring_bytes_per_s(group, hw, rails)
+    return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, 2), 0.0)
+
+
+def all_gather_s(
+    nbytes: FloatArray,
+    group: GroupPlacement,
+    hw: Hardware,
+    collectives: FloatArray | float = 1.0,
+    *,
+    rails: bool = True,
+) -> FloatArray:
+    """Ring all-gather (or reduce-scatter) of an `nbytes` buffer sent as `collectives` separate calls,
+    seconds: (n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`."""
+    n = group.size
+    wire = (n - 1) / n * nbytes / ring_bytes_per_s(group, hw, rails)
+    return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, 1), 0.0)
 
 
 def tp_comm_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, num: Numerics
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
 ) -> FloatArray:
     """TP collectives of one layer and micro-batch: 2 forward + 2 backward (+2 under full recompute)."""
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
     count = 4 + np.where(c.recompute == FULL, 2, 0)
-    return count * all_reduce_s(nbytes, placement.tp, hw)
+    return count * all_reduce_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
 
 
 def sp_backward_gather_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, num: Numerics
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
 ) -> FloatArray:
     """Sequence parallel's extra backward all-gathers of the saved sequence shards (two per layer).
 
@@ -115,7 +202,7 @@ def sp_backward_gather_per_layer_s(
     input-gradient GEMM.
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    return np.where(c.sequence_parallel, 2 * all_gather_s(nbytes, placement.tp, hw), 0.0)
+    return np.where(c.sequence_parallel, 2 * all_gather_s(nbytes, placement.tp, hw, rails=rt.ring_rails), 0.0)
 
 
 def cp_comm_per_layer_s(

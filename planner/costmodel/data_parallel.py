@@ -3,17 +3,26 @@
 Sources: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 7: stages 0-2
 move 2x the model per step (all-reduce = reduce-scatter + all-gather), stage 3
 3x (forward and backward gathers plus the gradient reduce-scatter, and one
-more gather when full recompute re-runs the forward). Stage 2 reduces the
-gradients every micro-batch (DeepSpeed); Megatron's distributed optimizer
-(stage 1) once per step. Overlap: Megatron-Core `overlap_grad_reduce` hides the
-reduction behind the last micro-batch's backward, `overlap_param_gather` the
-gather behind the first forward; ZeRO-3 prefetch overlaps each micro-batch.
+more gather when full recompute re-runs the forward). Megatron's distributed
+optimizer (stage 1) accumulates into a full main-grad buffer and reduce-scatters
+it once per step (Megatron-Core `distrib_optimizer` docs; `finish_grad_sync`).
+Stage 2 shards the gradients, so each micro-batch's gradients are reduce-scattered
+as they are produced: DeepSpeed ZeRO-2, FSDP2's default accumulation (PyTorch
+PR 126166 describes both flavours) and Megatron-FSDP, whose `optim_grads`
+strategy the planner launches for stage 2 (Megatron-LM PR 7186: it "reduces
+gradients during backward"). Stage 3 gathers the weights one transformer layer
+at a time (Megatron-FSDP `fsdp_unit_modules`, FSDP2 `fully_shard` per block),
+each layer paying one collective's latency (`comm.ring_latency_s`).
+Overlap: Megatron-Core `overlap_grad_reduce` hides the reduction behind the last
+micro-batch's backward, `overlap_param_gather` the gather behind the first
+forward; ZeRO-3 prefetch overlaps each micro-batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -22,9 +31,9 @@ from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.costmodel.zero import shard_group_sizes
-from planner.numerics import Numerics
+from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
-from planner.specs import RuntimeFeatures
+from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 
 __all__ = [
     "DataParallelTimes",
@@ -32,8 +41,23 @@ __all__ = [
     "data_parallel_times",
     "dp_collectives_s",
     "exposed_dp_s",
+    "gather_units",
     "gradient_group",
 ]
+
+
+class Collective(Protocol):
+    """`comm.all_reduce_s` or `comm.all_gather_s`."""
+
+    def __call__(
+        self,
+        nbytes: FloatArray,
+        group: GroupPlacement,
+        hw: Hardware,
+        collectives: FloatArray | float = 1.0,
+        *,
+        rails: bool = True,
+    ) -> FloatArray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +72,13 @@ class DpCollectives:
     reduce_scatter: FloatArray
     """Reduce-scatter of the gradients."""
     all_gather: FloatArray
-    """All-gather of the bf16 weights."""
+    """All-gather of the bf16 weights, as one bucket."""
+    unit_gather: FloatArray
+    """All-gather of the bf16 weights one ZeRO-3 unit at a time (`gather_units`)."""
 
     def map(self, fn: Callable[[FloatArray], FloatArray]) -> DpCollectives:
         """The times with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
-        return DpCollectives(fn(self.all_reduce), fn(self.reduce_scatter), fn(self.all_gather))
+        return DpCollectives(fn(self.all_reduce), fn(self.reduce_scatter), fn(self.all_gather), fn(self.unit_gather))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,22 +119,36 @@ def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
     )
 
 
+def gather_units(model: ModelSpec, c: Candidates) -> FloatArray:
+    """ZeRO-3 all-gathers per pass over one stage's weights: one per transformer layer (module docstring)."""
+    return np.asarray(model.num_layers / c.pp, dtype=np.float64)
+
+
 def dp_collectives_s(
-    c: Candidates, params: ParamCounts, placement: Placement, hw: Hardware, num: Numerics
+    model: ModelSpec,
+    c: Candidates,
+    params: ParamCounts,
+    placement: Placement,
+    hw: Hardware,
+    training: TrainingSpec,
 ) -> DpCollectives:
     """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage."""
     dense, expert = params
+    num = training_numerics(training)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
     has_experts = bool(np.any(expert > 0))
+    units = gather_units(model, c)
 
-    def both(fn: Callable[[FloatArray, GroupPlacement, Hardware], FloatArray], bytes_per_param: int) -> FloatArray:
-        out = fn(bytes_per_param * dense, dense_group, hw)
-        return out + fn(bytes_per_param * expert, expert_group, hw) if has_experts else out
+    def both(fn: Collective, bytes_per_param: int, collectives: FloatArray | float = 1.0) -> FloatArray:
+        rails = training.runtime.ring_rails
+        out = fn(bytes_per_param * dense, dense_group, hw, collectives, rails=rails)
+        return out + fn(bytes_per_param * expert, expert_group, hw, collectives, rails=rails) if has_experts else out
 
     return DpCollectives(
         all_reduce=both(all_reduce_s, num.gradient_bytes),
         reduce_scatter=both(all_gather_s, num.gradient_bytes),
         all_gather=both(all_gather_s, num.weight_bytes),
+        unit_gather=both(all_gather_s, num.weight_bytes, units),
     )
 
 
@@ -120,7 +160,7 @@ def data_parallel_times(c: Candidates, collectives: DpCollectives) -> DataParall
     param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
     gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
     microbatch_reduce = np.where(zero >= 2, scatter, 0.0)
-    microbatch_gather = np.where(zero == 3, gathers_per_microbatch * gather, 0.0)
+    microbatch_gather = np.where(zero == 3, gathers_per_microbatch * collectives.unit_gather, 0.0)
     return DataParallelTimes(grad_reduce, param_gather, microbatch_reduce, microbatch_gather)
 
 

@@ -20,6 +20,7 @@ from planner.costmodel.comm import (
     cp_comm_per_layer_s,
     ep_comm_per_layer_s,
     exposed_s,
+    exposed_tp_comm_s,
     sp_backward_gather_per_layer_s,
     tp_comm_per_layer_s,
 )
@@ -103,10 +104,9 @@ def _layer_seconds(
     rt, num = training.runtime, training_numerics(training)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
-    tp_comm = tp_comm_per_layer_s(model, c, placement, hw, num)
-    if rt.tp_comm_overlap:
-        tp_comm = exposed_s(tp_comm, layer_compute)
-    tp_comm = tp_comm + exposed_s(sp_backward_gather_per_layer_s(model, c, placement, hw, num), layer.backward_s / 2)
+    tp_comm = exposed_tp_comm_s(tp_comm_per_layer_s(model, c, placement, hw, rt, num), layer_compute, c, rt)
+    sp_gather = sp_backward_gather_per_layer_s(model, c, placement, hw, rt, num)
+    tp_comm = tp_comm + exposed_s(sp_gather, layer.backward_s / 2)
     return LayerSeconds(
         compute=layer_compute,
         recompute=layer.recompute_s,
@@ -156,7 +156,7 @@ def layer_quantities(
     placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
     base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
     largest = largest_stage_params(base_params)
-    collectives = dp_collectives_s(base, largest, base_placement, hw, training_numerics(training))
+    collectives = dp_collectives_s(model, base, largest, base_placement, hw, training)
     params = tuple(p.map(spread) for p in base_params)
     layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)

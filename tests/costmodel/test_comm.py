@@ -5,15 +5,28 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from planner.costmodel.comm import OVERLAP_SLOWDOWN, all_gather_s, all_reduce_s, exposed_s, link, network_bytes_per_s
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.comm import (
+    OVERLAP_SLOWDOWN,
+    all_gather_s,
+    all_reduce_s,
+    exposed_s,
+    exposed_tp_comm_s,
+    link,
+    network_bytes_per_s,
+    ring_bytes_per_s,
+    ring_latency_s,
+)
 from planner.costmodel.topology import GroupPlacement
+from planner.layout import Layout
 from planner.profiles import Hardware
+from planner.specs import RuntimeFeatures
 
 NVLINK_BW, NIC_BW = 100e9, 10e9
-NVLINK_LAT, NET_LAT = 1e-6, 5e-6
+NVLINK_LAT, NET_LAT, BASE_LAT = 1e-6, 5e-6, 2e-6
 
 
-def _hw(nvlink_latency_s: float = NVLINK_LAT, network_latency_s: float = NET_LAT) -> Hardware:
+def _hw(nvlink_latency_s: float = NVLINK_LAT, network_latency_s: float = NET_LAT, base: float = BASE_LAT) -> Hardware:
     return Hardware(
         peak_flop_per_s=100e12,
         hbm_bytes=80e9,
@@ -24,6 +37,8 @@ def _hw(nvlink_latency_s: float = NVLINK_LAT, network_latency_s: float = NET_LAT
         nic_bytes_per_s_per_gpu=NIC_BW,
         nvlink_latency_s=nvlink_latency_s,
         network_latency_s=network_latency_s,
+        collective_base_latency_s=base,
+        net_overhead_s=0.0,
         gemm_peak_efficiency=0.5,
         gemm_overhead_s=0.0,
     )
@@ -37,15 +52,17 @@ def _group(size: int, per_domain: int) -> GroupPlacement:
 
 NBYTES = 1e9
 ALL_REDUCE_ROWS = [
-    # inside one NVLink domain: 2(n-1)/n bytes/bw + 2(n-1) lat
-    (8, 8, 2 * 7 / 8 * NBYTES / NVLINK_BW + 2 * 7 * NVLINK_LAT),
-    (2, 2, 2 * 1 / 2 * NBYTES / NVLINK_BW + 2 * 1 * NVLINK_LAT),
-    # 8 ranks, 4 per domain: crosses the network, runs at the NIC rate and network latency
-    (8, 4, 2 * 7 / 8 * NBYTES / NIC_BW + 2 * 7 * NET_LAT),
-    (16, 1, 2 * 15 / 16 * NBYTES / NIC_BW + 2 * 15 * NET_LAT),
+    # inside one NVLink domain: 2(n-1)/n bytes/nvlink + base + 2(n-1) NVLink steps
+    (8, 8, 2 * 7 / 8 * NBYTES / NVLINK_BW + BASE_LAT + 2 * 7 * NVLINK_LAT),
+    (2, 2, 2 * 1 / 2 * NBYTES / NVLINK_BW + BASE_LAT + 2 * 1 * NVLINK_LAT),
+    # 8 ranks, 4 per domain (2 domains): the ring's network hops use 4 NIC shares (40e9 < NVLink);
+    # 14 steps, 2(2-1) = 2 of them between domains
+    (8, 4, 2 * 7 / 8 * NBYTES / (4 * NIC_BW) + BASE_LAT + 12 * NVLINK_LAT + 2 * NET_LAT),
+    # one rank per domain: one NIC share, every step crosses
+    (16, 1, 2 * 15 / 16 * NBYTES / NIC_BW + BASE_LAT + 30 * NET_LAT),
     (1, 1, 0.0),  # no peers, no traffic
 ]
-IDS = ["n8-nvlink", "n2-nvlink", "n8-network", "n16-network", "n1"]
+IDS = ["n8-nvlink", "n2-nvlink", "n8-network-4-rails", "n16-network-1-rail", "n1"]
 
 
 @pytest.mark.parametrize(("n", "per_domain", "expected"), ALL_REDUCE_ROWS, ids=IDS)
@@ -55,23 +72,75 @@ def test_all_reduce_s(n: int, per_domain: int, expected: float) -> None:
 
 
 @pytest.mark.parametrize(("n", "per_domain", "expected"), ALL_REDUCE_ROWS, ids=IDS)
-def test_all_gather_is_half_an_all_reduce(n: int, per_domain: int, expected: float) -> None:
-    # (n-1)/n bytes/bw + (n-1) lat: exactly half of the ring all-reduce terms above.
+def test_all_gather_is_half_an_all_reduce_without_base_latency(n: int, per_domain: int, expected: float) -> None:
+    # (n-1)/n bytes/bw + (n-1) steps (nNodes-1 of them between domains): half of the all-reduce's terms,
+    # but the base latency is paid once by each.
+    base = BASE_LAT if n > 1 else 0.0
     got = all_gather_s(np.array([NBYTES]), _group(n, per_domain), _hw())
-    np.testing.assert_allclose(got, [expected / 2], rtol=1e-12)
+    np.testing.assert_allclose(got, [(expected - base) / 2 + base], rtol=1e-12)
 
 
 def test_all_gather_zero_latency() -> None:
     # 4 ranks on NVLink, 4e8 bytes, no latency: 3/4 * 4e8 / 100e9 = 3e-3
-    got = all_gather_s(np.array([4e8]), _group(4, 4), _hw(nvlink_latency_s=0.0))
+    got = all_gather_s(np.array([4e8]), _group(4, 4), _hw(nvlink_latency_s=0.0, base=0.0))
     np.testing.assert_allclose(got, [3e-3], rtol=1e-12)
+
+
+def test_separate_collectives_each_pay_the_latency_not_the_bytes() -> None:
+    # 4 ranks on NVLink, 4e8 bytes in 10 calls: 3e-3 s of bytes + 10 x (2 us base + 3 x 1 us).
+    got = all_gather_s(np.array([4e8]), _group(4, 4), _hw(), 10.0)
+    np.testing.assert_allclose(got, [3e-3 + 10 * (BASE_LAT + 3 * NVLINK_LAT)], rtol=1e-12)
+
+
+def test_ring_latency_counts_inter_domain_steps_as_nccl_does() -> None:
+    # 16 ranks, 8 per domain (2 domains). All-reduce: 30 steps, 2(2-1) = 2 network; all-gather: 15, 1.
+    group = _group(16, 8)
+    assert float(ring_latency_s(group, _hw(), 2)[0]) == pytest.approx(BASE_LAT + 28 * NVLINK_LAT + 2 * NET_LAT)
+    assert float(ring_latency_s(group, _hw(), 1)[0]) == pytest.approx(BASE_LAT + 14 * NVLINK_LAT + 1 * NET_LAT)
+
+
+def test_multi_domain_ring_steps_pay_the_network_post_overhead() -> None:
+    # NCCL: intraLat = max(intraLat, 3 x netOverhead) once the ring leaves the node; 3 x 2 us > 1 us.
+    hw = replace(_hw(), net_overhead_s=2e-6)
+    assert float(ring_latency_s(_group(16, 8), hw, 1)[0]) == pytest.approx(BASE_LAT + 14 * 6e-6 + NET_LAT)
+    assert float(ring_latency_s(_group(8, 8), hw, 1)[0]) == pytest.approx(BASE_LAT + 7 * NVLINK_LAT)
+
+
+RAIL_ROWS = [
+    # (ranks, members per domain, one rank's NIC share, expected ring rate)
+    (16, 8, NIC_BW, 8 * NIC_BW),  # TP 16 over two 8-GPU nodes: 8 rails
+    (16, 8, 20e9, NVLINK_BW),  # 8 x 20e9 would exceed NVLink: capped
+    (64, 2, NIC_BW, 2 * NIC_BW),  # two members per domain: two rails
+    (64, 1, NIC_BW, NIC_BW),  # one member per domain: its own NIC share
+]
+
+
+@pytest.mark.parametrize(("n", "per_domain", "share", "expected"), RAIL_ROWS, ids=["k8", "k8-capped", "k2", "k1"])
+def test_ring_runs_over_the_rails_of_its_members(n: int, per_domain: int, share: float, expected: float) -> None:
+    hw = replace(_hw(), nic_bytes_per_s_per_gpu=share)
+    assert float(ring_bytes_per_s(_group(n, per_domain), hw)[0]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_ring_without_rails_runs_at_one_nic_share() -> None:
+    assert float(ring_bytes_per_s(_group(16, 8), _hw(), rails=False)[0]) == NIC_BW
+    assert float(ring_bytes_per_s(_group(8, 8), _hw(), rails=False)[0]) == NVLINK_BW  # inside a domain: NVLink
+
+
+def test_tp16_over_two_nodes_is_eight_times_faster_with_rails() -> None:
+    # Bandwidth-bound (no latency): the whole difference is 8 NIC shares against one.
+    hw = _hw(nvlink_latency_s=0.0, network_latency_s=0.0, base=0.0)
+    with_rails = all_reduce_s(np.array([NBYTES]), _group(16, 8), hw)
+    one_nic = all_reduce_s(np.array([NBYTES]), _group(16, 8), hw, rails=False)
+    np.testing.assert_allclose(one_nic / with_rails, [8.0], rtol=1e-12)
 
 
 def test_network_rate_never_exceeds_nvlink() -> None:
     # A NIC share faster than NVLink (1000e9 > 100e9) is capped at the NVLink rate.
     hw = replace(_hw(), nic_bytes_per_s_per_gpu=1000e9)
     got = all_reduce_s(np.array([NBYTES]), _group(8, 4), hw)
-    np.testing.assert_allclose(got, [2 * 7 / 8 * NBYTES / NVLINK_BW + 2 * 7 * NET_LAT], rtol=1e-12)
+    np.testing.assert_allclose(
+        got, [2 * 7 / 8 * NBYTES / NVLINK_BW + BASE_LAT + 12 * NVLINK_LAT + 2 * NET_LAT], rtol=1e-12
+    )
 
 
 EXPOSED_ROWS = [
@@ -94,8 +163,24 @@ def test_link_is_nvlink_inside_a_domain_and_the_nic_share_across() -> None:
     assert (float(across.bytes_per_s[0]), float(across.latency_s[0])) == (NIC_BW, NET_LAT)
 
 
-def test_link_prices_pipeline_sends_and_all_to_all_as_collectives() -> None:
-    # A crossing pipeline group sends at the same slowest hop the ring collectives use (capped NIC share).
+def test_point_to_point_hops_use_one_nic_share_capped_by_nvlink() -> None:
+    # A pipeline send leaves through its own rank's NIC share, however many group members share the node.
+    assert float(link(_group(16, 8), _hw()).bytes_per_s[0]) == NIC_BW
     hw = replace(_hw(), nic_bytes_per_s_per_gpu=1000e9)
     assert network_bytes_per_s(hw) == NVLINK_BW
     assert float(link(_group(2, 1), hw).bytes_per_s[0]) == NVLINK_BW
+
+
+@pytest.mark.parametrize(
+    ("overlap", "sp", "expected"),
+    [
+        (True, True, 0.15 * 0.2),  # hidden behind the GEMMs, slowing them by OVERLAP_SLOWDOWN
+        (True, False, 0.2),  # Megatron-LM allows the overlap only with sequence parallelism
+        (False, True, 0.2),
+    ],
+    ids=["overlap-sp", "overlap-no-sp", "off"],
+)
+def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, expected: float) -> None:
+    c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=sp)], num_layers=4, global_batch_size=8)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([1.0]), c, RuntimeFeatures(tp_comm_overlap=overlap))
+    np.testing.assert_allclose(got, [expected], rtol=1e-12)

@@ -20,6 +20,7 @@ from planner.units import MICRO
 HW = Hardware(
     peak_flop_per_s=1e12, hbm_bytes=1e9, hbm_bandwidth_bytes_per_s=1e12, gpus_per_node=8, nvlink_domain_gpus=8,
     nvlink_bytes_per_s=1e9, nic_bytes_per_s_per_gpu=1e9, nvlink_latency_s=0.0, network_latency_s=0.0,
+    collective_base_latency_s=0.0, net_overhead_s=0.0,
     gemm_peak_efficiency=0.5, gemm_overhead_s=1e-6, sm_count=4, gemm_tile_m=2, gemm_tile_n=2,
 )  # fmt: skip
 TILE_S = 2 * 2 * 2 * 10 / 1.25e11

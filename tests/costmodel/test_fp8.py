@@ -17,6 +17,7 @@ from planner.units import TERA
 BF16 = Hardware(
     peak_flop_per_s=1e12, hbm_bytes=1e9, hbm_bandwidth_bytes_per_s=1e12, gpus_per_node=8, nvlink_domain_gpus=8,
     nvlink_bytes_per_s=1e9, nic_bytes_per_s_per_gpu=1e9, nvlink_latency_s=0.0, network_latency_s=0.0,
+    collective_base_latency_s=0.0, net_overhead_s=0.0,
     gemm_peak_efficiency=0.5, gemm_overhead_s=0.0, gemm_tile_m=1, gemm_tile_n=1,
 )  # fmt: skip
 # 1 x 1 tiles on one SM: no tile or wave quantisation, so a GEMM takes exactly its flop at eta * peak.

@@ -98,6 +98,7 @@ def test_gemm_times_split_the_same_list_over_tp_and_ep() -> None:
     hw = Hardware(
         peak_flop_per_s=1e12, hbm_bytes=1e9, hbm_bandwidth_bytes_per_s=1e12, gpus_per_node=8, nvlink_domain_gpus=8,
         nvlink_bytes_per_s=1e9, nic_bytes_per_s_per_gpu=1e9, nvlink_latency_s=0.0, network_latency_s=0.0,
+        collective_base_latency_s=0.0, net_overhead_s=0.0,
         gemm_peak_efficiency=0.5, gemm_overhead_s=0.0, sm_count=1, gemm_tile_m=1, gemm_tile_n=1,
     )  # fmt: skip
     c = Candidates.from_layouts([Layout(tp=2, pp=1, dp=2, ep=2)], MOE.num_layers, 4)

@@ -25,6 +25,8 @@ def _hw(domain: int, gpus_per_node: int) -> Hardware:
         nic_bytes_per_s_per_gpu=10e9,
         nvlink_latency_s=0.0,
         network_latency_s=0.0,
+        collective_base_latency_s=0.0,
+        net_overhead_s=0.0,
         gemm_peak_efficiency=0.5,
         gemm_overhead_s=0.0,
     )

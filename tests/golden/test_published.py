@@ -227,3 +227,29 @@ def test_validate_json_carries_the_report() -> None:
     assert {"source", "group", "error", "loo_error", "loso_error"} <= set(first)
     h100 = body["kinds"][1]
     assert {h["source"] for h in h100["holdouts"]} == {README_H100, BRIDGE, NEMOTRON}
+
+
+BUS_BANDWIDTH_ROW_TOLERANCE = 0.25
+BUS_BANDWIDTH_MEAN_TOLERANCE = 0.15
+
+
+def test_every_bus_bandwidth_row_is_reported() -> None:
+    rows = report().bus_bandwidth
+    assert len(rows) == 5
+    assert {r.collective for r in rows} == {"all_reduce", "reduce_scatter"}
+    assert {r.nodes for r in rows} == {1, 2, 4}
+
+
+@pytest.mark.parametrize("row", report().bus_bandwidth, ids=lambda r: r.id)
+def test_bus_bandwidth_row_within_25_percent(row) -> None:
+    assert abs(row.error) <= BUS_BANDWIDTH_ROW_TOLERANCE
+
+
+def test_bus_bandwidth_mean_error_at_most_15_percent() -> None:
+    assert mean(abs(r.error) for r in report().bus_bandwidth) <= BUS_BANDWIDTH_MEAN_TOLERANCE
+
+
+@pytest.mark.parametrize("row", [r for r in report().bus_bandwidth if r.nodes > 1], ids=lambda r: r.id)
+def test_multi_node_rings_need_the_rails(row) -> None:
+    # One NIC share per ring (the pre-rails rule) misses the published figure by more than 5x.
+    assert row.published_gb_per_s >= 5 * row.one_nic_gb_per_s
