@@ -20,6 +20,7 @@ import shlex
 
 from planner.launch.common import (
     FrameworkLaunch,
+    Nodes,
     known_model,
     moe_layer_pattern,
     sequence_parallel_on,
@@ -29,7 +30,7 @@ from planner.launch.common import (
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["NEMO_VERSION", "nemo_launch", "nemo_recipe"]
+__all__ = ["NEMO_VERSION", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
 NEMO_VERSION = "NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e"
 """NeMo 2.0's newest LLM collection; its requirements/manifest.json pins the Megatron-LM commit."""
@@ -147,7 +148,19 @@ def _format(value: Override) -> str:
     return str(value)
 
 
-def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int) -> FrameworkLaunch:
+def equal_nodes(nodes: Nodes) -> tuple[int, int]:
+    """(trainer.num_nodes, trainer.devices). Lightning's Trainer runs the same device count on every node, so a
+    partly used last node cannot be launched: the GPUs are shared equally over as few nodes as possible
+    (100 GPUs on 8-GPU nodes: 20 x 5), and groups the plan keeps inside a node may then cross nodes."""
+    num_gpus = (nodes.count - 1) * nodes.per_node + nodes.last
+    if not nodes.partial:
+        return nodes.count, nodes.per_node
+    per_node = max(d for d in range(1, nodes.per_node + 1) if num_gpus % d == 0)
+    return num_gpus // per_node, per_node
+
+
+def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
+    nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
     overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from planner.launch.common import FrameworkLaunch, known_model, stage_layers, torchrun_command
+from planner.launch.common import FrameworkLaunch, Nodes, known_model, stage_layers, torchrun_command
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -147,9 +147,7 @@ def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
     return args
 
 
-def torchtitan_launch(
-    model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
-) -> FrameworkLaunch:
+def torchtitan_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
     """For a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
 
     (no train config file: the shipped ones turn on features, e.g. float8 for 405B, that the CLI
@@ -160,7 +158,7 @@ def torchtitan_launch(
     args = _overrides(config)
     known = known_model(model)
     config_file = [] if known is not None and known.torchtitan is not None else ["--job.config_file", "CONFIG.toml"]
-    command = torchrun_command(nnodes, nproc, ["-m", "torchtitan.train", *config_file, *args])
+    command = torchrun_command(nodes, ["-m", "torchtitan.train", *config_file, *args])
     return FrameworkLaunch(
         framework_version=TORCHTITAN_VERSION,
         args=args,

@@ -18,6 +18,7 @@ from planner.launch import FrameworkLaunch
 from planner.launch.megatron import MEGATRON_VERSION
 from planner.launch.nemo import NEMO_VERSION
 from planner.launch.torchtitan import TORCHTITAN_VERSION
+from tests.launch.shell import torchrun_argv
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEGATRON_FILE, TORCHTITAN_FILE, NEMO_FILE = (
@@ -76,7 +77,8 @@ def test_megatron_flags_exist(case: Any) -> None:
     launch: FrameworkLaunch = case.launch().megatron
     known = _names(MEGATRON_FILE)
     assert launch.script is not None
-    script_flags = _after(launch.script.split("srun ", 1)[1], "pretrain_gpt.py")
+    script = torchrun_argv(launch.script, 0)
+    script_flags = script[script.index("pretrain_gpt.py") + 1 :]
     for flags in (_flags(launch.args), _flags(_after(launch.command, "pretrain_gpt.py")), _flags(script_flags)):
         assert flags
         assert [f for f in flags if f not in known] == []

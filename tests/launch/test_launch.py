@@ -19,6 +19,7 @@ from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from tests.launch.shell import option, processes_per_node, torchrun_argv
 
 LLAMA70 = get_preset("llama3-70b").model
 GPT3 = get_preset("gpt3-175b").model
@@ -121,39 +122,40 @@ def test_no_virtual_pipeline_size_flag_anywhere(case: Any) -> None:
         assert "--virtual-pipeline-model-parallel-size" not in text
 
 
-def test_torchrun_nodes_times_processes_is_num_gpus(case: Any) -> None:
+def test_torchrun_puts_ranks_on_nodes_as_the_plan_places_them(case: Any) -> None:
+    """Full nodes of gpus_per_node in rank order, the last node partly used: what topology.count_crossings prices."""
     launch = case.launch()
-    for command in (launch.megatron.command, launch.torchtitan.command):
-        tokens = _after_torchrun(command)
-        nnodes, nproc = int(_option(tokens, "--nnodes")), int(_option(tokens, "--nproc-per-node"))
-        assert nnodes * nproc == case.num_gpus
-        assert nproc == min(case.num_gpus, case.gpus_per_node)
-        assert _option(tokens, "--rdzv-backend") == "c10d"
-        assert _option(tokens, "--rdzv-endpoint") == "$MASTER_ADDR:$MASTER_PORT"
+    full, last = divmod(case.num_gpus, case.gpus_per_node)
+    expected = [case.gpus_per_node] * full + ([last] if last else [])
+    assert launch.megatron.script is not None
+    for text in (launch.megatron.command, launch.torchtitan.command, launch.megatron.script):
+        argv = torchrun_argv(text, 0)
+        nnodes = int(option(argv, "--nnodes"))
+        assert processes_per_node(text, nnodes) == expected
+        if full and last:  # static rendezvous: group rank = node rank, so global ranks follow node order
+            assert "--rdzv-backend" not in argv and option(argv, "--master-addr") == "node0"
+            assert [option(torchrun_argv(text, r), "--node-rank") for r in (0, nnodes - 1)] == ["0", str(nnodes - 1)]
+        else:
+            assert option(argv, "--rdzv-backend") == "c10d"
+            assert option(argv, "--rdzv-endpoint") == "node0:29500"
     assert launch.nemo.config["trainer.num_nodes"] * launch.nemo.config["trainer.devices"] == case.num_gpus
-
-
-def _after_torchrun(command: str) -> list[str]:
-    tokens = shlex.split(command)
-    return tokens[tokens.index("torchrun") :]
 
 
 def test_sbatch_script_matches_the_torchrun_line(case: Any) -> None:
     megatron = case.launch().megatron
     script = megatron.script
     assert script is not None and script.startswith("#!/bin/bash\n")
-    command_tokens = _after_torchrun(megatron.command)
-    nnodes = _option(command_tokens, "--nnodes")
-    nproc = _option(command_tokens, "--nproc-per-node")
-    assert re.search(rf"^#SBATCH --nodes={nnodes}$", script, re.M)
+    command = torchrun_argv(megatron.command, 0)
+    srun = torchrun_argv(script, 0)
+    assert re.search(rf"^#SBATCH --nodes={option(command, '--nnodes')}$", script, re.M)
     assert re.search(r"^#SBATCH --ntasks-per-node=1$", script, re.M)
-    assert re.search(rf"^#SBATCH --gpus-per-node={nproc}$", script, re.M)
+    assert re.search(rf"^#SBATCH --gpus-per-node={min(case.num_gpus, case.gpus_per_node)}$", script, re.M)
     assert re.search(r"^#SBATCH --exclusive$", script, re.M)
-    srun = shlex.split(script.split("\nsrun ", 1)[1].replace("\\\n", " "))
-    assert srun[0] == "torchrun"
-    assert _option(srun, "--nnodes") == nnodes and _option(srun, "--nproc-per-node") == nproc
-    assert _option(srun, "--rdzv-id") == "$SLURM_JOB_ID"
-    assert srun[srun.index("pretrain_gpt.py") :] == command_tokens[command_tokens.index("pretrain_gpt.py") :]
+    assert option(srun, "--nnodes") == option(command, "--nnodes")
+    assert option(srun, "--nproc-per-node") == option(command, "--nproc-per-node")
+    if "--rdzv-id" in srun:
+        assert option(srun, "--rdzv-id") == "1"
+    assert srun[srun.index("pretrain_gpt.py") :] == command[command.index("pretrain_gpt.py") :]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -575,9 +577,14 @@ def test_illegal_layout_is_refused_with_the_rule() -> None:
         launch_args(LLAMA70, TrainingSpec(global_batch_size=1024), bad, 1024, 8)
 
 
-def test_gpus_that_do_not_fill_nodes_share_them_equally() -> None:
-    # 96 GPUs on 64-GPU nodes: 2 nodes x 48; 12 on 8-GPU nodes: 2 x 6.
-    launch = launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), Layout(tp=8, pp=4, dp=3), 96, 64)
-    assert "--nnodes 2 --nproc-per-node 48" in launch.megatron.command
+def test_gpus_that_do_not_fill_nodes_fill_them_in_rank_order() -> None:
+    # 100 GPUs on 8-GPU nodes: 12 x 8 + 4 (torchrun on 20 x 5 would split every 8-wide TP group over two nodes).
+    launch = launch_args(LLAMA70, TrainingSpec(global_batch_size=100), Layout(tp=4, pp=1, dp=25), 100, 8)
+    assert processes_per_node(launch.megatron.command, 13) == [8] * 12 + [4]
+    # 96 on 64-GPU nodes: 64 + 32; 12 on 8-GPU nodes: 8 + 4. NeMo (Lightning) needs equal nodes: 2 x 48, 2 x 6.
+    big = launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), Layout(tp=8, pp=4, dp=3), 96, 64)
+    assert processes_per_node(big.torchtitan.command, 2) == [64, 32]
+    assert (big.nemo.config["trainer.num_nodes"], big.nemo.config["trainer.devices"]) == (2, 48)
     small = launch_args(LLAMA70, TrainingSpec(global_batch_size=12), Layout(tp=4, pp=1, dp=3), 12, 8)
-    assert "--nnodes 2 --nproc-per-node 6" in small.megatron.command
+    assert processes_per_node(small.megatron.command, 2) == [8, 4]
+    assert (small.nemo.config["trainer.num_nodes"], small.nemo.config["trainer.devices"]) == (2, 6)
