@@ -20,6 +20,7 @@ __all__ = [
     "Nodes",
     "check_inputs",
     "known_model",
+    "model_notes",
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
@@ -41,6 +42,9 @@ class FrameworkLaunch:
     """A ready-to-run shell command line."""
     config: dict[str, object]
     """Structured form: Megatron-LM flag -> value; TorchTitan TOML sections; NeMo override key -> value."""
+    notes: list[str]
+    """What the launch is: the data it runs on (mock data unless told otherwise, placeholders named) and where it
+    departs from the planned model or layout."""
     script: str | None = None
     """Megatron-LM only: a Slurm sbatch script."""
 
@@ -151,6 +155,24 @@ _KNOWN: dict[tuple[int, int, int, int, int, int], KnownModel] = {
     (32, 6144, 48, 8, 24576, 0): KnownModel(None, "nemotron4_15b"),
     (96, 18432, 96, 8, 73728, 0): KnownModel(None, "nemotron4_340b"),
 }
+
+
+def model_notes(model: ModelSpec) -> list[str]:
+    """Where every framework's launch departs from the model's architecture (the planner prices the spec's shape)."""
+    notes: list[str] = []
+    known = known_model(model)
+    if known is not None and known.nemo_recipe == "deepseek_v3":
+        notes.append(
+            "Approximation: DeepSeek-V3's shape launched as multi-head attention without multi-latent attention"
+            " (MLA) or multi-token prediction (MTP), as the planner prices it; the real architecture needs MLA and"
+            " MTP settings (Megatron-LM: --multi-latent-attention, --q-lora-rank, --kv-lora-rank, --mtp-num-layers)."
+        )
+    if not model.learned_position_embeddings:
+        notes.append(
+            "Position embedding: RoPE (the model has no learned position table). A model trained with ALiBi, such as"
+            " BLOOM, is launched with RoPE: Megatron-LM's --position-embedding-type has no ALiBi choice."
+        )
+    return notes
 
 
 def known_model(model: ModelSpec) -> KnownModel | None:

@@ -11,6 +11,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    model_notes,
     sequence_parallel_on,
     stage_layers,
     torchrun_command,
@@ -177,6 +178,13 @@ def _run_flags(model: ModelSpec) -> list[str]:
     return flags + ["--train-iters", "100", "--lr", "1e-4", "--log-interval", "1"]
 
 
+_MOCK_DATA = (
+    "Smoke test on mock data: --mock-data with the null tokenizer and placeholder schedule (--train-iters 100,"
+    " --lr 1e-4). For training, replace --mock-data --tokenizer-type NullTokenizer --vocab-size with"
+    " --data-path DATA_PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model TOKENIZER."
+)
+
+
 def _config(args: list[str]) -> dict[str, object]:
     """Flag -> value: True for a switch, the string for one value, a list for several."""
     config: dict[str, object] = {}
@@ -261,5 +269,6 @@ def megatron_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, no
         args=args,
         command=_command(run, env, nodes),
         config=_config(args),
+        notes=[_MOCK_DATA, *model_notes(model)],
         script=_sbatch(run, env, nodes),
     )

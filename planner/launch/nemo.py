@@ -21,6 +21,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    model_notes,
     known_model,
     moe_layer_pattern,
     sequence_parallel_on,
@@ -159,6 +160,33 @@ def equal_nodes(nodes: Nodes) -> tuple[int, int]:
     return num_gpus // per_node, per_node
 
 
+_MOCK_DATA = (
+    "Smoke test on mock data: the pretrain recipe's MockDataModule. For training, pass a data module over"
+    " DATA_PREFIX with TOKENIZER (NeMo 2.0: data=PreTrainingDataModule with paths and tokenizer)."
+)
+
+
+def _fp16_notes(training: TrainingSpec) -> list[str]:
+    if training.precision is not Precision.FP16:
+        return []
+    return [
+        "Approximation: fp16 is set through trainer.plugins.precision=16-mixed only; the recipe's params_dtype and"
+        " pipeline_dtype (torch dtypes, which a key=value override cannot spell) stay as the recipe sets them"
+        " (bf16 in the Llama, Mixtral and Nemotron recipes): set them to torch.float16 in the recipe."
+    ]
+
+
+def _node_notes(nodes: Nodes) -> list[str]:
+    if not nodes.partial:
+        return []
+    nnodes, nproc = equal_nodes(nodes)
+    return [
+        f"Placement differs from the plan: Lightning runs the same device count on every node, so the job runs on"
+        f" {nnodes} nodes x {nproc} GPUs instead of {nodes.count - 1} full nodes and one with {nodes.last};"
+        " groups the plan keeps inside a node may cross nodes."
+    ]
+
+
 def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
     nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
@@ -172,4 +200,5 @@ def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes:
         args=args,
         command=command,
         config=dict(overrides),
+        notes=[_MOCK_DATA, *model_notes(model), *_node_notes(nodes), *_fp16_notes(training)],
     )

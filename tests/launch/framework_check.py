@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from packaging.version import Version as PkgVersion
 import torch.nn.functional as F
 from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 from megatron.core.distributed import DistributedDataParallelConfig
@@ -39,6 +40,10 @@ from torchtitan.distributed.pipeline_parallel import generate_llm_fqn_per_model_
 from planner.launch import FrameworkLaunch
 
 # --- Megatron-Core ---------------------------------------------------------------------------------
+
+TE_VERSION = PkgVersion("2.11.0")
+"""Transformer Engine as Megatron-Core would see it on a GPU machine: megatron-core 0.16.1's `dev` extra pins
+transformer-engine >= 2.9.0a0, < 2.12.0."""
 
 
 def megatron_args(launch: FrameworkLaunch) -> dict[str, Any]:

@@ -532,6 +532,17 @@ def test_known_models_use_the_frameworks_own_recipes(preset: str, recipe: str, f
         assert (_option(titan, "--model.name"), _option(titan, "--model.flavor")) == flavor
 
 
+def test_torchtitan_split_that_names_modules_reads_the_toml_even_for_a_shipped_flavor() -> None:
+    # Llama 3 405B, uneven and interleaved: the CLI would drop module_fqns_per_model_part (a list of lists).
+    layout = Layout(tp=8, pp=16, dp=8, vp=2, sequence_parallel=True, zero_stage=3, layers_per_stage=(6,) + (8,) * 15)
+    launch = launch_args(get_preset("llama3-405b").model, TrainingSpec(global_batch_size=2048), layout, 1024, 8)
+    titan = shlex.split(launch.torchtitan.command)
+    assert _option(titan, "--job.config_file") == "CONFIG.toml"
+    assert (_option(titan, "--model.name"), _option(titan, "--model.flavor")) == ("llama3", "405B")
+    parts = launch.torchtitan.config["parallelism"]["module_fqns_per_model_part"]  # type: ignore[index]
+    assert [sum(m.startswith("layers.") for m in part) for part in parts] == [3] + [4] * 15 + [3] + [4] * 15
+
+
 # --- API ---
 
 
@@ -588,3 +599,49 @@ def test_gpus_that_do_not_fill_nodes_fill_them_in_rank_order() -> None:
     small = launch_args(LLAMA70, TrainingSpec(global_batch_size=12), Layout(tp=4, pp=1, dp=3), 12, 8)
     assert processes_per_node(small.megatron.command, 2) == [8, 4]
     assert (small.nemo.config["trainer.num_nodes"], small.nemo.config["trainer.devices"]) == (2, 6)
+
+
+# --- notes: what each launch is ---
+
+
+def test_every_launch_says_it_is_a_smoke_test_and_names_the_placeholders(case: Any) -> None:
+    launch = case.launch()
+    placeholders = {
+        "megatron": ("DATA_PREFIX", "TOKENIZER"),
+        "torchtitan": ("DATA", "TOKENIZER_DIR"),
+        "nemo": ("DATA_PREFIX", "TOKENIZER"),
+    }
+    for name, words in placeholders.items():
+        first = getattr(launch, name).notes[0]
+        assert first.startswith("Smoke test on") and all(w in first for w in words)
+    megatron = launch.megatron
+    assert "--mock-data" in megatron.args + megatron.command.split() and "--mock-data" in megatron.notes[0]
+
+
+def test_deepseek_says_it_is_launched_without_mla_or_mtp() -> None:
+    launch = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    for fl in (launch.megatron, launch.torchtitan, launch.nemo):
+        assert any(n.startswith("Approximation: DeepSeek-V3") and "MLA" in n and "MTP" in n for n in fl.notes)
+    plain = launch_args(LLAMA70, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    assert not any("DeepSeek" in n for n in plain.megatron.notes)
+
+
+def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:
+    bloom = launch_args(
+        get_preset("bloom-176b").model, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8
+    )
+    assert any("ALiBi" in n for n in bloom.megatron.notes)
+    assert not any(
+        "Position" in n
+        for n in launch_args(GPT3, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8).megatron.notes
+    )
+
+
+def test_nemo_notes_say_when_its_placement_or_fp16_differ() -> None:
+    partial = launch_args(LLAMA70, TrainingSpec(global_batch_size=100), Layout(tp=4, pp=1, dp=25), 100, 8).nemo
+    assert any("20 nodes x 5 GPUs instead of 12 full nodes and one with 4" in n for n in partial.notes)
+    fp16 = launch_args(
+        GPT3, TrainingSpec(global_batch_size=64, precision=Precision.FP16), Layout(tp=8, pp=1, dp=8), 64, 8
+    )
+    assert any("fp16" in n for n in fp16.nemo.notes)
+    assert not any("Placement" in n or "fp16" in n for n in fp16.megatron.notes)
