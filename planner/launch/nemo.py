@@ -21,8 +21,8 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
-    model_notes,
     known_model,
+    model_notes,
     moe_layer_pattern,
     sequence_parallel_on,
     stage_layers,

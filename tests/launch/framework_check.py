@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from packaging.version import Version as PkgVersion
 import torch.nn.functional as F
-from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 from megatron.core.distributed import DistributedDataParallelConfig
 from megatron.core.optimizer import OptimizerConfig
 from megatron.core.parallel_state import RankGenerator
 from megatron.core.transformer.enums import AttnBackend
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
 from megatron.core.transformer.transformer_config import TransformerConfig
+from packaging.version import Version as PkgVersion
+from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 from torchtitan.config import ConfigManager
 from torchtitan.distributed.parallel_dims import ParallelDims
 from torchtitan.distributed.pipeline_parallel import generate_llm_fqn_per_model_part, get_schedule_class
