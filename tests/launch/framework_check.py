@@ -127,12 +127,17 @@ def megatron_order(a: dict[str, Any]) -> str:
 
 
 def rank_groups(a: dict[str, Any], world: int) -> dict[str, list[list[int]]]:
-    """The dense groups (tp, cp, pp, dp) from Megatron-Core's RankGenerator, as initialize_model_parallel makes."""
+    """The groups (tp, cp, pp, dp; ep from the expert grid) from Megatron-Core's RankGenerator, as
+    initialize_model_parallel makes them."""
     tp, pp = int(a["tensor_model_parallel_size"]), int(a["pipeline_model_parallel_size"])
     cp = int(a.get("context_parallel_size", 1))
     dp = world // (tp * pp * cp)
     gen = RankGenerator(tp=tp, ep=1, dp=dp, pp=pp, cp=cp, order=megatron_order(a))
-    return {name: gen.get_ranks(name) for name in ("tp", "cp", "pp", "dp")}
+    groups = {name: gen.get_ranks(name) for name in ("tp", "cp", "pp", "dp")}
+    # The expert grid: expert TP = TP (no --expert-tensor-parallel-size), cp folded into expert dp.
+    ep = int(a.get("expert_model_parallel_size", 1))
+    experts = RankGenerator(tp=tp, ep=ep, dp=world // (tp * ep * pp), pp=pp, cp=1, order=megatron_order(a))
+    return groups | {"ep": experts.get_ranks("ep")}
 
 
 def layers_per_rank(config: TransformerConfig) -> list[int]:

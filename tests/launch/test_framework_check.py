@@ -176,6 +176,9 @@ def test_megatron_groups_on_the_launched_nodes_cross_as_the_estimate_says(p: Pla
     assert crossing("tp") == expected.tp_groups_over_network
     assert crossing("cp") == expected.cp_groups_over_network
     assert crossing("dp") == expected.dp_groups_over_network
+    assert all(len(g) == x.ep for g in groups["ep"])
+    if x.ep > 1 and (x.dp * x.cp) % x.ep == 0:  # count_crossings counts expert groups only then
+        assert crossing("ep") == expected.ep_groups_over_network
     hops = sum(domain[g[i]] != domain[g[i + 1]] for g in groups["pp"] for i in range(len(g) - 1))
     assert hops == expected.pp_hops_over_network
 
