@@ -307,6 +307,7 @@ class FrameworkLaunchOut(BaseModel):
     args: list[str]
     command: str
     config: dict[str, Any]
+    notes: list[str]
     script: str | None = None
 
 

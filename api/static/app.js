@@ -403,22 +403,37 @@ function renderBreakdown(e) {
   $("#breakdown").replaceChildren(table);
 }
 
-function launchBlock(title, text) {
+function launchBlock(title, text, notes = []) {
   const button = el("button", { type: "button" }, "copy");
   const pre = el("pre", {}, text);
   button.addEventListener("click", async () => {
     try { await navigator.clipboard.writeText(text); button.textContent = "copied"; }
     catch { button.textContent = "select and copy"; }
   });
-  return el("div", { class: "launch-block" }, el("h4", {}, title, button), pre);
+  const list = notes.length ? [el("ul", { class: "launch-notes" }, ...notes.map((n) => el("li", {}, n)))] : [];
+  return el("div", { class: "launch-block" }, el("h4", {}, title, button), ...list, pre);
+}
+
+// TorchTitan's CONFIG.toml, which its command reads for shapes it does not ship and splits its CLI cannot spell.
+function tomlValue(v) {
+  if (Array.isArray(v)) return `[${v.map(tomlValue).join(", ")}]`;
+  return typeof v === "string" ? JSON.stringify(v) : String(v);
+}
+
+function toml(config) {
+  return Object.entries(config)
+    .map(([section, body]) => [`[${section}]`, ...Object.entries(body).map(([k, v]) => `${k} = ${tomlValue(v)}`)].join("\n"))
+    .join("\n\n") + "\n";
 }
 
 function renderLaunch(launch) {
+  const titan = launch.torchtitan;
   const blocks = [
-    launchBlock(`Megatron-LM (${launch.megatron.framework_version})`, launch.megatron.command),
+    launchBlock(`Megatron-LM (${launch.megatron.framework_version})`, launch.megatron.command, launch.megatron.notes),
     launchBlock("Slurm sbatch", launch.megatron.script || ""),
-    launchBlock(`TorchTitan (${launch.torchtitan.framework_version})`, launch.torchtitan.command),
-    launchBlock(`NeMo (${launch.nemo.framework_version})`, launch.nemo.command),
+    launchBlock(`TorchTitan (${titan.framework_version})`, titan.command, titan.notes),
+    ...(titan.command.includes("CONFIG.toml") ? [launchBlock("TorchTitan CONFIG.toml", toml(titan.config))] : []),
+    launchBlock(`NeMo (${launch.nemo.framework_version})`, launch.nemo.command, launch.nemo.notes),
   ];
   $("#launch").replaceChildren(...blocks);
 }

@@ -22,9 +22,9 @@ def launch_args(
 ) -> LaunchArgs:
     """The plan's launch for each framework. Raises InvalidSpecError for an illegal layout or node count."""
     check_inputs(model, training, layout, num_gpus, gpus_per_node)
-    nnodes, nproc = node_count(num_gpus, gpus_per_node)
+    nodes = node_count(num_gpus, gpus_per_node)
     return LaunchArgs(
-        megatron=megatron_launch(model, training, layout, nnodes, nproc),
-        torchtitan=torchtitan_launch(model, training, layout, nnodes, nproc),
-        nemo=nemo_launch(model, training, layout, nnodes, nproc),
+        megatron=megatron_launch(model, training, layout, nodes),
+        torchtitan=torchtitan_launch(model, training, layout, nodes),
+        nemo=nemo_launch(model, training, layout, nodes),
     )

@@ -17,8 +17,10 @@ __all__ = [
     "FrameworkLaunch",
     "KnownModel",
     "LaunchArgs",
+    "Nodes",
     "check_inputs",
     "known_model",
+    "model_notes",
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
@@ -40,6 +42,9 @@ class FrameworkLaunch:
     """A ready-to-run shell command line."""
     config: dict[str, object]
     """Structured form: Megatron-LM flag -> value; TorchTitan TOML sections; NeMo override key -> value."""
+    notes: list[str]
+    """What the launch is: the data it runs on (mock data unless told otherwise, placeholders named) and where it
+    departs from the planned model or layout."""
     script: str | None = None
     """Megatron-LM only: a Slurm sbatch script."""
 
@@ -68,13 +73,29 @@ def check_inputs(model: ModelSpec, training: TrainingSpec, layout: Layout, num_g
         raise InvalidSpecError("gpus_per_node", f"gpus_per_node({gpus_per_node}) must be >= 1")
 
 
-def node_count(num_gpus: int, gpus_per_node: int) -> tuple[int, int]:
-    """(nodes, processes per node): whole nodes when the GPUs fill them; one partly used node for a small job;
-    otherwise equal shares of as few nodes as possible (12 GPUs on 8-GPU nodes: 2 x 6)."""
-    if num_gpus <= gpus_per_node:
-        return 1, num_gpus
-    per_node = max(d for d in range(1, gpus_per_node + 1) if num_gpus % d == 0)
-    return num_gpus // per_node, per_node
+@dataclass(frozen=True, slots=True)
+class Nodes:
+    """How the job's processes sit on nodes: full nodes of `per_node` processes, the last one holding `last`.
+
+    This is the placement the cost model prices (`planner.costmodel.topology`: ranks fill NVLink domains
+    in order), so the launch must keep it: rank r runs on node r // per_node.
+    """
+
+    count: int
+    per_node: int
+    last: int
+
+    @property
+    def partial(self) -> bool:
+        return self.last != self.per_node
+
+
+def node_count(num_gpus: int, gpus_per_node: int) -> Nodes:
+    """Nodes filled in rank order: 100 GPUs on 8-GPU nodes are 12 nodes of 8 and one of 4 (not 20 x 5, which
+    would split tensor-parallel groups across nodes that the plan keeps in one); a small job is one node."""
+    per_node = min(num_gpus, gpus_per_node)
+    count = -(-num_gpus // per_node)
+    return Nodes(count, per_node, num_gpus - (count - 1) * per_node)
 
 
 def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
@@ -95,15 +116,24 @@ def moe_layer_pattern(model: ModelSpec) -> list[int]:
     return [int(i >= k and (i - k) % freq == 0) for i in range(model.num_layers)]
 
 
-def torchrun_command(nnodes: int, nproc: int, program: list[str], *, slurm: bool = False) -> str:
-    """`torchrun` with c10d rendezvous at $MASTER_ADDR:$MASTER_PORT (left for the shell to expand).
+def torchrun_command(nodes: Nodes, program: list[str], *, slurm: bool = False) -> str:
+    """`torchrun` for `nodes`, rendezvous at $MASTER_ADDR:$MASTER_PORT (left for the shell to expand).
 
-    Under Slurm the rendezvous id is the job id, so every node's torchrun joins the same one.
+    Whole nodes: c10d rendezvous (under Slurm with the job id as rendezvous id, so every node's torchrun
+    joins the same one). A partly used last node: the static rendezvous, where node rank k is group rank k
+    and global ranks are the running sum of the nodes' process counts (torch 2.13
+    torch/distributed/elastic/agent/server/api.py SimpleElasticAgent._assign_worker_ranks), with the
+    process count chosen per node from its rank ($NODE_RANK; $SLURM_NODEID under Slurm).
     """
-    head = shlex.join(["torchrun", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc)])
-    rdzv_id = ' --rdzv-id "$SLURM_JOB_ID"' if slurm else ""
-    endpoint = ' --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT"'
-    return f"{head}{rdzv_id}{endpoint} {shlex.join(program)}"
+    if not nodes.partial:
+        head = shlex.join(["torchrun", "--nnodes", str(nodes.count), "--nproc-per-node", str(nodes.per_node)])
+        rdzv_id = ' --rdzv-id "$SLURM_JOB_ID"' if slurm else ""
+        endpoint = ' --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT"'
+        return f"{head}{rdzv_id}{endpoint} {shlex.join(program)}"
+    rank = "$SLURM_NODEID" if slurm else "$NODE_RANK"
+    nproc = f'"$(( {rank} < {nodes.count - 1} ? {nodes.per_node} : {nodes.last} ))"'
+    head = f'torchrun --nnodes {nodes.count} --node-rank "{rank}" --nproc-per-node {nproc}'
+    return f'{head} --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" {shlex.join(program)}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +155,24 @@ _KNOWN: dict[tuple[int, int, int, int, int, int], KnownModel] = {
     (32, 6144, 48, 8, 24576, 0): KnownModel(None, "nemotron4_15b"),
     (96, 18432, 96, 8, 73728, 0): KnownModel(None, "nemotron4_340b"),
 }
+
+
+def model_notes(model: ModelSpec) -> list[str]:
+    """Where every framework's launch departs from the model's architecture (the planner prices the spec's shape)."""
+    notes: list[str] = []
+    known = known_model(model)
+    if known is not None and known.nemo_recipe == "deepseek_v3":
+        notes.append(
+            "Approximation: DeepSeek-V3's shape launched as multi-head attention without multi-latent attention"
+            " (MLA) or multi-token prediction (MTP), as the planner prices it; the real architecture needs MLA and"
+            " MTP settings (Megatron-LM: --multi-latent-attention, --q-lora-rank, --kv-lora-rank, --mtp-num-layers)."
+        )
+    if not model.learned_position_embeddings:
+        notes.append(
+            "Position embedding: RoPE (the model has no learned position table). A model trained with ALiBi, such as"
+            " BLOOM, is launched with RoPE: Megatron-LM's --position-embedding-type has no ALiBi choice."
+        )
+    return notes
 
 
 def known_model(model: ModelSpec) -> KnownModel | None:

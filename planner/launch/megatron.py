@@ -10,6 +10,8 @@ import shlex
 
 from planner.launch.common import (
     FrameworkLaunch,
+    Nodes,
+    model_notes,
     sequence_parallel_on,
     stage_layers,
     torchrun_command,
@@ -189,6 +191,13 @@ def _run_flags(model: ModelSpec) -> list[str]:
     return flags + ["--train-iters", "100", "--lr", "1e-4", "--log-interval", "1"]
 
 
+_MOCK_DATA = (
+    "Smoke test on mock data: --mock-data with the null tokenizer and placeholder schedule (--train-iters 100,"
+    " --lr 1e-4). For training, replace --mock-data --tokenizer-type NullTokenizer --vocab-size with"
+    " --data-path DATA_PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model TOKENIZER."
+)
+
+
 def _config(args: list[str]) -> dict[str, object]:
     """Flag -> value: True for a switch, the string for one value, a list for several."""
     config: dict[str, object] = {}
@@ -214,11 +223,11 @@ def _env(layout: Layout) -> dict[str, str | None]:
     return {}
 
 
-def _command(args: list[str], env: dict[str, str | None], nnodes: int, nproc: int) -> str:
+def _command(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
     unset = [f"-u {name}" for name, value in env.items() if value is None]
     assign = [f"{name}={shlex.quote(value)}" for name, value in env.items() if value is not None]
     prefix = " ".join((["env", *unset] if unset else []) + assign)
-    line = torchrun_command(nnodes, nproc, ["pretrain_gpt.py", *args])
+    line = torchrun_command(nodes, ["pretrain_gpt.py", *args])
     return f"{prefix} {line}" if prefix else line
 
 
@@ -233,30 +242,35 @@ def _grouped(args: list[str]) -> list[str]:
     return [shlex.join(line) for line in lines]
 
 
-def _sbatch(args: list[str], env: dict[str, str | None], nnodes: int, nproc: int) -> str:
+def _srun(args: list[str], nodes: Nodes) -> str:
+    """The srun line, one flag per line. With a partial last node the torchrun line reads the node's own
+    $SLURM_NODEID, so it runs under `bash -c` on each node (the batch shell would expand it to 0 for all)."""
+    launcher = torchrun_command(nodes, ["pretrain_gpt.py"], slurm=True)
+    if not nodes.partial:
+        return " \\\n    ".join([f"srun {launcher}", *_grouped(args)])
+    return "srun bash -c " + shlex.quote(" \\\n    ".join([launcher, *_grouped(args)]))
+
+
+def _sbatch(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
     exports = [f"unset {n}" if v is None else f"export {n}={shlex.quote(v)}" for n, v in env.items()]
-    launcher = torchrun_command(nnodes, nproc, ["pretrain_gpt.py"], slurm=True)
-    body = " \\\n    ".join([f"srun {launcher}", *_grouped(args)])
     lines = [
         "#!/bin/bash",
         "#SBATCH --job-name=megatron-pretrain-gpt",
-        f"#SBATCH --nodes={nnodes}",
+        f"#SBATCH --nodes={nodes.count}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={nproc}",
+        f"#SBATCH --gpus-per-node={nodes.per_node}",
         "#SBATCH --exclusive",
         "set -euo pipefail",
         'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         "export MASTER_ADDR",
         "export MASTER_PORT=${MASTER_PORT:-29500}",
         *exports,
-        body,
+        _srun(args, nodes),
     ]
     return "\n".join(lines) + "\n"
 
 
-def megatron_launch(
-    model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
-) -> FrameworkLaunch:
+def megatron_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
     args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
     args += _batch_recompute_flags(training, layout)
     args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training)
@@ -266,7 +280,8 @@ def megatron_launch(
     return FrameworkLaunch(
         framework_version=MEGATRON_VERSION,
         args=args,
-        command=_command(run, env, nnodes, nproc),
+        command=_command(run, env, nodes),
         config=_config(args),
-        script=_sbatch(run, env, nnodes, nproc),
+        notes=[_MOCK_DATA, *model_notes(model)],
+        script=_sbatch(run, env, nodes),
     )

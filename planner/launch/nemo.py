@@ -20,7 +20,9 @@ import shlex
 
 from planner.launch.common import (
     FrameworkLaunch,
+    Nodes,
     known_model,
+    model_notes,
     moe_layer_pattern,
     sequence_parallel_on,
     stage_layers,
@@ -29,7 +31,7 @@ from planner.launch.common import (
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["NEMO_VERSION", "nemo_launch", "nemo_recipe"]
+__all__ = ["NEMO_VERSION", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
 NEMO_VERSION = "NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e"
 """NeMo 2.0's newest LLM collection; its requirements/manifest.json pins the Megatron-LM commit."""
@@ -154,7 +156,46 @@ def _format(value: Override) -> str:
     return str(value)
 
 
-def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int) -> FrameworkLaunch:
+def equal_nodes(nodes: Nodes) -> tuple[int, int]:
+    """(trainer.num_nodes, trainer.devices). Lightning's Trainer runs the same device count on every node, so a
+    partly used last node cannot be launched: the GPUs are shared equally over as few nodes as possible
+    (100 GPUs on 8-GPU nodes: 20 x 5), and groups the plan keeps inside a node may then cross nodes."""
+    num_gpus = (nodes.count - 1) * nodes.per_node + nodes.last
+    if not nodes.partial:
+        return nodes.count, nodes.per_node
+    per_node = max(d for d in range(1, nodes.per_node + 1) if num_gpus % d == 0)
+    return num_gpus // per_node, per_node
+
+
+_MOCK_DATA = (
+    "Smoke test on mock data: the pretrain recipe's MockDataModule. For training, pass a data module over"
+    " DATA_PREFIX with TOKENIZER (NeMo 2.0: data=PreTrainingDataModule with paths and tokenizer)."
+)
+
+
+def _fp16_notes(training: TrainingSpec) -> list[str]:
+    if training.precision is not Precision.FP16:
+        return []
+    return [
+        "Approximation: fp16 is set through trainer.plugins.precision=16-mixed only; the recipe's params_dtype and"
+        " pipeline_dtype (torch dtypes, which a key=value override cannot spell) stay as the recipe sets them"
+        " (bf16 in the Llama, Mixtral and Nemotron recipes): set them to torch.float16 in the recipe."
+    ]
+
+
+def _node_notes(nodes: Nodes) -> list[str]:
+    if not nodes.partial:
+        return []
+    nnodes, nproc = equal_nodes(nodes)
+    return [
+        f"Placement differs from the plan: Lightning runs the same device count on every node, so the job runs on"
+        f" {nnodes} nodes x {nproc} GPUs instead of {nodes.count - 1} full nodes and one with {nodes.last};"
+        " groups the plan keeps inside a node may cross nodes."
+    ]
+
+
+def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
+    nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
     overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)
@@ -166,4 +207,5 @@ def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes
         args=args,
         command=command,
         config=dict(overrides),
+        notes=[_MOCK_DATA, *model_notes(model), *_node_notes(nodes), *_fp16_notes(training)],
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from planner.launch.common import FrameworkLaunch, known_model, stage_layers, torchrun_command
+from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, stage_layers, torchrun_command
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -132,6 +132,13 @@ def _config(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[st
     return config
 
 
+_SAMPLE_DATA = (
+    "Smoke test on TorchTitan's sample data: JobConfig's defaults (training.dataset c4_test and the test tokenizer"
+    " under ./tests/assets, run from a torchtitan checkout). For training, set --training.dataset_path DATA and"
+    " --model.hf_assets_path TOKENIZER_DIR."
+)
+
+
 def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
     """`--section.key value` pairs; True is a bare flag, False is left to the default; nested lists stay in TOML."""
     args: list[str] = []
@@ -150,23 +157,27 @@ def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
     return args
 
 
-def torchtitan_launch(
-    model: ModelSpec, training: TrainingSpec, layout: Layout, nnodes: int, nproc: int
-) -> FrameworkLaunch:
+def torchtitan_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
     """For a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
 
     (no train config file: the shipped ones turn on features, e.g. float8 for 405B, that the CLI
-    cannot turn off). Otherwise the command reads CONFIG.toml, which must hold `config` and a
-    [model] section naming a flavor registered for this shape.
+    cannot turn off). Otherwise, or when the stage split names every stage's modules (uneven and
+    interleaved, or a heavier end stage; the CLI cannot spell that list of lists), the command reads
+    CONFIG.toml, which must hold `config` (and, for a shape TorchTitan does not ship, a [model]
+    section naming a flavor registered for it).
     """
     config = _config(model, training, layout)
     args = _overrides(config)
     known = known_model(model)
-    config_file = [] if known is not None and known.torchtitan is not None else ["--job.config_file", "CONFIG.toml"]
-    command = torchrun_command(nnodes, nproc, ["-m", "torchtitan.train", *config_file, *args])
+    shipped = known is not None and known.torchtitan is not None
+    # A split naming every stage's modules is a list of lists, which the CLI cannot carry: TOML only.
+    toml_only = "module_fqns_per_model_part" in config["parallelism"]  # type: ignore[operator]
+    config_file = [] if shipped and not toml_only else ["--job.config_file", "CONFIG.toml"]
+    command = torchrun_command(nodes, ["-m", "torchtitan.train", *config_file, *args])
     return FrameworkLaunch(
         framework_version=TORCHTITAN_VERSION,
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config=config,
+        notes=[_SAMPLE_DATA, *model_notes(model)],
     )

@@ -193,7 +193,9 @@ def test_plan_on_gpus_that_do_not_fill_nodes(client: TestClient) -> None:
     }
     r = client.post("/v1/plan", json=request)
     assert r.status_code == 200, r.text
-    assert "--nnodes 2 --nproc-per-node 6" in r.json()["plans"][0]["launch"]["megatron"]["command"]
+    # Full nodes in rank order, the last partly used (8 + 4), as the estimate places the ranks.
+    command = r.json()["plans"][0]["launch"]["megatron"]["command"]
+    assert '--nnodes 2 --node-rank "$NODE_RANK" --nproc-per-node "$(( $NODE_RANK < 1 ? 8 : 4 ))"' in command
 
 
 def test_every_answer_says_which_model_it_planned(client: TestClient) -> None:

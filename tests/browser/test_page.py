@@ -136,6 +136,7 @@ def test_plan_gpt3_on_1024_a100s(page) -> None:  # type: ignore[no-untyped-def]
     assert "80 GiB" in (page.locator("#memory .capacity-label").text_content() or "")
     assert page.locator("#memory .segment").count() == 5
     assert "torchrun" in page.locator("#launch pre").first.inner_text()
+    assert page.locator("#launch .launch-notes").first.inner_text().startswith("Smoke test on mock data")
     assert "faster than the rule of thumb" in page.locator("#summary").inner_text()
     assert page.locator("#model-name").inner_text() == "GPT-3 175B"
     assert "96 layers" in page.locator("#model-shape").inner_text()

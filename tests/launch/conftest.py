@@ -150,6 +150,13 @@ CASES = [
         4,
     ),
     Case(
+        "llama3-8b-partial-node-100",
+        _model("llama3-8b"),
+        _train(200),
+        Layout(tp=4, pp=1, dp=25, micro_batch_size=1, sequence_parallel=True, zero_stage=1),
+        100,
+    ),
+    Case(
         "custom-moe-freq2-first1",
         CUSTOM_MOE,
         _train(64),

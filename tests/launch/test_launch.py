@@ -19,6 +19,7 @@ from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from tests.launch.shell import option, processes_per_node, torchrun_argv
 
 LLAMA70 = get_preset("llama3-70b").model
 GPT3 = get_preset("gpt3-175b").model
@@ -121,39 +122,40 @@ def test_no_virtual_pipeline_size_flag_anywhere(case: Any) -> None:
         assert "--virtual-pipeline-model-parallel-size" not in text
 
 
-def test_torchrun_nodes_times_processes_is_num_gpus(case: Any) -> None:
+def test_torchrun_puts_ranks_on_nodes_as_the_plan_places_them(case: Any) -> None:
+    """Full nodes of gpus_per_node in rank order, the last node partly used: what topology.count_crossings prices."""
     launch = case.launch()
-    for command in (launch.megatron.command, launch.torchtitan.command):
-        tokens = _after_torchrun(command)
-        nnodes, nproc = int(_option(tokens, "--nnodes")), int(_option(tokens, "--nproc-per-node"))
-        assert nnodes * nproc == case.num_gpus
-        assert nproc == min(case.num_gpus, case.gpus_per_node)
-        assert _option(tokens, "--rdzv-backend") == "c10d"
-        assert _option(tokens, "--rdzv-endpoint") == "$MASTER_ADDR:$MASTER_PORT"
+    full, last = divmod(case.num_gpus, case.gpus_per_node)
+    expected = [case.gpus_per_node] * full + ([last] if last else [])
+    assert launch.megatron.script is not None
+    for text in (launch.megatron.command, launch.torchtitan.command, launch.megatron.script):
+        argv = torchrun_argv(text, 0)
+        nnodes = int(option(argv, "--nnodes"))
+        assert processes_per_node(text, nnodes) == expected
+        if full and last:  # static rendezvous: group rank = node rank, so global ranks follow node order
+            assert "--rdzv-backend" not in argv and option(argv, "--master-addr") == "node0"
+            assert [option(torchrun_argv(text, r), "--node-rank") for r in (0, nnodes - 1)] == ["0", str(nnodes - 1)]
+        else:
+            assert option(argv, "--rdzv-backend") == "c10d"
+            assert option(argv, "--rdzv-endpoint") == "node0:29500"
     assert launch.nemo.config["trainer.num_nodes"] * launch.nemo.config["trainer.devices"] == case.num_gpus
-
-
-def _after_torchrun(command: str) -> list[str]:
-    tokens = shlex.split(command)
-    return tokens[tokens.index("torchrun") :]
 
 
 def test_sbatch_script_matches_the_torchrun_line(case: Any) -> None:
     megatron = case.launch().megatron
     script = megatron.script
     assert script is not None and script.startswith("#!/bin/bash\n")
-    command_tokens = _after_torchrun(megatron.command)
-    nnodes = _option(command_tokens, "--nnodes")
-    nproc = _option(command_tokens, "--nproc-per-node")
-    assert re.search(rf"^#SBATCH --nodes={nnodes}$", script, re.M)
+    command = torchrun_argv(megatron.command, 0)
+    srun = torchrun_argv(script, 0)
+    assert re.search(rf"^#SBATCH --nodes={option(command, '--nnodes')}$", script, re.M)
     assert re.search(r"^#SBATCH --ntasks-per-node=1$", script, re.M)
-    assert re.search(rf"^#SBATCH --gpus-per-node={nproc}$", script, re.M)
+    assert re.search(rf"^#SBATCH --gpus-per-node={min(case.num_gpus, case.gpus_per_node)}$", script, re.M)
     assert re.search(r"^#SBATCH --exclusive$", script, re.M)
-    srun = shlex.split(script.split("\nsrun ", 1)[1].replace("\\\n", " "))
-    assert srun[0] == "torchrun"
-    assert _option(srun, "--nnodes") == nnodes and _option(srun, "--nproc-per-node") == nproc
-    assert _option(srun, "--rdzv-id") == "$SLURM_JOB_ID"
-    assert srun[srun.index("pretrain_gpt.py") :] == command_tokens[command_tokens.index("pretrain_gpt.py") :]
+    assert option(srun, "--nnodes") == option(command, "--nnodes")
+    assert option(srun, "--nproc-per-node") == option(command, "--nproc-per-node")
+    if "--rdzv-id" in srun:
+        assert option(srun, "--rdzv-id") == "1"
+    assert srun[srun.index("pretrain_gpt.py") :] == command[command.index("pretrain_gpt.py") :]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -530,6 +532,17 @@ def test_known_models_use_the_frameworks_own_recipes(preset: str, recipe: str, f
         assert (_option(titan, "--model.name"), _option(titan, "--model.flavor")) == flavor
 
 
+def test_torchtitan_split_that_names_modules_reads_the_toml_even_for_a_shipped_flavor() -> None:
+    # Llama 3 405B, uneven and interleaved: the CLI would drop module_fqns_per_model_part (a list of lists).
+    layout = Layout(tp=8, pp=16, dp=8, vp=2, sequence_parallel=True, zero_stage=3, layers_per_stage=(6,) + (8,) * 15)
+    launch = launch_args(get_preset("llama3-405b").model, TrainingSpec(global_batch_size=2048), layout, 1024, 8)
+    titan = shlex.split(launch.torchtitan.command)
+    assert _option(titan, "--job.config_file") == "CONFIG.toml"
+    assert (_option(titan, "--model.name"), _option(titan, "--model.flavor")) == ("llama3", "405B")
+    parts = launch.torchtitan.config["parallelism"]["module_fqns_per_model_part"]  # type: ignore[index]
+    assert [sum(m.startswith("layers.") for m in part) for part in parts] == [3] + [4] * 15 + [3] + [4] * 15
+
+
 # --- API ---
 
 
@@ -575,12 +588,17 @@ def test_illegal_layout_is_refused_with_the_rule() -> None:
         launch_args(LLAMA70, TrainingSpec(global_batch_size=1024), bad, 1024, 8)
 
 
-def test_gpus_that_do_not_fill_nodes_share_them_equally() -> None:
-    # 96 GPUs on 64-GPU nodes: 2 nodes x 48; 12 on 8-GPU nodes: 2 x 6.
-    launch = launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), Layout(tp=8, pp=4, dp=3), 96, 64)
-    assert "--nnodes 2 --nproc-per-node 48" in launch.megatron.command
+def test_gpus_that_do_not_fill_nodes_fill_them_in_rank_order() -> None:
+    # 100 GPUs on 8-GPU nodes: 12 x 8 + 4 (torchrun on 20 x 5 would split every 8-wide TP group over two nodes).
+    launch = launch_args(LLAMA70, TrainingSpec(global_batch_size=100), Layout(tp=4, pp=1, dp=25), 100, 8)
+    assert processes_per_node(launch.megatron.command, 13) == [8] * 12 + [4]
+    # 96 on 64-GPU nodes: 64 + 32; 12 on 8-GPU nodes: 8 + 4. NeMo (Lightning) needs equal nodes: 2 x 48, 2 x 6.
+    big = launch_args(LLAMA70, TrainingSpec(global_batch_size=96 * 32), Layout(tp=8, pp=4, dp=3), 96, 64)
+    assert processes_per_node(big.torchtitan.command, 2) == [64, 32]
+    assert (big.nemo.config["trainer.num_nodes"], big.nemo.config["trainer.devices"]) == (2, 48)
     small = launch_args(LLAMA70, TrainingSpec(global_batch_size=12), Layout(tp=4, pp=1, dp=3), 12, 8)
-    assert "--nnodes 2 --nproc-per-node 6" in small.megatron.command
+    assert processes_per_node(small.megatron.command, 2) == [8, 4]
+    assert (small.nemo.config["trainer.num_nodes"], small.nemo.config["trainer.devices"]) == (2, 6)
 
 
 # --- recipe settings that change memory: dropout and the gradient dtype ---
@@ -627,3 +645,49 @@ def test_recipe_flags(
     assert nemo.get("trainer.plugins.grad_reduce_in_fp32") == nemo_value
     training = launch.torchtitan.config["training"]
     assert isinstance(training, dict) and training["mixed_precision_reduce"] == titan_reduce
+
+
+# --- notes: what each launch is ---
+
+
+def test_every_launch_says_it_is_a_smoke_test_and_names_the_placeholders(case: Any) -> None:
+    launch = case.launch()
+    placeholders = {
+        "megatron": ("DATA_PREFIX", "TOKENIZER"),
+        "torchtitan": ("DATA", "TOKENIZER_DIR"),
+        "nemo": ("DATA_PREFIX", "TOKENIZER"),
+    }
+    for name, words in placeholders.items():
+        first = getattr(launch, name).notes[0]
+        assert first.startswith("Smoke test on") and all(w in first for w in words)
+    megatron = launch.megatron
+    assert "--mock-data" in megatron.args + megatron.command.split() and "--mock-data" in megatron.notes[0]
+
+
+def test_deepseek_says_it_is_launched_without_mla_or_mtp() -> None:
+    launch = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    for fl in (launch.megatron, launch.torchtitan, launch.nemo):
+        assert any(n.startswith("Approximation: DeepSeek-V3") and "MLA" in n and "MTP" in n for n in fl.notes)
+    plain = launch_args(LLAMA70, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    assert not any("DeepSeek" in n for n in plain.megatron.notes)
+
+
+def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:
+    bloom = launch_args(
+        get_preset("bloom-176b").model, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8
+    )
+    assert any("ALiBi" in n for n in bloom.megatron.notes)
+    assert not any(
+        "Position" in n
+        for n in launch_args(GPT3, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8).megatron.notes
+    )
+
+
+def test_nemo_notes_say_when_its_placement_or_fp16_differ() -> None:
+    partial = launch_args(LLAMA70, TrainingSpec(global_batch_size=100), Layout(tp=4, pp=1, dp=25), 100, 8).nemo
+    assert any("20 nodes x 5 GPUs instead of 12 full nodes and one with 4" in n for n in partial.notes)
+    fp16 = launch_args(
+        GPT3, TrainingSpec(global_batch_size=64, precision=Precision.FP16), Layout(tp=8, pp=1, dp=8), 64, 8
+    )
+    assert any("fp16" in n for n in fp16.nemo.notes)
+    assert not any("Placement" in n or "fp16" in n for n in fp16.megatron.notes)

@@ -1,0 +1,221 @@
+"""The frameworks' own code accepts every emitted launch and derives the planned layout from it.
+
+Runs with the `launch-check` extra (`pip install -e ".[launch-check]"`); skipped without it, unless
+PLANNER_REQUIRE_LAUNCH_CHECK=1 (as .ci/run sets), which turns the skip into a failure. The matrix is
+the ranked plans and baselines of real searches (dense, GQA, MoE with EP, CP, interleaved, uneven,
+every ZeRO stage and recompute mode, fp16/bf16/fp8, partial nodes, NVL72) plus the hand-made cases
+of conftest.py; see framework_check.py for which parts are the frameworks' code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pytest
+
+from planner.costmodel.topology import count_crossings
+from planner.launch import LaunchArgs, launch_args
+from planner.launch.common import stage_layers
+from planner.layout import Layout
+from planner.presets import get_preset
+from planner.profiles import ClusterSpec, load_profiles
+from planner.rules import rule_set
+from planner.search.plan import plan
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from tests.launch.conftest import CASES
+from tests.launch.shell import option, processes_per_node, torchrun_argv
+
+_EXTRA = all(importlib.util.find_spec(m) is not None for m in ("torch", "megatron.core", "torchtitan"))
+if not _EXTRA:
+    if os.environ.get("PLANNER_REQUIRE_LAUNCH_CHECK") == "1":
+        raise RuntimeError("PLANNER_REQUIRE_LAUNCH_CHECK=1 but the launch-check extra is not installed")
+    pytest.skip("needs the launch-check extra (torch, megatron-core, torchtitan)", allow_module_level=True)
+
+with warnings.catch_warnings():  # the frameworks' import-time deprecation and missing-TE warnings are theirs
+    warnings.simplefilter("ignore")
+    from tests.launch import framework_check as fc  # noqa: E402
+
+pytestmark = [
+    pytest.mark.launch_check,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+@dataclass(frozen=True)
+class Planned:
+    id: str
+    model: ModelSpec
+    training: TrainingSpec
+    layout: Layout
+    num_gpus: int
+    gpus_per_node: int
+    nvlink_domain_gpus: int
+    num_microbatches: int | None
+
+    @property
+    def launch(self) -> LaunchArgs:
+        return _launch(self)
+
+
+@cache
+def _launch(p: Planned) -> LaunchArgs:
+    return launch_args(p.model, p.training, p.layout, p.num_gpus, p.gpus_per_node)
+
+
+# (preset, profile, GPUs, global batch, precision, constraints)
+_SEARCHES: list[tuple[str, str, int, int, Precision, dict[str, Any]]] = [
+    ("llama3-8b", "dgx-h100", 64, 512, Precision.BF16, {}),
+    ("llama3-8b", "dgx-h100", 100, 400, Precision.BF16, {}),
+    ("llama3-8b", "dgx-h100", 12, 96, Precision.FP8, {}),
+    ("llama3-8b", "dgx-a100-80gb", 64, 512, Precision.FP16, {"zero_stage": [0, 1]}),
+    ("llama3-70b", "dgx-h100", 512, 1024, Precision.BF16, {"vp": [2, 4, 5]}),
+    ("llama3-70b", "dgx-h100", 100, 1000, Precision.BF16, {}),
+    ("llama3-70b", "dgx-h100", 256, 512, Precision.BF16, {"cp": [2, 4]}),
+    ("llama3-70b", "gb200-nvl72", 144, 1152, Precision.BF16, {}),
+    ("llama3-70b", "gb200-nvl72", 72, 576, Precision.FP8, {"recompute": "selective"}),
+    ("llama3-405b", "dgx-h100", 1024, 2048, Precision.BF16, {"zero_stage": [2, 3], "pp": 1}),
+    ("llama3-405b", "dgx-h100", 1024, 2048, Precision.BF16, {"recompute": "full"}),
+    ("gpt3-175b", "dgx-a100-80gb", 1024, 1536, Precision.FP16, {}),
+    ("gpt3-175b", "dgx-a100-80gb", 1000, 1500, Precision.BF16, {}),
+    ("mixtral-8x7b", "dgx-h100", 256, 512, Precision.BF16, {"ep": [2, 4, 8]}),
+    ("mixtral-8x7b", "dgx-h100", 64, 256, Precision.FP8, {}),
+    ("deepseek-v3", "dgx-h100", 1024, 2048, Precision.BF16, {"ep": [8, 16, 32, 64]}),
+    ("nemotron4-15b", "hgx-h200", 64, 256, Precision.BF16, {"recompute": "none"}),
+    ("gpt-neox-20b", "dgx-a100-40gb", 96, 384, Precision.BF16, {}),
+    ("bloom-176b", "dgx-a100-80gb", 384, 2048, Precision.BF16, {}),
+    ("megatron-1.7b", "dgx-a100-80gb", 40, 320, Precision.FP16, {}),
+]
+
+
+def _planned(framework: str) -> list[Planned]:
+    profiles = load_profiles()
+    rules = rule_set(framework)
+    out: list[Planned] = []
+    for preset, profile_id, gpus, batch, precision, constraints in _SEARCHES:
+        model, profile = get_preset(preset).model, profiles[profile_id]
+        training = TrainingSpec(global_batch_size=batch, precision=precision)
+        result = plan(model, ClusterSpec(profile=profile, num_gpus=gpus), training, constraints, 8, rules=rules)
+        baselines = (result.baseline, result.modern_baseline)
+        plans = [*result.plans] + [b.plan for b in baselines if b is not None and b.plan is not None]
+        node, domain = profile.node.gpus_per_node, profile.node.nvlink_domain_gpus
+        for i, p in enumerate(plans):
+            e = p.estimate
+            pid = f"{preset}-{profile_id}-{gpus}-{precision.value}-{i}"
+            out.append(Planned(pid, model, training, p.layout, p.num_gpus, node, domain, e.num_microbatches))
+    for c in CASES:
+        out.append(Planned(c.id, c.model, c.training, c.layout, c.num_gpus, c.gpus_per_node, c.gpus_per_node, None))
+    return out
+
+
+_MEGATRON = _planned("megatron")
+_TORCHTITAN = _planned("torchtitan")
+
+
+def _microbatches(p: Planned) -> int:
+    n = p.training.global_batch_size // (p.layout.micro_batch_size * p.layout.dp)
+    assert p.num_microbatches in (None, n)
+    return n
+
+
+# --- Megatron-Core ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", _MEGATRON, ids=[p.id for p in _MEGATRON])
+def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Megatron-Core checks fp8 and MoE features against the Transformer Engine version, which has no CPU
+    # build: report the newest that megatron-core 0.16.1's `dev` extra allows (transformer-engine < 2.12.0).
+    monkeypatch.setattr("megatron.core.utils.get_te_version", lambda: fc.TE_VERSION)
+    x, a = p.layout, fc.megatron_args(p.launch.megatron)
+    config = fc.transformer_config(a)  # __post_init__ raises on what Megatron-Core refuses
+    ddp, optimizer = fc.ddp_config(a), fc.optimizer_config(a)
+    assert (config.tensor_model_parallel_size, config.pipeline_model_parallel_size) == (x.tp, x.pp)
+    assert (config.context_parallel_size, config.expert_model_parallel_size) == (x.cp, x.ep)
+    assert (config.virtual_pipeline_model_parallel_size or 1) == x.vp
+    assert config.sequence_parallel == (x.sequence_parallel and x.tp > 1)
+    assert fc.layers_per_rank(config) == list(stage_layers(p.model, x))
+    granularity = {Recompute.NONE: None, Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
+    assert config.recompute_granularity == granularity[x.recompute]
+    assert ddp.use_distributed_optimizer == optimizer.use_distributed_optimizer == (x.zero_stage >= 1)
+    sharding = {0: "no_shard", 1: "no_shard", 2: "optim_grads", 3: "optim_grads_params"}
+    assert ddp.data_parallel_sharding_strategy == sharding[x.zero_stage]
+    assert ddp.use_megatron_fsdp == (x.zero_stage >= 2)
+    assert a["global_batch_size"] // (a["micro_batch_size"] * x.dp) == _microbatches(p)
+    assert a["global_batch_size"] % (a["micro_batch_size"] * x.dp) == 0
+    assert config.fp16 == (p.training.precision is Precision.FP16)
+    assert (config.fp8 is not None) == (p.training.precision is Precision.FP8)
+
+
+def _node_of_rank(command: str) -> list[int]:
+    nnodes = int(option(torchrun_argv(command, 0), "--nnodes"))
+    return [node for node, count in enumerate(processes_per_node(command, nnodes)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("p", _MEGATRON, ids=[p.id for p in _MEGATRON])
+def test_megatron_groups_on_the_launched_nodes_cross_as_the_estimate_says(p: Planned) -> None:
+    """RankGenerator's groups, placed on the nodes torchrun starts, cross NVLink domains as count_crossings says."""
+    x, a = p.layout, fc.megatron_args(p.launch.megatron)
+    node = _node_of_rank(p.launch.megatron.command)
+    assert len(node) == p.num_gpus == x.world_size
+    per_domain = p.nvlink_domain_gpus // p.gpus_per_node
+    domain = [n // per_domain for n in node]
+    groups = fc.rank_groups(a, p.num_gpus)
+    for name, size in (("tp", x.tp), ("cp", x.cp), ("pp", x.pp), ("dp", x.dp)):
+        assert all(len(g) == size for g in groups[name]) and len(groups[name]) * size == p.num_gpus
+
+    def crossing(name: str) -> int:
+        return sum(len({domain[r] for r in g}) > 1 for g in groups[name])
+
+    expected = count_crossings(x.tp, x.cp, x.pp, x.dp, x.ep, p.nvlink_domain_gpus)
+    assert crossing("tp") == expected.tp_groups_over_network
+    assert crossing("cp") == expected.cp_groups_over_network
+    assert crossing("dp") == expected.dp_groups_over_network
+    assert all(len(g) == x.ep for g in groups["ep"])
+    if x.ep > 1 and (x.dp * x.cp) % x.ep == 0:  # count_crossings counts expert groups only then
+        assert crossing("ep") == expected.ep_groups_over_network
+    hops = sum(domain[g[i]] != domain[g[i + 1]] for g in groups["pp"] for i in range(len(g) - 1))
+    assert hops == expected.pp_hops_over_network
+
+
+# --- TorchTitan ------------------------------------------------------------------------------------
+
+_PLACEHOLDER = {"name": "llama3", "flavor": "debugmodel"}
+
+
+@pytest.mark.parametrize("p", _TORCHTITAN, ids=[p.id for p in _TORCHTITAN])
+def test_torchtitan_accepts_the_launch_and_derives_the_plan(p: Planned) -> None:
+    x, launch = p.layout, p.launch.torchtitan
+    argv = torchrun_argv(launch.command, 0)
+    job = fc.torchtitan_job(launch, argv, _PLACEHOLDER)
+    dims = fc.parallel_dims(job, p.num_gpus)  # __post_init__ validates the degrees against the world size
+    assert (dims.tp, dims.pp, dims.cp, dims.ep, dims.dp_replicate * dims.dp_shard) == (x.tp, x.pp, x.cp, x.ep, x.dp)
+    assert fc.torchtitan_layers_per_rank(job, p.model.num_layers) == list(stage_layers(p.model, x))
+    t, par = job.training, job.parallelism
+    per_step = t.local_batch_size // (par.pipeline_parallel_microbatch_size if x.pp > 1 else t.local_batch_size)
+    accumulation = t.global_batch_size // (t.local_batch_size * x.dp)
+    assert t.global_batch_size % (t.local_batch_size * x.dp) == 0
+    assert per_step * accumulation == _microbatches(p)
+    mode = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
+    assert job.activation_checkpoint.mode == mode[x.recompute]
+    reshard = {0: "never", 1: "never", 2: "never", 3: "always"}
+    assert par.fsdp_reshard_after_forward == reshard[x.zero_stage]
+
+
+def test_the_matrix_is_broad() -> None:
+    """>= 150 distinct Megatron-LM commands, covering every feature the brief names."""
+    commands = {p.launch.megatron.command for p in _MEGATRON} | {p.launch.torchtitan.command for p in _TORCHTITAN}
+    assert len({p.launch.megatron.command for p in _MEGATRON}) >= 150, len(commands)
+    layouts = [p.layout for p in _MEGATRON + _TORCHTITAN]
+    assert {x.zero_stage for x in layouts} == {0, 1, 2, 3}
+    assert {x.recompute for x in layouts} == set(Recompute)
+    assert any(x.cp > 1 for x in layouts) and any(x.ep > 1 for x in layouts) and any(x.vp > 1 for x in layouts)
+    assert any(x.pp > 1 and len(set(stage_layers(p.model, x))) > 1 for p in _MEGATRON for x in [p.layout])
+    assert {p.training.precision for p in _MEGATRON} == set(Precision)
+    assert any(p.num_gpus % p.gpus_per_node for p in _MEGATRON)
+    assert any(p.nvlink_domain_gpus > p.gpus_per_node for p in _MEGATRON)
