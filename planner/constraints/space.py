@@ -48,7 +48,6 @@ __all__ = [
     "KEY_MODES",
     "MAX_CANDIDATES",
     "MAX_MICRO_BATCH",
-    "MAX_VP",
     "Space",
     "build_space",
     "divisors",
@@ -56,8 +55,6 @@ __all__ = [
 
 MAX_MICRO_BATCH = 16
 """Largest micro-batch searched: beyond it GEMMs are saturated and activations only grow."""
-MAX_VP = 8
-"""Largest interleaving depth searched."""
 MAX_CANDIDATES = 2_000_000
 """Bound on one search's candidates; a request past it is refused before any work."""
 KEY_MODES = 6
@@ -253,12 +250,28 @@ def _allowed_mask(values: IntArray, key: str, allowed: Allowed) -> BoolArray:
     return np.isin(values, list(allowed[key]))
 
 
-def _legal(legal: BoolArray, values: IntArray, key: str, allowed: Allowed, rejected: Counter[str]) -> BoolArray:
-    """`legal` (outer, value) narrowed to the request's constraint on `key`, counting what it removes."""
-    kept = legal & _allowed_mask(values, key, allowed)[None, :]
-    if removed := int(np.count_nonzero(legal & ~kept)):
+def _legal(
+    rule_ok: BoolArray, values: IntArray, key: str, allowed: Allowed, rejected: Counter[str], rule: Rule
+) -> BoolArray:
+    """`rule_ok` (outer, value) narrowed to the request's constraint on `key`, counting what it removes.
+
+    A value the request pins that `rule` refuses is counted under the rule's name (it is what binds);
+    a legal value the request leaves out is counted under the constraint.
+    """
+    pinned = _allowed_mask(values, key, allowed)[None, :]
+    kept = rule_ok & pinned
+    if key in allowed and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
+        rejected[rule.name] += refused
+    if removed := int(np.count_nonzero(rule_ok & ~kept)):
         rejected[f"constraint:{key}"] += removed
     return kept
+
+
+def vp_domain(num_layers: int, allowed: Allowed) -> list[int]:
+    """Interleaving depths worth testing: those stage_split can accept (vp divides the layers per stage,
+    so vp divides num_layers) and any the request pins (so that the rule refusing them is named)."""
+    pinned = {v for v in allowed.get("vp", ()) if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    return sorted(set(divisors(num_layers)) | pinned)
 
 
 def _rows(
@@ -268,20 +281,22 @@ def _rows(
 
     The values searched are the rules' domains, not counted as rejections: ep among the expert
     count's divisors passing expert_split, micro-batches up to MAX_MICRO_BATCH passing
-    batch_divisible, vp up to MAX_VP passing stage_split. interleave_microbatches (and a
+    batch_divisible, vp in `vp_domain` passing stage_split (up to the layers per stage). interleave_microbatches (and a
     framework rule on these axes) is counted per combination of otherwise legal values.
     """
     tp, cp, pp, dp = (outer[:, j, None, None, None] for j in range(4))
     model = job.model
     ep_values = np.asarray(divisors(model.moe.num_experts) if model.moe else [1], dtype=np.int64)
     mbs_values = np.arange(1, MAX_MICRO_BATCH + 1, dtype=np.int64)
-    vp_values = np.arange(1, MAX_VP + 1, dtype=np.int64)
+    vp_values = np.asarray(vp_domain(model.num_layers, allowed), dtype=np.int64)
     # Columns broadcast to (outer, ep, mbs, vp).
     ep, mbs, vp = ep_values[None, :, None, None], mbs_values[None, None, :, None], vp_values[None, None, None, :]
     columns = {"tp": tp, "cp": cp, "pp": pp, "dp": dp, "ep": ep, "micro_batch_size": mbs, "vp": vp}
-    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected)
-    mbs_ok = _legal(BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected)
-    vp_ok = _legal(STAGE_SPLIT.ok(columns, job)[:, 0, 0, :], vp_values, "vp", allowed, rejected)
+    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected, EXPERT_SPLIT)
+    mbs_ok = _legal(
+        BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected, BATCH_DIVISIBLE
+    )
+    vp_ok = _legal(STAGE_SPLIT.ok(columns, job)[:, 0, 0, :], vp_values, "vp", allowed, rejected, STAGE_SPLIT)
     legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
     legal = _narrow(legal, (INTERLEAVE_MICROBATCHES, *extra), columns, job, rejected)
     return legal, ep_values, mbs_values, vp_values

@@ -21,6 +21,7 @@ from planner.rules.core import (
     TENSOR_SPLIT,
     WORLD_SIZE,
     interleave_breaks,
+    interleave_problem,
 )
 from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, Framework, RuleSet, rule_set
 from planner.rules.rule import LAYOUT_AXES, Clause, Columns, Job, Rule, StageClause, layout_columns
@@ -49,6 +50,7 @@ __all__ = [
     "RuleSet",
     "StageClause",
     "interleave_breaks",
+    "interleave_problem",
     "layout_columns",
     "rule_set",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "WORLD_SIZE",
     "ZERO_STAGES",
     "interleave_breaks",
+    "interleave_problem",
 ]
 
 SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
@@ -220,13 +221,33 @@ STAGE_SPLIT = Rule(
 
 
 def interleave_breaks(num_microbatches: Any, pp: Any, vp: Any) -> BoolArray:
-    """Where interleaving (vp > 1, pp > 1) meets a micro-batch count that is not a multiple of pp.
+    """Where Megatron-Core's interleaved schedule refuses the micro-batch count (vp > 1, pp > 1).
 
-    The arithmetic of interleave_microbatches, for callers that hold the micro-batch count itself
-    (the timeline); arguments are ints or integer arrays that broadcast.
+    Source: megatron-core 0.16 megatron/core/pipeline_parallel/schedules.py
+    forward_backward_pipelining_with_interleaving: with N = microbatch_group_size_per_vp_stage
+    (the micro-batches a chunk runs back to back), it raises unless pp <= N <= m, and unless
+    m % N is 0 or at least pp. N defaults to pp (megatron/core/model_parallel_config.py
+    ModelParallelConfig.__post_init__) and the planner keeps the default, so the rule reads
+    m >= pp and m % pp == 0. Arguments are ints or integer arrays that broadcast.
     """
-    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & (np.asarray(num_microbatches) % pp != 0)
+    m, group = np.asarray(num_microbatches), np.asarray(pp)
+    remainder = m % group
+    schedule_refuses = (group > m) | ((remainder > 0) & (remainder < np.asarray(pp)))
+    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & schedule_refuses
     return broken
+
+
+def interleave_problem(num_microbatches: int, pp: int, vp: int) -> str | None:
+    """Why the interleaved schedule refuses this micro-batch count, or None (the rule of `interleave_breaks`).
+
+    m < pp also leaves a remainder, so one message states both of the schedule's conditions.
+    """
+    if not interleave_breaks(num_microbatches, pp, vp):
+        return None
+    return (
+        f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0, got {num_microbatches % pp}"
+        " (Megatron-LM schedule)"
+    )
 
 
 def _microbatches(c: Columns, j: Job) -> BoolArray:
@@ -234,8 +255,9 @@ def _microbatches(c: Columns, j: Job) -> BoolArray:
 
 
 def _microbatches_message(x: Layout, j: Job) -> str:
-    m = x.num_microbatches(j.training.global_batch_size)
-    return f"interleaving needs num_microbatches({m}) % pp({x.pp}) = 0, got {m % x.pp} (Megatron-LM schedule)"
+    problem = interleave_problem(x.num_microbatches(j.training.global_batch_size), x.pp, x.vp)
+    assert problem is not None
+    return problem
 
 
 INTERLEAVE_MICROBATCHES = Rule(
@@ -243,7 +265,8 @@ INTERLEAVE_MICROBATCHES = Rule(
     axes=("pp", "vp", "dp", "micro_batch_size"),
     clauses=(Clause(_microbatches, _microbatches_message),),
     source="Narayanan et al. 2021 Sec. 2.2.2 (interleaved 1F1B runs micro-batches in rounds of pp);"
-    " Megatron-LM megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving",
+    " megatron-core 0.16 megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving"
+    " (pp <= microbatch_group_size_per_vp_stage <= m; m % group is 0 or >= pp; group defaults to pp)",
 )
 
 SEQUENCE_PARALLEL_NEEDS_TP = Rule(

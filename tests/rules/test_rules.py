@@ -9,7 +9,17 @@ from planner.constraints.check import partition_problems
 from planner.constraints.costs import StageCosts
 from planner.constraints.space import build_space
 from planner.layout import Layout
-from planner.rules import CORE, LAYOUT_AXES, RULE_SETS, STAGE_SPLIT, Job, Rule, interleave_breaks, rule_set
+from planner.rules import (
+    CORE,
+    LAYOUT_AXES,
+    RULE_SETS,
+    STAGE_SPLIT,
+    Job,
+    Rule,
+    interleave_breaks,
+    interleave_problem,
+    rule_set,
+)
 from planner.specs import ModelSpec, MoESpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
@@ -273,3 +283,13 @@ def test_framework_space_is_core_space_minus_the_rules(framework: str) -> None:
     assert np.array_equal(n.tp, c.tp[keep]) and np.array_equal(n.zero_stage, c.zero_stage[keep])
     assert sum(narrowed.rejected[r.name] for r in extra) > 0
     assert narrowed.rejected["tensor_split"] == core.rejected["tensor_split"]  # core rules first at a level
+
+
+@pytest.mark.parametrize(
+    ("m", "pp", "vp", "broken"),
+    [(8, 4, 2, False), (4, 4, 2, False), (2, 4, 2, True), (6, 4, 2, True), (6, 4, 1, False), (3, 1, 1, False)],
+)
+def test_interleave_rule_is_megatron_cores_default_group(m: int, pp: int, vp: int, broken: bool) -> None:
+    """schedules.py forward_backward_pipelining_with_interleaving with group = pp: m >= pp and m % pp == 0."""
+    assert bool(interleave_breaks(m, pp, vp)) is broken
+    assert (interleave_problem(m, pp, vp) is not None) is broken

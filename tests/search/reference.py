@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from planner.constraints.space import MAX_MICRO_BATCH, MAX_VP
+from planner.constraints.space import MAX_MICRO_BATCH
 from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
@@ -26,7 +26,7 @@ def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
             continue
         dp = num_gpus // (tp * pp * cp)
         for ep, vp, mbs in itertools.product(
-            range(1, experts + 1), range(1, MAX_VP + 1), range(1, MAX_MICRO_BATCH + 1)
+            range(1, experts + 1), range(1, model.num_layers + 1), range(1, MAX_MICRO_BATCH + 1)
         ):
             for recompute, sp, zero in itertools.product(Recompute, (False, True), (0, 1, 2, 3)):
                 yield Layout(
