@@ -61,7 +61,8 @@ LLAMA31_405B = {
     "model": {"preset": "llama3-405b"},
     "layout": {"tp": 8, "pp": 8, "cp": 4, "vp": 2, "micro_batch_size": 1, "sequence_parallel": True, "dp": 2},
 }
-"""Needs the embedding and the loss counted as pipeline layers (126 + 2 = 128 = 8 * 2 * 8): not built yet."""
+"""126 layers + embedding + loss = 128 = pp 8 * vp 2 * 8: divisible only with both counted."""
+SPLIT_FLAGS = {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}
 
 PROFILE = "dgx-h100"
 
@@ -97,16 +98,59 @@ def test_recipe_layout_is_found_when_pinned(client: TestClient, row: dict[str, A
     assert found["dp"] == row["dp"]
 
 
-def test_llama31_405b_recipe_is_refused_by_the_stage_rule_until_embedding_and_loss_count(client: TestClient) -> None:
-    """126 layers do not split over pp 8 * vp 2 chunks; the violation names stage_split and its arithmetic."""
-    layout = LLAMA31_405B["layout"]
-    request = {
+def _llama31_request() -> dict[str, Any]:
+    return {
         "model": LLAMA31_405B["model"],
         "cluster": {"profile": PROFILE, "num_gpus": 8 * 8 * 4 * 2},
         "training": {"global_batch_size": 512, "precision": "bf16"},
     }
-    r = client.post("/v1/estimate", json=request | {"layout": layout})
-    assert r.status_code == 200, r.text
-    assert [v for v in r.json()["violations"] if v["rule"] != "fits_memory"] == [
+
+
+def _rules_broken(body: dict[str, Any]) -> list[dict[str, str]]:
+    return [v for v in body["violations"] if v["rule"] != "fits_memory"]
+
+
+def test_llama31_405b_recipe_needs_the_embedding_and_the_loss_in_the_split(client: TestClient) -> None:
+    """Without the flags stage_split refuses 126 over pp 8 * vp 2 and says why; with both it holds."""
+    layout = LLAMA31_405B["layout"]
+    r = client.post("/v1/estimate", json=_llama31_request() | {"layout": layout})
+    assert _rules_broken(r.json()) == [
         {"rule": "stage_split", "message": "num_layers(126) % (pp(8) * vp(2)) = 14, must be 0 to interleave"}
     ]
+    one = layout | {"account_for_loss_in_pipeline_split": True}
+    r = client.post("/v1/estimate", json=_llama31_request() | {"layout": one})
+    assert _rules_broken(r.json()) == [
+        {
+            "rule": "stage_split",
+            "message": "num_layers(126) + loss(1) % (pp(8) * vp(2)) = 15, must be 0 to interleave",
+        }
+    ]
+    r = client.post("/v1/estimate", json=_llama31_request() | {"layout": layout | SPLIT_FLAGS})
+    assert r.status_code == 200 and _rules_broken(r.json()) == []
+    assert r.json()["layout"]["layers_per_stage"] is None
+
+
+def test_llama31_405b_recipe_is_found_when_pinned_and_launches_with_the_flags(client: TestClient) -> None:
+    pins = {k: LLAMA31_405B["layout"][k] for k in ("tp", "pp", "cp", "vp", "micro_batch_size")}
+    r = client.post("/v1/plan", json=_llama31_request() | {"constraints": pins, "top_k": 1})
+    assert r.status_code == 200, r.text
+    found = r.json()["plans"][0]
+    assert {k: found["layout"][k] for k in pins} == pins
+    assert {k: found["layout"][k] for k in SPLIT_FLAGS} == SPLIT_FLAGS
+    assert found["layout"]["layers_per_stage"] == [15] + [16] * 6 + [15]  # 128 counted layers, 16 a rank
+    megatron = found["launch"]["megatron"]["args"]
+    assert "--account-for-embedding-in-pipeline-split" in megatron
+    assert "--account-for-loss-in-pipeline-split" in megatron
+    assert "--decoder-first-pipeline-num-layers" not in megatron
+    assert megatron[megatron.index("--num-virtual-stages-per-pipeline-rank") + 1] == "2"
+    # The answer, explicit split included, passes /v1/estimate as it stands.
+    layout = {k: v for k, v in found["layout"].items() if k != "num_microbatches"}
+    r = client.post("/v1/estimate", json=_llama31_request() | {"layout": layout})
+    assert _rules_broken(r.json()) == []
+
+
+def test_an_explicit_split_that_counts_the_embedding_must_be_even(client: TestClient) -> None:
+    layout = LLAMA31_405B["layout"] | SPLIT_FLAGS | {"layers_per_stage": [13, 16, 16, 16, 16, 16, 16, 17]}
+    r = client.post("/v1/estimate", json=_llama31_request() | {"layout": layout})
+    assert [v["rule"] for v in _rules_broken(r.json())] == ["stage_split"]
+    assert "splits evenly" in _rules_broken(r.json())[0]["message"]

@@ -140,6 +140,9 @@ def test_every_rule_is_named_once_and_cites_a_source() -> None:
     assert len({id(r) for r in rules.values()}) == len(rules)
 
 
+_SPLIT_FLAGS = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+
+
 def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
     return {
         "tp": rng.choice([1, 2, 3, 4, 8], count),
@@ -151,6 +154,8 @@ def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarra
         "micro_batch_size": rng.choice([1, 2, 3, 4], count),
         "sequence_parallel": rng.integers(0, 2, count),
         "zero_stage": rng.integers(0, 4, count),
+        "account_for_embedding_in_pipeline_split": rng.integers(0, 2, count),
+        "account_for_loss_in_pipeline_split": rng.integers(0, 2, count),
     }
 
 
@@ -164,9 +169,10 @@ def test_vectorised_test_equals_the_scalar_one(framework: str, model: ModelSpec)
         for rule in rule_set(framework).rules:
             ok = rule.ok(columns, j)
             for i in range(300):
+                flags = ("sequence_parallel", *_SPLIT_FLAGS)
                 x = Layout(
-                    **{a: int(v[i]) for a, v in columns.items() if a != "sequence_parallel"},
-                    sequence_parallel=bool(columns["sequence_parallel"][i]),
+                    **{a: int(v[i]) for a, v in columns.items() if a not in flags},
+                    **{a: bool(columns[a][i]) for a in flags},
                 )
                 assert bool(ok[i]) == rule.holds(x, j), (rule.name, x)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import replace
 
 from planner.constraints.space import MAX_MICRO_BATCH
 from planner.estimate import Estimate, estimate
@@ -16,6 +17,9 @@ from planner.layout import Layout
 from planner.profiles import ClusterSpec
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 from planner.validate import layout_violations
+
+SPLIT_FLAGS = ((False, False), (False, True), (True, False), (True, True))
+"""(account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split) options."""
 
 
 def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
@@ -26,9 +30,11 @@ def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
             continue
         dp = num_gpus // (tp * pp * cp)
         for ep, vp, mbs in itertools.product(
-            range(1, experts + 1), range(1, model.num_layers + 1), range(1, MAX_MICRO_BATCH + 1)
+            range(1, experts + 1), range(1, model.num_layers + 3), range(1, MAX_MICRO_BATCH + 1)
         ):
-            for recompute, sp, zero in itertools.product(Recompute, (False, True), (0, 1, 2, 3)):
+            for recompute, sp, zero, (embedding, loss) in itertools.product(
+                Recompute, (False, True), (0, 1, 2, 3), SPLIT_FLAGS
+            ):
                 yield Layout(
                     tp=tp,
                     pp=pp,
@@ -40,18 +46,32 @@ def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
                     recompute=recompute,
                     sequence_parallel=sp,
                     zero_stage=zero,
+                    account_for_embedding_in_pipeline_split=embedding,
+                    account_for_loss_in_pipeline_split=loss,
                 )
 
 
 def legal_layouts(
     model: ModelSpec, num_gpus: int, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
 ) -> Iterator[Layout]:
-    """Every layout that the request's constraints allow and that breaks no rule."""
+    """Every layout that the request's constraints allow and that breaks no rule.
+
+    The search counts the embedding and the loss in the pipeline split only where the plain split
+    (same pp and vp > 1) breaks stage_split; so does this enumerator.
+    """
     for layout in all_layouts(model, num_gpus):
         if allowed and any(_value(layout, k) not in v for k, v in allowed.items()):
             continue
-        if not layout_violations(layout, model, training, num_gpus):
-            yield layout
+        if layout_violations(layout, model, training, num_gpus):
+            continue
+        if layout.counts_embedding_or_loss and not _plain_split_breaks(layout, model, training, num_gpus):
+            continue
+        yield layout
+
+
+def _plain_split_breaks(layout: Layout, model: ModelSpec, training: TrainingSpec, num_gpus: int) -> bool:
+    plain = replace(layout, account_for_embedding_in_pipeline_split=False, account_for_loss_in_pipeline_split=False)
+    return layout.vp > 1 and any(v.rule == "stage_split" for v in layout_violations(plain, model, training, num_gpus))
 
 
 def reference_best(
