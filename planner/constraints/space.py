@@ -7,10 +7,11 @@ Each rule that removes something is counted under its name, so "why is there no
 plan?" has an answer.
 
 The space is kept as a product, not as one row per candidate: a *row* fixes
-(tp, cp, pp, dp, ep, vp, micro_batch_size) and a *mode* fixes (recompute,
+(tp, cp, pp, dp, ep, vp, micro_batch_size, and whether the embedding and the
+loss count in the pipeline split) and a *mode* fixes (recompute,
 sequence_parallel, zero_stage); every row pairs with every mode, except that a
 row with tp = 1 takes no mode with sequence parallelism. Rows that differ only
-in vp share a *row key*, and a row key with a (recompute, sequence_parallel)
+in vp (same stage split) share a *row key*, and a row key with a (recompute, sequence_parallel)
 pair is a layer-level key of `costmodel.shared`. The search evaluates on this
 grid and materialises `Candidates` columns only for the candidates it reports.
 """
@@ -355,14 +356,17 @@ def build_space(
             f"more than {MAX_CANDIDATES} candidates ({count} before the sequence-parallel rule) exceed the search"
             " bound; pin some dimensions",
         )
-    # Row keys: (outer, ep, mbs) with at least one legal vp; rows: each key's legal vps, key-major.
-    has_row = legal.any(axis=3)
+    # Row keys: (outer, ep, mbs, stage split) with at least one legal vp; the stage split is which of the
+    # embedding and the loss count in it (they move layers between stages, which the key-level stage terms read).
+    split_kind = splits[:, 1] * 2 + splits[:, 2]
+    has_row = np.stack([legal[..., split_kind == q].any(axis=3) for q in range(4)], axis=3)
     key_id = np.cumsum(has_row.ravel()).reshape(has_row.shape) - 1
     o, e, b, v = np.nonzero(legal)
-    row_key = key_id[o, e, b]
-    ko, ke, kb = np.nonzero(has_row)
+    row_key = key_id[o, e, b, split_kind[v]]
+    ko, ke, kb, kq = np.nonzero(has_row)
     rows = _columns(model, training, outer[o], ep_values[e], splits[v], mbs_values[b])
-    keys = _columns(model, training, outer[ko], ep_values[ke], splits[np.zeros(len(ko), np.int64)], mbs_values[kb])
+    key_splits = np.stack([np.ones_like(kq), kq // 2, kq % 2], axis=1)
+    keys = _columns(model, training, outer[ko], ep_values[ke], key_splits, mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
     layer_candidates = replace(
         keys.take(np.repeat(np.arange(len(keys)), KEY_MODES)),
