@@ -53,20 +53,21 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
     counted = layout.pp > 1 and layout.counts_embedding_or_loss
     uneven = layout.pp > 1 and len(set(stages)) > 1 and not counted
     s = "trainer.strategy."
-    return {
+    overrides: dict[str, Override] = {
         f"{s}tensor_model_parallel_size": layout.tp,
         f"{s}pipeline_model_parallel_size": layout.pp,
         f"{s}virtual_pipeline_model_parallel_size": layout.vp if layout.vp > 1 else None,
         f"{s}num_layers_in_first_pipeline_stage": stages[0] if uneven else None,
         f"{s}num_layers_in_last_pipeline_stage": stages[-1] if uneven else None,
-        f"{s}account_for_embedding_in_pipeline_split": (counted and layout.account_for_embedding_in_pipeline_split)
-        or None,
-        f"{s}account_for_loss_in_pipeline_split": (counted and layout.account_for_loss_in_pipeline_split) or None,
         f"{s}context_parallel_size": layout.cp,
         f"{s}expert_model_parallel_size": layout.ep,
         f"{s}sequence_parallel": sequence_parallel_on(model, training, layout),
         f"{s}use_tp_pp_dp_mapping": tp_pp_dp_mapping_allowed(layout),
     }
+    if counted:  # MegatronStrategy's TransformerConfig fields; left out (default false) otherwise
+        overrides[f"{s}account_for_embedding_in_pipeline_split"] = layout.account_for_embedding_in_pipeline_split
+        overrides[f"{s}account_for_loss_in_pipeline_split"] = layout.account_for_loss_in_pipeline_split
+    return overrides
 
 
 def _data_parallel(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
