@@ -115,7 +115,20 @@ def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) ->
     return ClusterSpec(profile=_validated_profile(inline, "cluster"), num_gpus=cluster.num_gpus)
 
 
-_LAYOUT_SIZES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
+_LAYOUT_SIZES = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "vp",
+    "micro_batch_size",
+    "recompute",
+    "sequence_parallel",
+    "zero_stage",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
 """Fields the request layout, the planner's Layout and the response layout share by name."""
 
 

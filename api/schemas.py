@@ -233,6 +233,14 @@ class LayoutIn(BaseModel):
     layers_per_stage: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
         default=None, max_length=MAX_LAYERS, description="Layers per pipeline stage, each 1 to 1024."
     )
+    account_for_embedding_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the input embedding as one pipeline layer on the first stage (Megatron-Core flag).",
+    )
+    account_for_loss_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the output layer and loss as one pipeline layer on the last stage (Megatron-Core flag).",
+    )
 
     @model_validator(mode="after")
     def _at_most_the_largest_cluster(self) -> Self:
@@ -268,6 +276,8 @@ class LayoutOut(BaseModel):
     sequence_parallel: bool
     zero_stage: int
     layers_per_stage: list[int] | None
+    account_for_embedding_in_pipeline_split: bool
+    account_for_loss_in_pipeline_split: bool
 
 
 class MemoryOut(BaseModel):

@@ -24,6 +24,16 @@ class Layout:
     sequence_parallel: bool = False
     zero_stage: int = 0
     layers_per_stage: tuple[int, ...] | None = None
+    account_for_embedding_in_pipeline_split: bool = False
+    """Megatron-Core counts the input embedding as one layer of the pipeline split (first stage, first chunk)."""
+    account_for_loss_in_pipeline_split: bool = False
+    """Megatron-Core counts the output layer and loss as one layer of the pipeline split (last stage, last chunk)."""
+
+    @property
+    def counts_embedding_or_loss(self) -> bool:
+        """Whether the embedding or the loss counts as a pipeline layer; Megatron-Core's split is then even
+        in counted layers and never takes first/last stage counts (TransformerConfig.__post_init__)."""
+        return self.account_for_embedding_in_pipeline_split or self.account_for_loss_in_pipeline_split
 
     @property
     def world_size(self) -> int:

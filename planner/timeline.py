@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from planner.rules import interleave_breaks
+from planner.rules import interleave_problem
 
 __all__ = ["MAX_DRAWN_MICROBATCHES", "Pass", "Schedule", "schedule", "schedule_svg"]
 
@@ -74,8 +74,8 @@ def schedule(pp: int, vp: int, num_microbatches: int, forward_s: float = 1.0, ba
     with interleaving each chunk takes 1/vp of them.
     """
     assert pp >= 1 and vp >= 1 and num_microbatches >= 1
-    if interleave_breaks(num_microbatches, pp, vp):
-        raise ValueError(f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0")
+    if (problem := interleave_problem(num_microbatches, pp, vp)) is not None:
+        raise ValueError(problem)
     f, b = forward_s / vp, backward_s / vp
     orders = [_order(r, pp, vp, num_microbatches) for r in range(pp)]
     done: dict[tuple[bool, int, int, int], float] = {}

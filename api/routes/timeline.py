@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from planner.constraints.space import MAX_VP
 from planner.errors import InvalidSpecError
-from planner.rules import interleave_breaks
+from planner.rules import interleave_problem
+from planner.specs import MAX_LAYERS
 from planner.timeline import schedule_svg
 
 router = APIRouter(prefix="/v1", tags=["planning"])
@@ -18,14 +18,12 @@ router = APIRouter(prefix="/v1", tags=["planning"])
 def timeline_svg(
     pp: Annotated[int, Query(ge=1, le=256, description="Pipeline ranks.")],
     num_microbatches: Annotated[int, Query(ge=1, le=1_048_576, description="Micro-batches per step.")],
-    vp: Annotated[int, Query(ge=1, le=MAX_VP, description="Model chunks per rank.")] = 1,
+    vp: Annotated[int, Query(ge=1, le=MAX_LAYERS, description="Model chunks per rank.")] = 1,
     forward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's forward on a stage.")] = 1.0,
     backward_s: Annotated[float, Query(gt=0, le=1e6, description="One micro-batch's backward on a stage.")] = 2.0,
 ) -> Response:
-    if interleave_breaks(num_microbatches, pp, vp):
-        raise InvalidSpecError(
-            "num_microbatches", f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0"
-        )
+    if (problem := interleave_problem(num_microbatches, pp, vp)) is not None:
+        raise InvalidSpecError("num_microbatches", problem)
     try:
         svg = schedule_svg(pp, vp, num_microbatches, forward_s, backward_s)
     except ValueError as exc:

@@ -7,10 +7,11 @@ Each rule that removes something is counted under its name, so "why is there no
 plan?" has an answer.
 
 The space is kept as a product, not as one row per candidate: a *row* fixes
-(tp, cp, pp, dp, ep, vp, micro_batch_size) and a *mode* fixes (recompute,
+(tp, cp, pp, dp, ep, vp, micro_batch_size, and whether the embedding and the
+loss count in the pipeline split) and a *mode* fixes (recompute,
 sequence_parallel, zero_stage); every row pairs with every mode, except that a
 row with tp = 1 takes no mode with sequence parallelism. Rows that differ only
-in vp share a *row key*, and a row key with a (recompute, sequence_parallel)
+in vp (same stage split) share a *row key*, and a row key with a (recompute, sequence_parallel)
 pair is a layer-level key of `costmodel.shared`. The search evaluates on this
 grid and materialises `Candidates` columns only for the candidates it reports.
 """
@@ -24,16 +25,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, Candidates, IntArray, default_stage_layers
+from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, Candidates, IntArray, split_stage_layers
 from planner.errors import InvalidSpecError
 from planner.rules import (
     BATCH_DIVISIBLE,
     CONTEXT_SPLIT,
     CORE,
     CORE_RULES,
+    EMBEDDING_IN_SPLIT,
     EXPERT_SPLIT,
     INTERLEAVE_MICROBATCHES,
     LAYOUT_AXES,
+    LOSS_IN_SPLIT,
     SEQUENCE_PARALLEL_NEEDS_TP,
     STAGE_SPLIT,
     TENSOR_SPLIT,
@@ -48,7 +51,6 @@ __all__ = [
     "KEY_MODES",
     "MAX_CANDIDATES",
     "MAX_MICRO_BATCH",
-    "MAX_VP",
     "Space",
     "build_space",
     "divisors",
@@ -56,8 +58,6 @@ __all__ = [
 
 MAX_MICRO_BATCH = 16
 """Largest micro-batch searched: beyond it GEMMs are saturated and activations only grow."""
-MAX_VP = 8
-"""Largest interleaving depth searched."""
 MAX_CANDIDATES = 2_000_000
 """Bound on one search's candidates; a request past it is refused before any work."""
 KEY_MODES = 6
@@ -150,7 +150,7 @@ _LEVELS = {
     "tp": {"tp"},
     "cp": {"cp"},
     "outer": {"tp", "cp", "pp", "dp"},
-    "row": {"tp", "cp", "pp", "dp", "ep", "micro_batch_size", "vp"},
+    "row": {"tp", "cp", "pp", "dp", "ep", "micro_batch_size", "vp", EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT},
     "pair": set(LAYOUT_AXES),
 }
 """The space's levels, by the axes a rule may read there: tp, cp, (tp, cp, pp, dp), rows, (row, mode) pairs."""
@@ -180,7 +180,8 @@ def _outer_degrees(
     ones = np.ones_like(degrees)
     tensor = _first_failure((TENSOR_SPLIT, *rules["tp"]), "tp", degrees, job)
     context = _first_failure((CONTEXT_SPLIT, *rules["cp"]), "cp", degrees, job)
-    stages = dict(zip(degrees.tolist(), STAGE_SPLIT.ok({"pp": degrees, "vp": ones}, job).tolist(), strict=True))
+    plain = {"pp": degrees, "vp": ones, EMBEDDING_IN_SPLIT: 0 * ones, LOSS_IN_SPLIT: 0 * ones}
+    stages = dict(zip(degrees.tolist(), STAGE_SPLIT.ok(plain, job).tolist(), strict=True))
     batch = BATCH_DIVISIBLE.ok({"dp": degrees, "micro_batch_size": ones}, job)
     whole_batch = dict(zip(degrees.tolist(), batch.tolist(), strict=True))
     out = []
@@ -253,38 +254,81 @@ def _allowed_mask(values: IntArray, key: str, allowed: Allowed) -> BoolArray:
     return np.isin(values, list(allowed[key]))
 
 
-def _legal(legal: BoolArray, values: IntArray, key: str, allowed: Allowed, rejected: Counter[str]) -> BoolArray:
-    """`legal` (outer, value) narrowed to the request's constraint on `key`, counting what it removes."""
-    kept = legal & _allowed_mask(values, key, allowed)[None, :]
-    if removed := int(np.count_nonzero(legal & ~kept)):
+def _legal(
+    rule_ok: BoolArray,
+    values: IntArray,
+    key: str,
+    allowed: Allowed,
+    rejected: Counter[str],
+    rule: Rule,
+    domain: BoolArray | None = None,
+) -> BoolArray:
+    """`rule_ok` (outer, value) narrowed to the request's constraint on `key`, counting what it removes.
+
+    A value the request pins that `rule` refuses is counted under the rule's name (it is what binds);
+    a legal value the request leaves out is counted under the constraint. Outside `domain` (default:
+    everywhere) nothing is kept or counted.
+    """
+    pinned = _allowed_mask(values, key, allowed)[None, :]
+    if domain is not None:
+        rule_ok, pinned = rule_ok & domain, pinned & domain
+    kept = rule_ok & pinned
+    if key in allowed and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
+        rejected[rule.name] += refused
+    if removed := int(np.count_nonzero(rule_ok & ~kept)):
         rejected[f"constraint:{key}"] += removed
     return kept
+
+
+def vp_domain(num_layers: int, allowed: Allowed) -> IntArray:
+    """(vp, embedding, loss) options worth testing, one row each, ascending.
+
+    vp: the depths stage_split can accept (vp divides the pipeline layers per stage, so it divides
+    num_layers, num_layers + 1 or num_layers + 2) and any the request pins (so that the rule refusing
+    them is named). For vp > 1 also the three ways of counting the embedding and the loss as pipeline
+    layers (Megatron-Core's account_for_embedding/loss_in_pipeline_split); `_rows` keeps those only where
+    the plain split cannot interleave, so they add rows only where they change what divides.
+    """
+    pinned = {v for v in allowed.get("vp", ()) if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    depths = sorted(set(divisors(num_layers)) | set(divisors(num_layers + 1)) | set(divisors(num_layers + 2)) | pinned)
+    options = [(v, e, lo) for v in depths for e, lo in ((0, 0), (0, 1), (1, 0), (1, 1)) if v > 1 or e + lo == 0]
+    return np.asarray(options, dtype=np.int64).reshape(-1, 3)
 
 
 def _rows(
     job: Job, outer: IntArray, extra: tuple[Rule, ...], allowed: Allowed, rejected: Counter[str]
 ) -> tuple[BoolArray, IntArray, IntArray, IntArray]:
-    """Which (outer, ep, micro_batch_size, vp) combinations are legal, and the ep, mbs and vp values.
+    """Which (outer, ep, micro_batch_size, split) combinations are legal, and the ep, mbs and split values.
 
-    The values searched are the rules' domains, not counted as rejections: ep among the expert
-    count's divisors passing expert_split, micro-batches up to MAX_MICRO_BATCH passing
-    batch_divisible, vp up to MAX_VP passing stage_split. interleave_microbatches (and a
-    framework rule on these axes) is counted per combination of otherwise legal values.
+    A split is a (vp, embedding, loss) row of `vp_domain`. The values searched are the rules' domains,
+    not counted as rejections: ep among the expert count's divisors passing expert_split, micro-batches
+    up to MAX_MICRO_BATCH passing batch_divisible, splits passing stage_split (vp up to the pipeline
+    layers per stage), the embedding and loss counted only where the plain split (same pp and vp) breaks
+    stage_split. interleave_microbatches (and a framework rule on these axes) is counted per combination
+    of otherwise legal values.
     """
     tp, cp, pp, dp = (outer[:, j, None, None, None] for j in range(4))
     model = job.model
     ep_values = np.asarray(divisors(model.moe.num_experts) if model.moe else [1], dtype=np.int64)
     mbs_values = np.arange(1, MAX_MICRO_BATCH + 1, dtype=np.int64)
-    vp_values = np.arange(1, MAX_VP + 1, dtype=np.int64)
-    # Columns broadcast to (outer, ep, mbs, vp).
-    ep, mbs, vp = ep_values[None, :, None, None], mbs_values[None, None, :, None], vp_values[None, None, None, :]
+    splits = vp_domain(model.num_layers, allowed)
+    # Columns broadcast to (outer, ep, mbs, split).
+    ep, mbs = ep_values[None, :, None, None], mbs_values[None, None, :, None]
+    vp, embedding, loss = (splits[None, None, None, :, j] for j in range(3))
     columns = {"tp": tp, "cp": cp, "pp": pp, "dp": dp, "ep": ep, "micro_batch_size": mbs, "vp": vp}
-    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected)
-    mbs_ok = _legal(BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected)
-    vp_ok = _legal(STAGE_SPLIT.ok(columns, job)[:, 0, 0, :], vp_values, "vp", allowed, rejected)
+    columns |= {EMBEDDING_IN_SPLIT: embedding, LOSS_IN_SPLIT: loss}
+    plain = columns | {EMBEDDING_IN_SPLIT: 0 * embedding, LOSS_IN_SPLIT: 0 * loss}
+    counted = (embedding + loss > 0)[:, 0, 0, :] & STAGE_SPLIT.broken(plain, job)[:, 0, 0, :]
+    in_domain = (embedding + loss == 0)[:, 0, 0, :] | counted
+    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected, EXPERT_SPLIT)
+    mbs_ok = _legal(
+        BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected, BATCH_DIVISIBLE
+    )
+    stage_ok = STAGE_SPLIT.ok(columns, job)[:, 0, 0, :]
+    vp_ok = _legal(stage_ok, splits[:, 0], "vp", allowed, rejected, STAGE_SPLIT, in_domain)
     legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
     legal = _narrow(legal, (INTERLEAVE_MICROBATCHES, *extra), columns, job, rejected)
-    return legal, ep_values, mbs_values, vp_values
+    return legal, ep_values, mbs_values, splits
 
 
 def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, int]]:
@@ -304,7 +348,7 @@ def build_space(
     levels = _level_rules(rules)
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
     outer = np.asarray(_outer_degrees(job, levels, allowed, rejected), dtype=np.int64).reshape(-1, 4)
-    legal, ep_values, mbs_values, vp_values = _rows(job, outer, levels["row"], allowed, rejected)
+    legal, ep_values, mbs_values, splits = _rows(job, outer, levels["row"], allowed, rejected)
     count = int(np.count_nonzero(legal)) * len(modes)
     if count > MAX_CANDIDATES:  # refused before any candidate is built
         raise InvalidSpecError(
@@ -312,14 +356,17 @@ def build_space(
             f"more than {MAX_CANDIDATES} candidates ({count} before the sequence-parallel rule) exceed the search"
             " bound; pin some dimensions",
         )
-    # Row keys: (outer, ep, mbs) with at least one legal vp; rows: each key's legal vps, key-major.
-    has_row = legal.any(axis=3)
+    # Row keys: (outer, ep, mbs, stage split) with at least one legal vp; the stage split is which of the
+    # embedding and the loss count in it (they move layers between stages, which the key-level stage terms read).
+    split_kind = splits[:, 1] * 2 + splits[:, 2]
+    has_row = np.stack([legal[..., split_kind == q].any(axis=3) for q in range(4)], axis=3)
     key_id = np.cumsum(has_row.ravel()).reshape(has_row.shape) - 1
     o, e, b, v = np.nonzero(legal)
-    row_key = key_id[o, e, b]
-    ko, ke, kb = np.nonzero(has_row)
-    rows = _columns(model, training, outer[o], ep_values[e], vp_values[v], mbs_values[b])
-    keys = _columns(model, training, outer[ko], ep_values[ke], np.ones(len(ko), np.int64), mbs_values[kb])
+    row_key = key_id[o, e, b, split_kind[v]]
+    ko, ke, kb, kq = np.nonzero(has_row)
+    rows = _columns(model, training, outer[o], ep_values[e], splits[v], mbs_values[b])
+    key_splits = np.stack([np.ones_like(kq), kq // 2, kq % 2], axis=1)
+    keys = _columns(model, training, outer[ko], ep_values[ke], key_splits, mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
     layer_candidates = replace(
         keys.take(np.repeat(np.arange(len(keys)), KEY_MODES)),
@@ -345,6 +392,7 @@ def _pair_columns(rows: Candidates, modes: IntArray) -> dict[str, IntArray]:
     """(rows, modes) columns: row axes down, mode axes across."""
     columns = {axis: getattr(rows, axis)[:, None] for axis in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")}
     columns |= {"sequence_parallel": modes[None, :, 1], "zero_stage": modes[None, :, 2]}
+    columns |= {axis: getattr(rows, axis)[:, None] for axis in (EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT)}
     return columns
 
 
@@ -355,11 +403,13 @@ def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...],
 
 
 def _columns(
-    model: ModelSpec, training: TrainingSpec, outer: IntArray, ep: IntArray, vp: IntArray, mbs: IntArray
+    model: ModelSpec, training: TrainingSpec, outer: IntArray, ep: IntArray, split: IntArray, mbs: IntArray
 ) -> Candidates:
-    """Candidates with (tp, cp, pp, dp) from `outer`; recompute none, no sequence parallel, ZeRO 0."""
+    """Candidates with (tp, cp, pp, dp) from `outer`, (vp, embedding, loss) from `split`; recompute none,
+    no sequence parallel, ZeRO 0."""
     tp, cp, pp, dp = outer.T
-    first, middle, last = default_stage_layers(model.num_layers, pp)
+    vp, embedding, loss = split.T
+    first, middle, last = split_stage_layers(model.num_layers, pp, embedding, loss)
     zeros = np.zeros(len(tp), dtype=np.int64)
     return Candidates(
         tp=tp,
@@ -376,4 +426,6 @@ def _columns(
         stage_layers=np.maximum(np.maximum(first, middle), last),
         first_stage_layers=first,
         last_stage_layers=last,
+        account_for_embedding_in_pipeline_split=embedding.astype(np.bool_),
+        account_for_loss_in_pipeline_split=loss.astype(np.bool_),
     )

@@ -26,6 +26,7 @@ __all__ = [
     "FloatArray",
     "IntArray",
     "default_stage_layers",
+    "split_stage_layers",
     "select_max",
     "stages_of",
     "tokens_per_microbatch",
@@ -66,6 +67,10 @@ class Candidates:
     stage_layers: IntArray
     first_stage_layers: IntArray
     last_stage_layers: IntArray
+    account_for_embedding_in_pipeline_split: BoolArray
+    """The layout's account_for_embedding_in_pipeline_split (the stage counts above already follow it)."""
+    account_for_loss_in_pipeline_split: BoolArray
+    """The layout's account_for_loss_in_pipeline_split."""
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -74,6 +79,9 @@ class Candidates:
     def from_layouts(cls, layouts: Sequence[Layout], num_layers: int, global_batch_size: int) -> Candidates:
         def col(values: list[int]) -> IntArray:
             return np.asarray(values, dtype=np.int64)
+
+        def flag(values: list[bool]) -> BoolArray:
+            return np.asarray(values, dtype=np.bool_)
 
         stages = [stages_of(x, num_layers) for x in layouts]
         return cls(
@@ -91,6 +99,8 @@ class Candidates:
             stage_layers=col([max(split) for split in stages]),
             first_stage_layers=col([split[0] for split in stages]),
             last_stage_layers=col([split[-1] for split in stages]),
+            account_for_embedding_in_pipeline_split=flag([x.account_for_embedding_in_pipeline_split for x in layouts]),
+            account_for_loss_in_pipeline_split=flag([x.account_for_loss_in_pipeline_split for x in layouts]),
         )
 
     def layout(self, i: int, num_layers: int) -> Layout:
@@ -106,6 +116,8 @@ class Candidates:
             recompute=_RECOMPUTE_BY_CODE[int(self.recompute[i])],
             sequence_parallel=bool(self.sequence_parallel[i]),
             zero_stage=int(self.zero_stage[i]),
+            account_for_embedding_in_pipeline_split=bool(self.account_for_embedding_in_pipeline_split[i]),
+            account_for_loss_in_pipeline_split=bool(self.account_for_loss_in_pipeline_split[i]),
         )
         return replace(layout, layers_per_stage=stages_of(layout, num_layers))
 
@@ -152,11 +164,40 @@ def default_stage_layers(num_layers: int, pp: IntArray) -> tuple[IntArray, IntAr
     return first, np.where(pp > 2, middle, 0), last
 
 
+def split_stage_layers(
+    num_layers: int, pp: IntArray, embedding: IntArray | BoolArray, loss: IntArray | BoolArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """(first, middle, last) transformer-layer counts: the default split, or Megatron-Core's even split of
+    num_layers + embedding + loss pipeline layers where either counts (the first stage gives one layer to
+    the embedding, the last one to the output layer and loss).
+
+    Source: megatron-core 0.16 megatron/core/transformer/transformer_block.py get_num_layers_to_build
+    (account_for_embedding/loss_in_pipeline_split: (num_layers + 1 + 1) // pp per rank, the first and last
+    rank building one transformer layer fewer). One stage: all layers.
+    """
+    pp = np.asarray(pp, dtype=np.int64)
+    e, lo = np.asarray(embedding, dtype=np.int64), np.asarray(loss, dtype=np.int64)
+    first, middle, last = default_stage_layers(num_layers, pp)
+    per_rank = (num_layers + e + lo) // np.maximum(pp, 1)
+    counted = ((e + lo) > 0) & (pp > 1)
+    return (
+        np.where(counted, per_rank - e, first),
+        np.where(counted & (pp > 2), per_rank, middle),
+        np.where(counted, per_rank - lo, last),
+    )
+
+
 def stages_of(layout: Layout, num_layers: int) -> tuple[int, ...]:
-    """Layers per stage (length pp): as the layout gives them, else the default split."""
+    """Layers per stage (length pp): as the layout gives them, else the default split (embedding/loss counted)."""
     if layout.layers_per_stage:
         return layout.layers_per_stage
-    first, middle, last = (int(x[0]) for x in default_stage_layers(num_layers, np.asarray([layout.pp])))
+    split = split_stage_layers(
+        num_layers,
+        np.asarray([layout.pp]),
+        np.asarray([layout.account_for_embedding_in_pipeline_split]),
+        np.asarray([layout.account_for_loss_in_pipeline_split]),
+    )
+    first, middle, last = (int(x[0]) for x in split)
     if layout.pp == 1:
         return (first,)
     return (first,) + (middle,) * (layout.pp - 2) + (last,)

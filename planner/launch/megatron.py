@@ -48,13 +48,18 @@ def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
     if layout.pp == 1:
         return []
     stages = stage_layers(model, layout)
-    uneven = len(set(stages)) > 1
+    counted = layout.counts_embedding_or_loss
+    uneven = len(set(stages)) > 1 and not counted
     flags: list[str] = []
+    if layout.account_for_embedding_in_pipeline_split:
+        flags.append("--account-for-embedding-in-pipeline-split")
+    if layout.account_for_loss_in_pipeline_split:
+        flags.append("--account-for-loss-in-pipeline-split")
     if uneven:
         flags += ["--decoder-first-pipeline-num-layers", str(stages[0])]
         flags += ["--decoder-last-pipeline-num-layers", str(stages[-1])]
-    if layout.vp > 1 and uneven:
-        # validate_args: an uneven split must give the interleaving degree as stages per rank.
+    if layout.vp > 1 and (uneven or counted):
+        # validate_args: an uneven split (or one that counts the embedding/loss) gives vp as stages per rank.
         flags += ["--num-virtual-stages-per-pipeline-rank", str(layout.vp)]
     elif layout.vp > 1:
         flags += ["--num-layers-per-virtual-pipeline-stage", str(model.num_layers // (layout.pp * layout.vp))]

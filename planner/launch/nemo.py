@@ -52,9 +52,10 @@ def nemo_recipe(model: ModelSpec) -> str:
 
 def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     stages = stage_layers(model, layout)
-    uneven = layout.pp > 1 and len(set(stages)) > 1
+    counted = layout.pp > 1 and layout.counts_embedding_or_loss
+    uneven = layout.pp > 1 and len(set(stages)) > 1 and not counted
     s = "trainer.strategy."
-    return {
+    overrides: dict[str, Override] = {
         f"{s}tensor_model_parallel_size": layout.tp,
         f"{s}pipeline_model_parallel_size": layout.pp,
         f"{s}virtual_pipeline_model_parallel_size": layout.vp if layout.vp > 1 else None,
@@ -65,6 +66,10 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
         f"{s}sequence_parallel": sequence_parallel_on(model, training, layout),
         f"{s}use_tp_pp_dp_mapping": tp_pp_dp_mapping_allowed(layout),
     }
+    if counted:  # MegatronStrategy's TransformerConfig fields; left out (default false) otherwise
+        overrides[f"{s}account_for_embedding_in_pipeline_split"] = layout.account_for_embedding_in_pipeline_split
+        overrides[f"{s}account_for_loss_in_pipeline_split"] = layout.account_for_loss_in_pipeline_split
+    return overrides
 
 
 def _data_parallel(training: TrainingSpec, layout: Layout) -> dict[str, Override]:

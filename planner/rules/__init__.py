@@ -21,20 +21,33 @@ from planner.rules.core import (
     TENSOR_SPLIT,
     WORLD_SIZE,
     interleave_breaks,
+    interleave_problem,
 )
 from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, Framework, RuleSet, rule_set
-from planner.rules.rule import LAYOUT_AXES, Clause, Columns, Job, Rule, StageClause, layout_columns
+from planner.rules.rule import (
+    EMBEDDING_IN_SPLIT,
+    LAYOUT_AXES,
+    LOSS_IN_SPLIT,
+    Clause,
+    Columns,
+    Job,
+    Rule,
+    StageClause,
+    layout_columns,
+)
 
 __all__ = [
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE",
     "CORE_RULES",
+    "EMBEDDING_IN_SPLIT",
     "EXPERT_SPLIT",
     "FRAMEWORK_RULES",
     "Framework",
     "INTERLEAVE_MICROBATCHES",
     "LAYOUT_AXES",
+    "LOSS_IN_SPLIT",
     "POSITIVE_SIZES",
     "RULE_SETS",
     "SEQUENCE_PARALLEL_NEEDS_TP",
@@ -49,6 +62,7 @@ __all__ = [
     "RuleSet",
     "StageClause",
     "interleave_breaks",
+    "interleave_problem",
     "layout_columns",
     "rule_set",
 ]

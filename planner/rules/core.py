@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray
 from planner.layout import Layout
-from planner.rules.rule import Clause, Columns, Job, Rule, StageClause
+from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
 
 __all__ = [
     "BATCH_DIVISIBLE",
@@ -28,7 +28,9 @@ __all__ = [
     "TENSOR_SPLIT",
     "WORLD_SIZE",
     "ZERO_STAGES",
+    "counted_stages",
     "interleave_breaks",
+    "interleave_problem",
 ]
 
 SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
@@ -164,13 +166,49 @@ EXPERT_SPLIT = Rule(
 )
 
 
-def _middle_differ(stages: Sequence[int], num_layers: int, pp: int, vp: int) -> bool:
+def _middle_differ(stages: Sequence[int], num_layers: int, pp: int, vp: int, in_split: tuple[int, int]) -> bool:
     return len(set(stages[1:-1])) > 1
+
+
+def counted_stages(stages: Sequence[int], in_split: tuple[int, int]) -> list[int]:
+    """The pipeline layers Megatron-Core counts per stage: the embedding on the first, the loss on the last.
+
+    Source: megatron-core 0.16 megatron/core/transformer/transformer_block.py get_num_layers_to_build
+    (num_layers + 1 for each of account_for_embedding/loss_in_pipeline_split, split evenly).
+    """
+    counted = list(stages)
+    counted[0] += in_split[0]
+    counted[-1] += in_split[1]
+    return counted
+
+
+def _pipeline_layers(c: Columns, j: Job) -> Any:
+    """num_layers plus the embedding and the loss where they count in the split (a column)."""
+    return j.model.num_layers + c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT]
+
+
+def _pipeline_layers_text(x: Layout, j: Job) -> str:
+    text = f"num_layers({j.model.num_layers})"
+    if x.account_for_embedding_in_pipeline_split:
+        text += " + embedding(1)"
+    if x.account_for_loss_in_pipeline_split:
+        text += " + loss(1)"
+    return text
+
+
+def _in_split(x: Layout) -> int:
+    return int(x.account_for_embedding_in_pipeline_split) + int(x.account_for_loss_in_pipeline_split)
+
+
+def _split_message(x: Layout, j: Job) -> str:
+    counted = j.model.num_layers + _in_split(x)
+    need = "to interleave" if x.vp > 1 else "with embedding/loss in the split"
+    return f"{_pipeline_layers_text(x, j)} % (pp({x.pp}) * vp({x.vp})) = {counted % (x.pp * x.vp)}, must be 0 {need}"
 
 
 STAGE_SPLIT = Rule(
     name="stage_split",
-    axes=("pp", "vp"),
+    axes=("pp", "vp", EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT),
     clauses=(
         Clause(
             lambda c, j: (c["vp"] > 1) & (c["pp"] == 1),
@@ -181,52 +219,84 @@ STAGE_SPLIT = Rule(
             lambda x, j: f"pp({x.pp}) > num_layers({j.model.num_layers})",
         ),
         Clause(
-            lambda c, j: (c["vp"] > 1) & (j.model.num_layers % (c["pp"] * c["vp"]) != 0),
-            lambda x, j: (
-                f"num_layers({j.model.num_layers}) % (pp({x.pp}) * vp({x.vp}))"
-                f" = {j.model.num_layers % (x.pp * x.vp)}, must be 0 to interleave"
+            lambda c, j: (
+                ((c["vp"] > 1) | (c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT] > 0))
+                & (_pipeline_layers(c, j) % (c["pp"] * c["vp"]) != 0)
             ),
+            _split_message,
             default_split_only=True,
         ),
     ),
     stage_clauses=(
         StageClause(
-            lambda s, n, pp, vp: len(s) != pp,
-            lambda s, n, pp, vp: f"len(layers_per_stage)({len(s)}) != pp({pp})",
+            lambda s, n, pp, vp, a: len(s) != pp,
+            lambda s, n, pp, vp, a: f"len(layers_per_stage)({len(s)}) != pp({pp})",
         ),
         StageClause(
-            lambda s, n, pp, vp: sum(s) != n,
-            lambda s, n, pp, vp: f"sum(layers_per_stage)({sum(s)}) != num_layers({n})",
+            lambda s, n, pp, vp, a: sum(s) != n,
+            lambda s, n, pp, vp, a: f"sum(layers_per_stage)({sum(s)}) != num_layers({n})",
         ),
         StageClause(
-            lambda s, n, pp, vp: any(k < 1 for k in s),
-            lambda s, n, pp, vp: f"every stage needs at least one layer; got {list(s)}",
+            lambda s, n, pp, vp, a: any(k < 1 for k in s),
+            lambda s, n, pp, vp, a: f"every stage needs at least one layer; got {list(s)}",
         ),
         StageClause(
             _middle_differ,
-            lambda s, n, pp, vp: (
+            lambda s, n, pp, vp, a: (
                 f"middle stages must hold equal layer counts (Megatron sets only first and last); got {list(s)}"
             ),
         ),
         StageClause(
-            lambda s, n, pp, vp: vp > 1 and any(k % vp for k in s),
-            lambda s, n, pp, vp: f"every stage's layer count must be a multiple of vp({vp}); got {list(s)}",
+            lambda s, n, pp, vp, a: vp > 1 and len(s) > 0 and any(k % vp for k in counted_stages(s, a)),
+            lambda s, n, pp, vp, a: (
+                f"every stage's layer count must be a multiple of vp({vp}); got {counted_stages(s, a)}"
+                + (" (embedding/loss counted)" if any(a) else "")
+            ),
+        ),
+        StageClause(
+            lambda s, n, pp, vp, a: any(a) and len(s) > 0 and len(set(counted_stages(s, a))) > 1,
+            lambda s, n, pp, vp, a: (
+                "with embedding/loss in the pipeline split Megatron-Core splits evenly (no first/last counts);"
+                f" got {counted_stages(s, a)} counted"
+            ),
         ),
     ),
     source="Narayanan et al. 2021 Sec. 2.2.2 (each of pp * vp chunks holds num_layers / (pp * vp) layers);"
-    " Megatron-LM megatron/core/transformer/transformer_config.py (pipeline layer split) and"
-    " --decoder-first/last-pipeline-num-layers (uneven split: first and last set, middle stages equal)",
+    " megatron-core 0.16 megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__"
+    " (uneven first/last: each and the middle per-rank count a multiple of vp; account_for_embedding/loss:"
+    " num_layers + 1 each, divisible by pp, per-rank count by vp; not both) and"
+    " megatron/core/transformer/transformer_block.py get_num_layers_to_build",
 )
 
 
 def interleave_breaks(num_microbatches: Any, pp: Any, vp: Any) -> BoolArray:
-    """Where interleaving (vp > 1, pp > 1) meets a micro-batch count that is not a multiple of pp.
+    """Where Megatron-Core's interleaved schedule refuses the micro-batch count (vp > 1, pp > 1).
 
-    The arithmetic of interleave_microbatches, for callers that hold the micro-batch count itself
-    (the timeline); arguments are ints or integer arrays that broadcast.
+    Source: megatron-core 0.16 megatron/core/pipeline_parallel/schedules.py
+    forward_backward_pipelining_with_interleaving: with N = microbatch_group_size_per_vp_stage
+    (the micro-batches a chunk runs back to back), it raises unless pp <= N <= m, and unless
+    m % N is 0 or at least pp. N defaults to pp (megatron/core/model_parallel_config.py
+    ModelParallelConfig.__post_init__) and the planner keeps the default, so the rule reads
+    m >= pp and m % pp == 0. Arguments are ints or integer arrays that broadcast.
     """
-    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & (np.asarray(num_microbatches) % pp != 0)
+    m, group = np.asarray(num_microbatches), np.asarray(pp)
+    remainder = m % group
+    schedule_refuses = (group > m) | ((remainder > 0) & (remainder < np.asarray(pp)))
+    broken: BoolArray = (np.asarray(vp) > 1) & (np.asarray(pp) > 1) & schedule_refuses
     return broken
+
+
+def interleave_problem(num_microbatches: int, pp: int, vp: int) -> str | None:
+    """Why the interleaved schedule refuses this micro-batch count, or None (the rule of `interleave_breaks`).
+
+    m < pp also leaves a remainder, so one message states both of the schedule's conditions.
+    """
+    if not interleave_breaks(num_microbatches, pp, vp):
+        return None
+    return (
+        f"interleaving needs num_microbatches({num_microbatches}) % pp({pp}) = 0, got {num_microbatches % pp}"
+        " (Megatron-LM schedule)"
+    )
 
 
 def _microbatches(c: Columns, j: Job) -> BoolArray:
@@ -234,8 +304,9 @@ def _microbatches(c: Columns, j: Job) -> BoolArray:
 
 
 def _microbatches_message(x: Layout, j: Job) -> str:
-    m = x.num_microbatches(j.training.global_batch_size)
-    return f"interleaving needs num_microbatches({m}) % pp({x.pp}) = 0, got {m % x.pp} (Megatron-LM schedule)"
+    problem = interleave_problem(x.num_microbatches(j.training.global_batch_size), x.pp, x.vp)
+    assert problem is not None
+    return problem
 
 
 INTERLEAVE_MICROBATCHES = Rule(
@@ -243,7 +314,8 @@ INTERLEAVE_MICROBATCHES = Rule(
     axes=("pp", "vp", "dp", "micro_batch_size"),
     clauses=(Clause(_microbatches, _microbatches_message),),
     source="Narayanan et al. 2021 Sec. 2.2.2 (interleaved 1F1B runs micro-batches in rounds of pp);"
-    " Megatron-LM megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving",
+    " megatron-core 0.16 megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving"
+    " (pp <= microbatch_group_size_per_vp_stage <= m; m % group is 0 or >= pp; group defaults to pp)",
 )
 
 SEQUENCE_PARALLEL_NEEDS_TP = Rule(

@@ -18,10 +18,34 @@ from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LAYOUT_AXES", "Clause", "Columns", "Job", "Rule", "StageClause", "layout_columns"]
+__all__ = [
+    "EMBEDDING_IN_SPLIT",
+    "LAYOUT_AXES",
+    "LOSS_IN_SPLIT",
+    "Clause",
+    "Columns",
+    "Job",
+    "Rule",
+    "StageClause",
+    "layout_columns",
+]
 
-LAYOUT_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "sequence_parallel", "zero_stage")
-"""The axes a rule may read; `sequence_parallel` is a 0/1 column."""
+EMBEDDING_IN_SPLIT = "account_for_embedding_in_pipeline_split"
+LOSS_IN_SPLIT = "account_for_loss_in_pipeline_split"
+LAYOUT_AXES = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "vp",
+    "micro_batch_size",
+    "sequence_parallel",
+    "zero_stage",
+    EMBEDDING_IN_SPLIT,
+    LOSS_IN_SPLIT,
+)
+"""The axes a rule may read; `sequence_parallel` and the two pipeline-split flags are 0/1 columns."""
 
 Columns = Mapping[str, IntArray]
 """Axis name -> integer column; columns broadcast against each other."""
@@ -51,10 +75,14 @@ class Clause:
 
 @dataclass(frozen=True, slots=True)
 class StageClause:
-    """One condition on an explicit layers-per-stage list: (stages, num_layers, pp, vp) -> broken, message."""
+    """One condition on an explicit layers-per-stage list.
 
-    broken: Callable[[Sequence[int], int, int, int], bool]
-    message: Callable[[Sequence[int], int, int, int], str]
+    (stages, num_layers, pp, vp, in_split) -> broken, message; `in_split` is (embedding, loss), each 1
+    where that layer counts in the pipeline split (the layout's two account_for_* flags).
+    """
+
+    broken: Callable[[Sequence[int], int, int, int, tuple[int, int]], bool]
+    message: Callable[[Sequence[int], int, int, int, tuple[int, int]], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +126,20 @@ class Rule:
             if not (explicit and clause.default_split_only) and bool(clause.broken(columns, job).any())
         ]
         if layout.layers_per_stage is not None:
-            messages += self.stage_problems(layout.layers_per_stage, job.model.num_layers, layout.pp, layout.vp)
+            in_split = (
+                int(layout.account_for_embedding_in_pipeline_split),
+                int(layout.account_for_loss_in_pipeline_split),
+            )
+            messages += self.stage_problems(
+                layout.layers_per_stage, job.model.num_layers, layout.pp, layout.vp, in_split
+            )
         return messages
 
-    def stage_problems(self, stages: Sequence[int], num_layers: int, pp: int, vp: int) -> list[str]:
+    def stage_problems(
+        self, stages: Sequence[int], num_layers: int, pp: int, vp: int, in_split: tuple[int, int] = (0, 0)
+    ) -> list[str]:
         """The message of every stage-list clause an explicit split breaks."""
-        args = (stages, num_layers, pp, vp)
+        args = (stages, num_layers, pp, vp, in_split)
         return [clause.message(*args) for clause in self.stage_clauses if clause.broken(*args)]
 
 

@@ -80,7 +80,7 @@ def diagnose(
         if _any_fits(model, training, cluster.num_gpus, hw, _without(allowed, key), budget, rules)
     ]
     if len(ev) == 0:
-        reasons = ", ".join(f"{k} ({v})" for k, v in rejected.most_common(3))
+        reasons = ", ".join(f"{k} ({v})" for k, v in _binding_first(rejected)[:3])
         return Diagnosis(
             message=f"no layout of {cluster.num_gpus} GPUs passes the divisibility rules; most rejected by: {reasons}",
             least_memory_layout=None,
@@ -112,6 +112,16 @@ def diagnose(
         relax=relax,
         rejected=dict(rejected),
     )
+
+
+def _binding_first(rejected: Counter[str]) -> list[tuple[str, int]]:
+    """Rejection counts with the rules first, then the request's own constraints (`constraint:KEY`), each by count.
+
+    A pinned value that a rule refuses is counted under the rule (`planner.constraints.space`), so the rule
+    that binds is named before the constraints that merely left the other values out.
+    """
+    counted = [(k, v) for k, v in rejected.most_common() if v > 0]
+    return sorted(counted, key=lambda kv: kv[0].startswith("constraint:"))
 
 
 def _without(allowed: Allowed, key: str) -> Allowed:

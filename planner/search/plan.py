@@ -99,7 +99,8 @@ def _refine_all(
 ) -> list[tuple[Layout, Estimate]]:
     """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
     defaults = estimate_many(model, cluster, training, layouts, rules)
-    piped = [i for i, x in enumerate(layouts) if x.pp >= 2]
+    # With the embedding or loss counted in the split, Megatron-Core fixes an even split: nothing to refine.
+    piped = [i for i, x in enumerate(layouts) if x.pp >= 2 and not x.counts_embedding_or_loss]
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True))
     costs = stage_costs_many(model, training, [layouts[i] for i in piped], hw)

@@ -9,7 +9,17 @@ from planner.constraints.check import partition_problems
 from planner.constraints.costs import StageCosts
 from planner.constraints.space import build_space
 from planner.layout import Layout
-from planner.rules import CORE, LAYOUT_AXES, RULE_SETS, STAGE_SPLIT, Job, Rule, interleave_breaks, rule_set
+from planner.rules import (
+    CORE,
+    LAYOUT_AXES,
+    RULE_SETS,
+    STAGE_SPLIT,
+    Job,
+    Rule,
+    interleave_breaks,
+    interleave_problem,
+    rule_set,
+)
 from planner.specs import ModelSpec, MoESpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
@@ -130,6 +140,9 @@ def test_every_rule_is_named_once_and_cites_a_source() -> None:
     assert len({id(r) for r in rules.values()}) == len(rules)
 
 
+_SPLIT_FLAGS = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+
+
 def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
     return {
         "tp": rng.choice([1, 2, 3, 4, 8], count),
@@ -141,6 +154,8 @@ def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarra
         "micro_batch_size": rng.choice([1, 2, 3, 4], count),
         "sequence_parallel": rng.integers(0, 2, count),
         "zero_stage": rng.integers(0, 4, count),
+        "account_for_embedding_in_pipeline_split": rng.integers(0, 2, count),
+        "account_for_loss_in_pipeline_split": rng.integers(0, 2, count),
     }
 
 
@@ -154,9 +169,10 @@ def test_vectorised_test_equals_the_scalar_one(framework: str, model: ModelSpec)
         for rule in rule_set(framework).rules:
             ok = rule.ok(columns, j)
             for i in range(300):
+                flags = ("sequence_parallel", *_SPLIT_FLAGS)
                 x = Layout(
-                    **{a: int(v[i]) for a, v in columns.items() if a != "sequence_parallel"},
-                    sequence_parallel=bool(columns["sequence_parallel"][i]),
+                    **{a: int(v[i]) for a, v in columns.items() if a not in flags},
+                    **{a: bool(columns[a][i]) for a in flags},
                 )
                 assert bool(ok[i]) == rule.holds(x, j), (rule.name, x)
 
@@ -273,3 +289,13 @@ def test_framework_space_is_core_space_minus_the_rules(framework: str) -> None:
     assert np.array_equal(n.tp, c.tp[keep]) and np.array_equal(n.zero_stage, c.zero_stage[keep])
     assert sum(narrowed.rejected[r.name] for r in extra) > 0
     assert narrowed.rejected["tensor_split"] == core.rejected["tensor_split"]  # core rules first at a level
+
+
+@pytest.mark.parametrize(
+    ("m", "pp", "vp", "broken"),
+    [(8, 4, 2, False), (4, 4, 2, False), (2, 4, 2, True), (6, 4, 2, True), (6, 4, 1, False), (3, 1, 1, False)],
+)
+def test_interleave_rule_is_megatron_cores_default_group(m: int, pp: int, vp: int, broken: bool) -> None:
+    """schedules.py forward_backward_pipelining_with_interleaving with group = pp: m >= pp and m % pp == 0."""
+    assert bool(interleave_breaks(m, pp, vp)) is broken
+    assert (interleave_problem(m, pp, vp) is not None) is broken

@@ -8,27 +8,43 @@ must never return a layout this enumerator beats.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
 
-from planner.constraints.space import MAX_MICRO_BATCH, MAX_VP
+from planner.constraints.space import MAX_MICRO_BATCH
 from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
 from planner.specs import ModelSpec, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
+SPLIT_FLAGS = ((False, False), (False, True), (True, False), (True, True))
+"""(account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split) options."""
 
-def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
+
+def all_layouts(model: ModelSpec, num_gpus: int, allowed: dict[str, list[object]] | None = None) -> Iterator[Layout]:
+    """Every layout by nested loops; an axis the request pins loops over its pinned values only."""
     sizes = range(1, num_gpus + 1)
     experts = model.moe.num_experts if model.moe else 1
-    for tp, pp, cp in itertools.product(sizes, sizes, sizes):
+    pins = allowed or {}
+
+    def values(key: str, everything: Iterable[object]) -> list[Any]:
+        return [v for v in everything if key not in pins or v in pins[key]]
+
+    for tp, pp, cp in itertools.product(values("tp", sizes), values("pp", sizes), values("cp", sizes)):
         if num_gpus % (tp * pp * cp):
             continue
         dp = num_gpus // (tp * pp * cp)
         for ep, vp, mbs in itertools.product(
-            range(1, experts + 1), range(1, MAX_VP + 1), range(1, MAX_MICRO_BATCH + 1)
+            values("ep", range(1, experts + 1)),
+            values("vp", range(1, model.num_layers + 3)),
+            values("micro_batch_size", range(1, MAX_MICRO_BATCH + 1)),
         ):
-            for recompute, sp, zero in itertools.product(Recompute, (False, True), (0, 1, 2, 3)):
+            recomputes = [r for r in Recompute if "recompute" not in pins or r.value in pins["recompute"]]
+            for recompute, sp, zero, (embedding, loss) in itertools.product(
+                recomputes, values("sequence_parallel", (False, True)), values("zero_stage", (0, 1, 2, 3)), SPLIT_FLAGS
+            ):
                 yield Layout(
                     tp=tp,
                     pp=pp,
@@ -40,18 +56,36 @@ def all_layouts(model: ModelSpec, num_gpus: int) -> Iterator[Layout]:
                     recompute=recompute,
                     sequence_parallel=sp,
                     zero_stage=zero,
+                    account_for_embedding_in_pipeline_split=embedding,
+                    account_for_loss_in_pipeline_split=loss,
                 )
 
 
 def legal_layouts(
     model: ModelSpec, num_gpus: int, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
 ) -> Iterator[Layout]:
-    """Every layout that the request's constraints allow and that breaks no rule."""
-    for layout in all_layouts(model, num_gpus):
+    """Every layout that the request's constraints allow and that breaks no rule.
+
+    The search counts the embedding and the loss in the pipeline split only where the plain split
+    (same pp and vp > 1) breaks stage_split; so does this enumerator.
+    """
+    plain_breaks: dict[tuple[int, int], bool] = {}  # stage_split reads only pp and vp (and the flags)
+    for layout in all_layouts(model, num_gpus, allowed):
         if allowed and any(_value(layout, k) not in v for k, v in allowed.items()):
             continue
+        if layout.counts_embedding_or_loss:
+            key = (layout.pp, layout.vp)
+            if key not in plain_breaks:
+                plain_breaks[key] = _plain_split_breaks(layout, model, training, num_gpus)
+            if not plain_breaks[key]:
+                continue
         if not layout_violations(layout, model, training, num_gpus):
             yield layout
+
+
+def _plain_split_breaks(layout: Layout, model: ModelSpec, training: TrainingSpec, num_gpus: int) -> bool:
+    plain = replace(layout, account_for_embedding_in_pipeline_split=False, account_for_loss_in_pipeline_split=False)
+    return layout.vp > 1 and any(v.rule == "stage_split" for v in layout_violations(plain, model, training, num_gpus))
 
 
 def reference_best(

@@ -10,10 +10,12 @@ from planner.costmodel.data_parallel import DpCollectives
 from planner.costmodel.memory import StageTerms
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.step import estimate_steps
+from planner.estimate import estimate
 from planner.presets import get_preset
-from planner.profiles import load_profiles
+from planner.profiles import ClusterSpec, load_profiles
 from planner.search.evaluate import evaluate
 from planner.specs import RuntimeFeatures, TrainingSpec
+from planner.units import GIB
 
 CASES = [
     ("gpt3-175b", "dgx-a100-80gb", 64, 128, RuntimeFeatures()),
@@ -64,3 +66,27 @@ def _arrays(q: LayerQuantities) -> list[np.ndarray]:
     out += [getattr(q.dp_collectives_s, f) for f in DpCollectives.__slots__]
     out += [getattr(q.slowest_stage_s, f) for f in LayerSeconds.__slots__] + [q.average_stage_s]
     return out
+
+
+def test_splits_that_count_the_embedding_or_loss_match_the_scalar_estimate() -> None:
+    """31 layers at pp 4: vp 2 needs the embedding or the loss counted (32 = 4 * 2 * 4), and the two splits
+    differ ([7, 8, 8, 8] and [8, 8, 8, 7]); every row evaluates as `estimate` does, layout by layout."""
+    model = get_preset("llama3-8b").model.model_copy(update={"num_layers": 31})
+    training = TrainingSpec(global_batch_size=64)
+    cluster = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=32)
+    hw = cluster.profile.hardware(training.precision)
+    space = build_space(model, training, 32, {"pp": [4], "cp": [1], "micro_batch_size": [1, 2]})
+    ev = evaluate(model, training, space, hw)
+    c = space.candidates
+    splits = {
+        (bool(e), bool(lo))
+        for e, lo in zip(c.account_for_embedding_in_pipeline_split, c.account_for_loss_in_pipeline_split, strict=True)
+    }
+    assert splits == {(False, False), (True, False), (False, True)}
+    for i in range(len(space)):
+        layout = ev.layout(i, model.num_layers)
+        e = estimate(model, cluster, training, layout)
+        assert not [v for v in e.violations if v.rule != "fits_memory"], (layout, e.violations)
+        assert ev.peak_bytes[i] / GIB == pytest.approx(e.memory.peak_gib, rel=1e-12), layout
+        if np.isfinite(ev.step_time_s[i]):
+            assert ev.step_time_s[i] == pytest.approx(e.step_time_s, rel=1e-12), layout

@@ -6,11 +6,13 @@ import pytest
 
 from planner.calibration.published import published_runs
 from planner.calibration.report import VALIDATION_PROFILE
+from planner.constraints.space import build_space
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
 from planner.search.compare import PAPER_SPACE, _in_space
+from planner.search.constraints import parse_constraints
 from planner.search.plan import plan
 from planner.search.rank import Objective
 from planner.specs import ModelSpec, Precision, RuntimeFeatures, TrainingSpec
@@ -168,3 +170,24 @@ def test_baseline_from_the_search_equals_its_own_evaluation(
     assert alone is not None and reused is not None
     assert alone[0].layout(alone[1], model.num_layers) == reused[0].layout(reused[1], model.num_layers)
     assert alone[0].step_time_s[alone[1]] == pytest.approx(reused[0].step_time_s[reused[1]], rel=1e-12)
+
+
+def test_a_pinned_vp_that_the_stage_rule_refuses_is_blamed_on_the_rule() -> None:
+    """GPT-3 175B (96 layers) at pp 8 cannot take vp 16: the diagnosis names stage_split first, not the pin."""
+    model = get_preset("gpt3-175b").model
+    cluster = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=512)
+    allowed = parse_constraints({"tp": 4, "pp": 8, "vp": 16})
+    result = plan(model, cluster, TrainingSpec(global_batch_size=2048), allowed, top_k=1)
+    assert result.plans == [] and result.diagnosis is not None
+    assert result.diagnosis.message.split("most rejected by: ")[1].startswith("stage_split (")
+    # vp 16, plain and with the embedding, the loss or both counted (96-98 layers, none divisible by 128),
+    # for each of the 5 (tp 4, pp 8) outer layouts.
+    assert result.diagnosis.rejected["stage_split"] == 4 * 5
+
+
+def test_vp_goes_up_to_the_layers_per_stage() -> None:
+    """96 layers at pp 8: every vp that divides the 12 layers per stage, one layer per chunk included."""
+    model = get_preset("gpt3-175b").model
+    allowed = parse_constraints({"tp": 8, "pp": 8, "cp": 1, "micro_batch_size": 1, "zero_stage": 1})
+    space = build_space(model, TrainingSpec(global_batch_size=512), 512, allowed)
+    assert sorted(set(space.rows.vp.tolist())) == [1, 2, 3, 4, 6, 12]
