@@ -256,7 +256,7 @@ def test_a_plan_is_for_a_framework_megatron_by_default(client: TestClient) -> No
     assert megatron["search"]["rejected"]["megatron_fsdp_needs_pp_1"] > 0
     every = [megatron["baseline"]["plan"], *megatron["plans"]]
     assert all(p["layout"]["zero_stage"] < 2 or p["layout"]["pp"] == 1 for p in every)
-    core = client.post("/v1/plan", json={**request, "framework": "core"}).json()
+    core = client.post("/v1/plan", json={**request, "framework": "core", "top_k": 100}).json()
     assert core["search"]["framework"] == "core" and "megatron_fsdp_needs_pp_1" not in core["search"]["rejected"]
     assert any(p["layout"]["zero_stage"] >= 2 and p["layout"]["pp"] > 1 for p in core["plans"])
     assert core["plans"][0]["estimate"]["step_time_s"] <= megatron["plans"][0]["estimate"]["step_time_s"]
