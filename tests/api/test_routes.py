@@ -258,7 +258,7 @@ def test_a_plan_is_for_a_framework_megatron_by_default(client: TestClient) -> No
     assert megatron["search"]["rejected"]["megatron_fsdp_needs_pp_1"] > 0
     every = [megatron["baseline"]["plan"], *megatron["plans"]]
     assert all(p["layout"]["zero_stage"] < 2 or p["layout"]["pp"] == 1 for p in every)
-    core = client.post("/v1/plan", json={**request, "framework": "core"}).json()
+    core = client.post("/v1/plan", json={**request, "framework": "core", "top_k": 100}).json()
     assert core["search"]["framework"] == "core" and "megatron_fsdp_needs_pp_1" not in core["search"]["rejected"]
     sharded = {**request, "framework": "core", "constraints": {"zero_stage": [2, 3], "pp": [2, 4, 8]}}
     core_sharded = client.post("/v1/plan", json=sharded).json()["plans"]

@@ -186,8 +186,9 @@ NETWORK_SLACK = 0.01
 """Known (reported): a faster NVLink can make a step up to ~0.6% slower. It shortens each layer's TP time, so
 the slowest stage can switch from a layer-heavy stage to the last (logits) stage, whose shorter backward then
 hides less of the DP gradient reduction (`costmodel.shared._slowest_stage`, `data_parallel.exposed_dp_s`).
-`test_faster_nvlink_former_counterexample` pinned a case; it passes since TP overlap applies only with sequence
-parallelism (Megatron's rule), but the mechanism is not removed, so the slack stays until a search finds no case."""
+The case once pinned here (an A100 profile cut to 54 TFLOP/s, a 9-layer h = 128 model, tp 8 pp 4 dp 2) no
+longer reproduces since GEMMs are tile/wave-quantised with a few-us fixed time (branch host10), but the
+mechanism stands: keep the slack until a fix, not a moved instance, makes it unnecessary."""
 
 
 @SETTINGS
@@ -207,39 +208,6 @@ def test_a_faster_network_never_makes_a_layout_slower(
     for key in ("tp_comm", "pp_comm", "cp_comm", "ep_comm"):
         assert faster.time_breakdown_s[key] <= base.time_breakdown_s[key] * (1 + 1e-12) + 1e-15, key
     assert faster.memory == base.memory
-
-
-def test_faster_nvlink_former_counterexample() -> None:
-    a100 = PROFILES["dgx-a100-40gb"]
-    profile = a100.model_copy(
-        update={
-            "gpu": a100.gpu.model_copy(
-                update={
-                    "memory_gib": 4.0,
-                    "hbm_bandwidth_gb_per_s": 2969.0,
-                    "peak_tflops": a100.gpu.peak_tflops.model_copy(update={"bf16": 54.0}),
-                }
-            ),
-            "node": a100.node.model_copy(update={"nvlink_gb_per_s": 95.0}),
-            "network": a100.network.model_copy(update={"nics_per_node": 1, "nic_gbit_per_s": 10.0}),
-        }
-    )
-    model = ModelSpec(
-        num_layers=9,
-        hidden_size=128,
-        num_attention_heads=8,
-        num_query_groups=1,
-        ffn_hidden_size=128,
-        vocab_size=26231,
-        seq_length=8192,
-    )
-    runtime = RuntimeFeatures(tp_comm_overlap=True, overlap_param_gather=False, scatter_gather_p2p=False)
-    training = TrainingSpec(global_batch_size=16, runtime=runtime)
-    layout = Layout(tp=8, pp=4, dp=2, micro_batch_size=8)
-    cluster = ClusterSpec(profile=profile, num_gpus=64)
-    base = estimate(model, cluster, training, layout)
-    faster = estimate(model, cluster.model_copy(update={"profile": _faster(profile, 1.0, 2.0)}), training, layout)
-    assert faster.step_time_s <= base.step_time_s
 
 
 @SETTINGS
