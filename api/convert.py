@@ -94,7 +94,11 @@ def _validated_profile(raw: dict[str, Any], field: str) -> HardwareProfile:
 
 
 def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) -> ClusterSpec:
-    inline = {k: v for k, v in cluster.model_dump(exclude_none=True).items() if k not in ("num_gpus", "profile")}
+    inline = {
+        k: v
+        for k, v in cluster.model_dump(exclude_none=True).items()
+        if k not in ("num_gpus", "profile", "memory_headroom")
+    }
     if cluster.profile is not None:
         if set(inline) - {"overrides"}:
             raise InvalidSpecError("cluster", "give either a profile id (with optional overrides) or an inline profile")
@@ -105,14 +109,18 @@ def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) ->
         profile = base
         if cluster.overrides:
             profile = _validated_profile(_deep_merge(base.model_dump(), cluster.overrides), "cluster.overrides")
-        return ClusterSpec(profile=profile, num_gpus=cluster.num_gpus)
+        return ClusterSpec(profile=profile, num_gpus=cluster.num_gpus, memory_headroom=cluster.memory_headroom)
     if "overrides" in inline:
         raise InvalidSpecError("cluster.overrides", "overrides apply to a profile id; give cluster.profile")
     missing = [k for k in ("gpu", "node", "network") if k not in inline]
     if missing:
         raise InvalidSpecError(f"cluster.{missing[0]}", "an inline profile needs gpu, node and network")
     inline.setdefault("id", "inline")
-    return ClusterSpec(profile=_validated_profile(inline, "cluster"), num_gpus=cluster.num_gpus)
+    return ClusterSpec(
+        profile=_validated_profile(inline, "cluster"),
+        num_gpus=cluster.num_gpus,
+        memory_headroom=cluster.memory_headroom,
+    )
 
 
 _LAYOUT_SIZES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
@@ -207,11 +215,16 @@ def plan_response(
         )
         if d
         else None,
+        idle_gpus=result.idle_gpus,
+        idle_reason=result.idle_reason,
+        memory_headroom=cluster.memory_headroom,
         model=_model_out(resolved),
     )
 
 
-def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel) -> EstimateResponse:
+def estimate_response(
+    layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel, cluster: ClusterSpec
+) -> EstimateResponse:
     violations = list(e.violations)
     if requested.num_microbatches is not None and requested.num_microbatches != e.num_microbatches:
         violations.append(
@@ -226,6 +239,7 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved
         estimate=_estimate_out(e),
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
+        memory_headroom=cluster.memory_headroom,
         model=_model_out(resolved),
     )
 
@@ -241,6 +255,7 @@ def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -
         request.top_k,
         request.objective,
         rules=rule_set(request.framework),
+        max_step_time_s=request.max_step_time_s,
     )
     return plan_response(result, resolved, request.training, cluster)
 
@@ -250,4 +265,4 @@ def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwarePro
     resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
     layout = layout_from(request.layout)
     e = estimate(resolved.model, cluster, request.training, layout, rule_set(request.framework))
-    return estimate_response(layout, request.layout, e, resolved)
+    return estimate_response(layout, request.layout, e, resolved, cluster)

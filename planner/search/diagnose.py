@@ -16,7 +16,7 @@ from planner.search.evaluate import Evaluated, evaluate
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB
 
-__all__ = ["Diagnosis", "diagnose"]
+__all__ = ["Diagnosis", "diagnose", "too_slow"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,13 +104,29 @@ def diagnose(
     hint = f"relax constraints: {', '.join(relax)}" if relax else "use more GPUs or GPUs with more memory"
     return Diagnosis(
         message=(
-            f"nothing fits: the least-memory layout needs {need:.1f} GiB per GPU against {capacity:.1f} GiB; {hint}"
+            f"nothing fits: the least-memory layout needs {need:.1f} GiB per GPU against {capacity:.1f} GiB"
+            f" usable; {hint}"
         ),
         least_memory_layout=layout,
         least_memory_gib=need,
         capacity_gib=capacity,
         relax=relax,
         rejected=dict(rejected),
+    )
+
+
+def too_slow(max_step_time_s: float, fastest_s: float, gpus: int, hw: Hardware) -> Diagnosis:
+    """Layouts fit, but none steps within the request's `max_step_time_s`: the fastest, and what to change."""
+    return Diagnosis(
+        message=(
+            f"no layout that fits steps within max_step_time_s = {max_step_time_s:g} s: the fastest takes"
+            f" {fastest_s:.3g} s on {gpus} GPUs; raise max_step_time_s to at least {fastest_s:.3g} or use more GPUs"
+        ),
+        least_memory_layout=None,
+        least_memory_gib=None,
+        capacity_gib=hw.hbm_bytes / GIB,
+        relax=["max_step_time_s"],
+        rejected={},
     )
 
 

@@ -11,7 +11,8 @@ from planner.constraints.space import build_space
 from planner.estimate import estimate
 from planner.profiles import ClusterSpec, load_profiles
 from planner.search.constraints import parse_constraints
-from planner.search.plan import plan
+from planner.search.plan import gpu_counts, plan
+from planner.search.rank import Objective
 from planner.specs import ModelSpec, MoESpec, TrainingSpec
 from planner.validate import layout_violations
 
@@ -57,7 +58,14 @@ def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec, TrainingSpec, dict[str
 def test_search_matches_brute_force(seed: int) -> None:
     model, cluster, training, allowed = _instance(seed)
     result = plan(model, cluster, training, allowed, top_k=3, partition=False)
-    reference = reference_best(model, cluster, training, allowed)
+    per_node = cluster.profile.node.gpus_per_node
+    counts = gpu_counts(cluster.num_gpus, per_node, Objective.STEP_TIME, model, training)
+    found = [
+        r
+        for n in counts
+        if (r := reference_best(model, cluster.model_copy(update={"num_gpus": n}), training, allowed)) is not None
+    ]
+    reference = min(found, key=lambda r: r[1].step_time_s, default=None)
     if reference is None:
         assert result.plans == []
         assert result.diagnosis is not None
@@ -65,9 +73,12 @@ def test_search_matches_brute_force(seed: int) -> None:
     best = result.plans[0]
     assert best.estimate.step_time_s == pytest.approx(reference[1].step_time_s, rel=1e-12)
     for p in result.plans:
-        assert layout_violations(p.layout, model, training, cluster.num_gpus) == []
+        assert p.num_gpus in counts
+        assert layout_violations(p.layout, model, training, p.num_gpus) == []
         assert p.estimate.fits
-        assert p.layout.world_size == cluster.num_gpus
+        assert p.layout.world_size == p.num_gpus
+    assert result.idle_gpus == cluster.num_gpus - best.num_gpus
+    assert (result.idle_reason is None) == (result.idle_gpus == 0)
 
 
 @pytest.mark.parametrize("seed", range(0, INSTANCES, 10))
