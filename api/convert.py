@@ -212,6 +212,9 @@ def plan_response(
             least_memory_gib=d.least_memory_gib,
             capacity_gib=d.capacity_gib,
             relax=d.relax,
+            legal_values=d.legal_values,
+            more_gpus=d.more_gpus,
+            min_gpu_memory_gib=d.min_gpu_memory_gib,
         )
         if d
         else None,

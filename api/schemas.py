@@ -362,8 +362,20 @@ class DiagnosisOut(BaseModel):
     message: str
     least_memory_layout: LayoutOut | None
     least_memory_gib: float | None
-    capacity_gib: float
-    relax: list[str]
+    capacity_gib: float = Field(description="Usable memory per GPU (capacity less memory_headroom).")
+    relax: list[str] = Field(
+        description="What to change: constraint keys whose removal lets a layout fit, then num_gpus (a larger"
+        " count fits: more_gpus) and memory_headroom (the least-memory layout fits the whole HBM)."
+    )
+    legal_values: dict[str, list[int | bool | str]] = Field(
+        default_factory=dict, description="Per constraint key: the values some legal layout takes with it lifted."
+    )
+    more_gpus: int | None = Field(
+        default=None, description="The smallest whole-node GPU count tried (2x, 4x, ... 64x the request) that fits."
+    )
+    min_gpu_memory_gib: float | None = Field(
+        default=None, description="GPU memory on which the least-memory layout would fit, same headroom."
+    )
 
 
 class ModelOut(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import Counter
@@ -87,6 +88,11 @@ layer more than the average, at most 25% above it."""
 EXTRA_GPU_COUNTS = 3
 """Whole-node GPU counts below a badly factoring request that the step-time search also tries."""
 
+MAX_NODES_SCANNED = 4096
+"""How far below a badly factoring request (in whole nodes) the extra counts are looked for."""
+
+_divisors = functools.lru_cache(maxsize=64)(divisors)
+
 
 def _sane_pp(pp: int, num_layers: int) -> bool:
     return pp == 1 or (
@@ -105,11 +111,11 @@ def factors_well(n: int, gpus_per_node: int, num_layers: int, global_batch: int)
     `MIN_LAYERS_PER_UNEVEN_STAGE` per stage. For an 80-layer model and batch 1024: 504 = 8 x 63 and
     496 = 8 x 31 x 2 fail, 480 = 8 x 15 x 4 passes.
     """
-    for tp in divisors(gpus_per_node):
+    for tp in _divisors(gpus_per_node):
         if n % tp:
             continue
         rest = n // tp
-        if any(rest % dp == 0 and _sane_pp(rest // dp, num_layers) for dp in divisors(global_batch) if dp <= rest):
+        if any(rest % dp == 0 and _sane_pp(rest // dp, num_layers) for dp in _divisors(global_batch) if dp <= rest):
             return True
     return False
 
@@ -120,8 +126,9 @@ def gpu_counts(
     """GPU counts to search, the requested count first.
 
     Step time: the requested count, and when it does not `factors_well`, also the largest
-    `EXTRA_GPU_COUNTS` whole-node counts below it that do (504 -> 496, 480, 448 for an 80-layer
-    model); the fastest plan over all of them wins, and the GPUs it leaves idle are reported.
+    `EXTRA_GPU_COUNTS` whole-node counts below it (within `MAX_NODES_SCANNED` nodes) that do
+    (504 -> 480, 448, 416 for an 80-layer model at batch 1024); the fastest plan over all of them
+    wins, and the GPUs it leaves idle are reported.
     GPU efficiency: up to 16 node-aligned counts <= num_gpus, ascending.
     """
     if objective is Objective.GPU_EFFICIENCY:
@@ -135,7 +142,8 @@ def gpu_counts(
         return [num_gpus]
     extra: list[int] = []
     nodes = (num_gpus - 1) // gpus_per_node
-    while nodes >= 1 and len(extra) < EXTRA_GPU_COUNTS:
+    lowest = max(1, nodes - MAX_NODES_SCANNED + 1)
+    while nodes >= lowest and len(extra) < EXTRA_GPU_COUNTS:
         n = nodes * gpus_per_node
         if factors_well(n, gpus_per_node, layers, batch):
             extra.append(n)
