@@ -36,7 +36,7 @@ from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
 from planner.rules import rule_set
-from planner.search.plan import Baseline, Plan, PlanResult, plan
+from planner.search.plan import EQUIVALENT_WITHIN, Baseline, Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
@@ -175,6 +175,7 @@ def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: 
     return PlanOut(
         rank=p.rank,
         num_gpus=p.num_gpus,
+        equivalent=p.equivalent,
         layout=_layout_out(p.layout, p.estimate.num_microbatches),
         estimate=_estimate_out(p.estimate),
         launch={
@@ -221,6 +222,7 @@ def plan_response(
         idle_gpus=result.idle_gpus,
         idle_reason=result.idle_reason,
         memory_headroom=cluster.memory_headroom,
+        equivalent_within=EQUIVALENT_WITHIN,
         model=_model_out(resolved),
     )
 

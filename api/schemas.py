@@ -327,6 +327,11 @@ class FrameworkLaunchOut(BaseModel):
 class PlanOut(BaseModel):
     rank: int
     num_gpus: int
+    equivalent: bool = Field(
+        default=False,
+        description="Within equivalent_within of the fastest plan: as good under the model's uncertainty; these"
+        " come first, simplest first.",
+    )
     layout: LayoutOut
     estimate: EstimateOut
     launch: dict[str, FrameworkLaunchOut]
@@ -409,6 +414,10 @@ class PlanResponse(BaseModel):
     )
     idle_reason: str | None = Field(default=None, description="Why idle_gpus are idle, in words; null when none are.")
     memory_headroom: float = Field(description="The memory headroom every fit test applied (the request's cluster).")
+    equivalent_within: float = Field(
+        description="Relative gap to the fastest plan under which plans are marked equivalent (the model's stated"
+        " uncertainty: 0.03, the mean step-time error on Narayanan 2021 Table 2 in `planner validate`)."
+    )
     model: ModelOut
     cached: bool = False
 

@@ -124,7 +124,7 @@ def print_plans(result: PlanResponse) -> None:
     )
     for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem/usable GiB"):
         table.add_column(col)
-    rows = [(str(p.rank), p) for p in result.plans]
+    rows = [(f"{p.rank}{' ≈' if p.equivalent else ''}", p) for p in result.plans]
     baselines = (("today", result.modern_baseline), ("2021", result.baseline))
     rows += [(f"base {when}", b.plan) for when, b in baselines if b.plan is not None]
     for label, p in rows:
@@ -150,6 +150,11 @@ def print_plans(result: PlanResponse) -> None:
             console.print(f"{name} ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster", markup=False)
         elif b.plan is None:
             console.print(f"{name} ({b.rule}): nothing fits", markup=False)
+    if any(p.equivalent for p in result.plans):
+        console.print(
+            f"≈: within {result.equivalent_within:.0%} of the fastest (the model's uncertainty), simplest first",
+            markup=False,
+        )
     if result.idle_reason is not None:
         console.print(f"idle GPUs: {result.idle_gpus} ({result.idle_reason})", markup=False)
     if result.diagnosis is not None:
