@@ -36,7 +36,7 @@ from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
 from planner.rules import rule_set
-from planner.search.plan import Baseline, Plan, PlanResult, plan
+from planner.search.plan import EQUIVALENT_WITHIN, Baseline, Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
 
@@ -94,7 +94,11 @@ def _validated_profile(raw: dict[str, Any], field: str) -> HardwareProfile:
 
 
 def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) -> ClusterSpec:
-    inline = {k: v for k, v in cluster.model_dump(exclude_none=True).items() if k not in ("num_gpus", "profile")}
+    inline = {
+        k: v
+        for k, v in cluster.model_dump(exclude_none=True).items()
+        if k not in ("num_gpus", "profile", "memory_headroom")
+    }
     if cluster.profile is not None:
         if set(inline) - {"overrides"}:
             raise InvalidSpecError("cluster", "give either a profile id (with optional overrides) or an inline profile")
@@ -105,14 +109,18 @@ def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) ->
         profile = base
         if cluster.overrides:
             profile = _validated_profile(_deep_merge(base.model_dump(), cluster.overrides), "cluster.overrides")
-        return ClusterSpec(profile=profile, num_gpus=cluster.num_gpus)
+        return ClusterSpec(profile=profile, num_gpus=cluster.num_gpus, memory_headroom=cluster.memory_headroom)
     if "overrides" in inline:
         raise InvalidSpecError("cluster.overrides", "overrides apply to a profile id; give cluster.profile")
     missing = [k for k in ("gpu", "node", "network") if k not in inline]
     if missing:
         raise InvalidSpecError(f"cluster.{missing[0]}", "an inline profile needs gpu, node and network")
     inline.setdefault("id", "inline")
-    return ClusterSpec(profile=_validated_profile(inline, "cluster"), num_gpus=cluster.num_gpus)
+    return ClusterSpec(
+        profile=_validated_profile(inline, "cluster"),
+        num_gpus=cluster.num_gpus,
+        memory_headroom=cluster.memory_headroom,
+    )
 
 
 _LAYOUT_SIZES = (
@@ -180,6 +188,7 @@ def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: 
     return PlanOut(
         rank=p.rank,
         num_gpus=p.num_gpus,
+        equivalent=p.equivalent,
         layout=_layout_out(p.layout, p.estimate.num_microbatches),
         estimate=_estimate_out(p.estimate),
         launch={
@@ -217,14 +226,23 @@ def plan_response(
             least_memory_gib=d.least_memory_gib,
             capacity_gib=d.capacity_gib,
             relax=d.relax,
+            legal_values=d.legal_values,
+            more_gpus=d.more_gpus,
+            min_gpu_memory_gib=d.min_gpu_memory_gib,
         )
         if d
         else None,
+        idle_gpus=result.idle_gpus,
+        idle_reason=result.idle_reason,
+        memory_headroom=cluster.memory_headroom,
+        equivalent_within=EQUIVALENT_WITHIN,
         model=_model_out(resolved),
     )
 
 
-def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel) -> EstimateResponse:
+def estimate_response(
+    layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel, cluster: ClusterSpec
+) -> EstimateResponse:
     violations = list(e.violations)
     if requested.num_microbatches is not None and requested.num_microbatches != e.num_microbatches:
         violations.append(
@@ -239,6 +257,7 @@ def estimate_response(layout: Layout, requested: LayoutIn, e: Estimate, resolved
         estimate=_estimate_out(e),
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
+        memory_headroom=cluster.memory_headroom,
         model=_model_out(resolved),
     )
 
@@ -254,6 +273,7 @@ def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -
         request.top_k,
         request.objective,
         rules=rule_set(request.framework),
+        max_step_time_s=request.max_step_time_s,
     )
     return plan_response(result, resolved, request.training, cluster)
 
@@ -263,4 +283,4 @@ def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwarePro
     resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
     layout = layout_from(request.layout)
     e = estimate(resolved.model, cluster, request.training, layout, rule_set(request.framework))
-    return estimate_response(layout, request.layout, e, resolved)
+    return estimate_response(layout, request.layout, e, resolved, cluster)

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from planner.profiles import (
+    DEFAULT_MEMORY_HEADROOM,
     Calibration,
     EfficiencySection,
     GpuSection,
@@ -166,6 +167,12 @@ class ClusterIn(BaseModel):
     )
 
     num_gpus: int = Field(ge=1, le=1_048_576, description="GPUs in the job (an upper bound for gpu_efficiency).")
+    memory_headroom: float = Field(
+        default=DEFAULT_MEMORY_HEADROOM,
+        ge=0,
+        le=0.5,
+        description="Fraction of each GPU's memory no plan may fill (default 0.05); every fit test applies it.",
+    )
     profile: str | None = Field(
         default=None, max_length=64, pattern=r"^[a-z0-9][a-z0-9.-]*$", description="Built-in profile id."
     )
@@ -207,6 +214,12 @@ class PlanRequest(_Request):
     )
     top_k: int = Field(default=10, ge=1, le=100, description="Plans to return.")
     objective: Objective = Field(default=Objective.STEP_TIME, strict=False, description="step_time or gpu_efficiency.")
+    max_step_time_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e9,
+        description="Drop plans whose step takes longer (seconds); bounds gpu_efficiency's trade of time for GPUs.",
+    )
     framework: Framework = Field(
         default=Framework.MEGATRON,
         strict=False,
@@ -282,7 +295,8 @@ class LayoutOut(BaseModel):
 
 class MemoryOut(BaseModel):
     peak_gib: float
-    capacity_gib: float
+    capacity_gib: float = Field(description="The GPU's memory (datasheet).")
+    usable_gib: float = Field(description="What a plan may fill: capacity_gib less the cluster's memory_headroom.")
     breakdown_gib: dict[str, float]
 
 
@@ -324,6 +338,11 @@ class FrameworkLaunchOut(BaseModel):
 class PlanOut(BaseModel):
     rank: int
     num_gpus: int
+    equivalent: bool = Field(
+        default=False,
+        description="Within equivalent_within of the fastest plan: as good under the model's uncertainty; these"
+        " come first, simplest first.",
+    )
     layout: LayoutOut
     estimate: EstimateOut
     launch: dict[str, FrameworkLaunchOut]
@@ -359,8 +378,20 @@ class DiagnosisOut(BaseModel):
     message: str
     least_memory_layout: LayoutOut | None
     least_memory_gib: float | None
-    capacity_gib: float
-    relax: list[str]
+    capacity_gib: float = Field(description="Usable memory per GPU (capacity less memory_headroom).")
+    relax: list[str] = Field(
+        description="What to change: constraint keys whose removal lets a layout fit, then num_gpus (a larger"
+        " count fits: more_gpus) and memory_headroom (the least-memory layout fits the whole HBM)."
+    )
+    legal_values: dict[str, list[int | bool | str]] = Field(
+        default_factory=dict, description="Per constraint key: the values some legal layout takes with it lifted."
+    )
+    more_gpus: int | None = Field(
+        default=None, description="The smallest whole-node GPU count tried (2x, 4x, ... 64x the request) that fits."
+    )
+    min_gpu_memory_gib: float | None = Field(
+        default=None, description="GPU memory on which the least-memory layout would fit, same headroom."
+    )
 
 
 class ModelOut(BaseModel):
@@ -387,6 +418,17 @@ class PlanResponse(BaseModel):
     )
     search: SearchOut
     diagnosis: DiagnosisOut | None = None
+    idle_gpus: int = Field(
+        default=0,
+        description="GPUs of the request the best plan leaves unused: the request's count factors badly (the"
+        " search also tried whole-node counts below it) or the objective is gpu_efficiency; 0 when all are used.",
+    )
+    idle_reason: str | None = Field(default=None, description="Why idle_gpus are idle, in words; null when none are.")
+    memory_headroom: float = Field(description="The memory headroom every fit test applied (the request's cluster).")
+    equivalent_within: float = Field(
+        description="Relative gap to the fastest plan under which plans are marked equivalent (the model's stated"
+        " uncertainty: 0.03, the mean step-time error on Narayanan 2021 Table 2 in `planner validate`)."
+    )
     model: ModelOut
     cached: bool = False
 
@@ -401,5 +443,6 @@ class EstimateResponse(BaseModel):
     estimate: EstimateOut
     fits: bool
     violations: list[ViolationOut]
+    memory_headroom: float = Field(description="The memory headroom the fit test applied (the request's cluster).")
     model: ModelOut
     cached: bool = False

@@ -128,6 +128,24 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             "top_k": 100,
         },
     ),
+    (
+        "badly factoring count (huge shape, 1,048,568 x H100 = 131,071 nodes), step_time, top_k 100",
+        {
+            "model": dict(_HUGE_SHAPE),
+            "cluster": {"profile": "dgx-h100", "num_gpus": _MANY - 8},
+            "training": {"global_batch_size": _MANY},
+            "top_k": 100,
+        },
+    ),
+    (
+        "badly factoring count, nothing fits (huge shape, 1,000 x A100-40GB), diagnosis tries more GPUs",
+        {
+            "model": dict(_HUGE_SHAPE),
+            "cluster": {"profile": "dgx-a100-40gb", "num_gpus": 1000},
+            "training": {"global_batch_size": 1000},
+            "top_k": 100,
+        },
+    ),
 ]
 
 

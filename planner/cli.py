@@ -30,7 +30,7 @@ from planner.cli_output import layout_cell, print_estimate, print_plans, print_r
 from planner.client import PlannerClient, PlannerServiceError
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
 from planner.presets import load_presets
-from planner.profiles import load_profiles
+from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
 from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
@@ -145,6 +145,9 @@ def _job_body(
     profile: Annotated[str, typer.Option(help="Hardware profile id (see `planner profiles`).")] = "dgx-a100-80gb",
     gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job (plan: an upper bound for gpu_efficiency).")] = 1024,
     batch: Annotated[int, typer.Option(min=1, help="Global batch size in sequences.")] = 1536,
+    memory_headroom: Annotated[
+        float, typer.Option(help="Fraction of each GPU's memory no plan may fill (0 to 0.5).")
+    ] = DEFAULT_MEMORY_HEADROOM,
     precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
     train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
     framework: Annotated[
@@ -157,7 +160,7 @@ def _job_body(
         training["train_tokens"] = train_tokens
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
-        "cluster": {"profile": profile, "num_gpus": gpus},
+        "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},
         "training": training,
         "framework": framework.value,
     }
@@ -299,6 +302,9 @@ def plan_cmd(
     job: dict[str, Any],
     top_k: Annotated[int, typer.Option(min=1, max=100, help="Plans to return.")] = 10,
     objective: Annotated[Objective, typer.Option(help="step_time or gpu_efficiency.")] = Objective.STEP_TIME,
+    max_step_time: Annotated[
+        float | None, typer.Option(help="Drop plans whose step takes longer (seconds); bounds gpu_efficiency.")
+    ] = None,
     constraint: Annotated[
         list[str] | None, typer.Option("--constraint", "-c", help="KEY=VALUE[,VALUE...], e.g. tp=8 or recompute=full")
     ] = None,
@@ -318,6 +324,7 @@ def plan_cmd(
             "constraints": _parse_constraints(constraint or []) or None,
             "top_k": top_k,
             "objective": objective.value,
+            "max_step_time_s": max_step_time,
         }
         if server is not None:
             with PlannerClient(server) as client:

@@ -5,6 +5,8 @@ Plans and estimates are printed from the API's response models, so a local run a
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
@@ -133,8 +135,8 @@ def print_estimate(response: EstimateResponse) -> None:
     console.print("time: " + ", ".join(f"{k} {v:.3f}s" for k, v in e.time_breakdown_s.items() if v > 0))
     mem = e.memory
     console.print(
-        f"memory {mem.peak_gib:.1f} / {mem.capacity_gib:.0f} GiB: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in mem.breakdown_gib.items())
+        f"memory {mem.peak_gib:.1f} / {mem.usable_gib:.1f} GiB usable ({mem.capacity_gib:.0f} GiB less"
+        f" {response.memory_headroom:.0%} headroom): " + ", ".join(f"{k} {v:.1f}" for k, v in mem.breakdown_gib.items())
     )
     n = e.network
     console.print(
@@ -147,6 +149,13 @@ def print_estimate(response: EstimateResponse) -> None:
     console.print("DOES NOT FIT or breaks a rule:")
     for v in response.violations:
         console.print(f"  [{v.rule}] {v.message}", markup=False)
+
+
+def seconds(x: float) -> str:
+    """A time to 3 significant figures, as the table and the page show it (the JSON keeps every digit)."""
+    if not math.isfinite(x) or x < 100:
+        return f"{x:#.3g}".rstrip(".")
+    return f"{round(x, 2 - math.floor(math.log10(x))):,.0f}"
 
 
 def layout_cell(x: Layout | LayoutOut) -> str:
@@ -162,9 +171,9 @@ def print_plans(result: PlanResponse) -> None:
         title=f"Ranked plans ({result.search.candidates:,} candidates, {result.search.feasible:,} fit,"
         f" {result.search.elapsed_ms:.0f} ms)"
     )
-    for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem GiB"):
+    for col in ("#", "GPUs", "layout", "stages", "step s", "tokens/s", "MFU", "mem/usable GiB"):
         table.add_column(col)
-    rows = [(str(p.rank), p) for p in result.plans]
+    rows = [(f"{p.rank}{' ≈' if p.equivalent else ''}", p) for p in result.plans]
     baselines = (("today", result.modern_baseline), ("2021", result.baseline))
     rows += [(f"base {when}", b.plan) for when, b in baselines if b.plan is not None]
     for label, p in rows:
@@ -176,10 +185,10 @@ def print_plans(result: PlanResponse) -> None:
             str(p.num_gpus),
             layout_cell(p.layout),
             shown,
-            f"{e.step_time_s:.3f}",
+            seconds(e.step_time_s),
             f"{e.tokens_per_s:,.0f}",
             f"{e.mfu:.1%}",
-            f"{e.memory.peak_gib:.1f}/{e.memory.capacity_gib:.0f}",
+            f"{e.memory.peak_gib:.1f}/{e.memory.usable_gib:.1f}",
         )
     console.print(model_line(result.model), highlight=False)
     console.print(f"for {result.search.framework} ({result.search.framework_version}): only layouts it accepts")
@@ -190,6 +199,13 @@ def print_plans(result: PlanResponse) -> None:
             console.print(f"{name} ({b.rule}): best plan is {b.speedup_of_best:.2f}x faster", markup=False)
         elif b.plan is None:
             console.print(f"{name} ({b.rule}): nothing fits", markup=False)
+    if any(p.equivalent for p in result.plans):
+        console.print(
+            f"≈: within {result.equivalent_within:.0%} of the fastest (the model's uncertainty), simplest first",
+            markup=False,
+        )
+    if result.idle_reason is not None:
+        console.print(f"idle GPUs: {result.idle_gpus} ({result.idle_reason})", markup=False)
     if result.diagnosis is not None:
         console.print(result.diagnosis.message, markup=False)
     if result.plans and result.plans[0].estimate.days_to_train is not None:

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.costmodel.candidates import Candidates
+from planner.costmodel.memory import usable_hardware
 from planner.costmodel.step import StepEstimates, estimate_steps
 from planner.costmodel.topology import Crossings, count_crossings
 from planner.layout import Layout
-from planner.profiles import ClusterSpec
+from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
 from planner.specs import ModelSpec, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
@@ -24,6 +25,8 @@ MEMORY_KEYS = ("parameters", "gradients", "optimizer_states", "activations", "ot
 class MemoryEstimate:
     peak_gib: float
     capacity_gib: float
+    usable_gib: float
+    """What a plan may fill: `capacity_gib` less the cluster's memory headroom (`usable_hardware`)."""
     breakdown_gib: dict[str, float]
 
 
@@ -78,7 +81,7 @@ def estimate_many(
     violations = layouts_violations(layouts, model, training, cluster.num_gpus, rules)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
-    hw = cluster.profile.hardware(training.precision)
+    hw = usable_hardware(cluster, training.precision)
     layouts = [
         replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
         for x in layouts
@@ -87,12 +90,14 @@ def estimate_many(
     steps = estimate_steps(model, training, c, hw)
     out = []
     for i, found in enumerate(violations):
-        result = _to_estimate(steps, i, model, training, cluster, c)
-        if result.memory.peak_gib > result.memory.capacity_gib:
+        result = _to_estimate(steps, i, model, training, cluster, c, hw)
+        mem = result.memory
+        if mem.peak_gib * GIB > hw.hbm_bytes:
             found = found + [
                 Violation(
                     "fits_memory",
-                    f"peak memory {result.memory.peak_gib:.1f} GiB > capacity {result.memory.capacity_gib:.1f} GiB",
+                    f"peak memory {mem.peak_gib:.1f} GiB > usable {mem.usable_gib:.1f} GiB"
+                    f" ({mem.capacity_gib:.0f} GiB less {cluster.memory_headroom:.0%} headroom)",
                 )
             ]
         out.append(replace(result, fits=not found, violations=found))
@@ -100,13 +105,19 @@ def estimate_many(
 
 
 def _to_estimate(
-    s: StepEstimates, i: int, model: ModelSpec, training: TrainingSpec, cluster: ClusterSpec, c: Candidates
+    s: StepEstimates,
+    i: int,
+    model: ModelSpec,
+    training: TrainingSpec,
+    cluster: ClusterSpec,
+    c: Candidates,
+    hw: Hardware,
 ) -> Estimate:
     n = int(c.tp[i] * c.pp[i] * c.dp[i] * c.cp[i])  # the layout's GPUs (the cluster's when the layout is valid)
     step = float(s.step_time_s[i])
     tokens_per_step = training.global_batch_size * model.seq_length
     model_flop_per_s = float(s.model_flop[i]) / step / n
-    peak = cluster.profile.hardware(training.precision).peak_flop_per_s
+    peak = hw.peak_flop_per_s
     breakdown = {kind: float(seconds[i]) for kind, seconds in s.time_s.as_dict().items()}
     days = gpu_hours = None
     if training.train_tokens is not None:
@@ -121,7 +132,7 @@ def _to_estimate(
         bubble_fraction=float(s.time_s.bubble[i]) / step,
         num_microbatches=int(c.num_microbatches[i]),
         time_breakdown_s=breakdown,
-        memory=_memory(s, i, cluster),
+        memory=_memory(s, i, cluster, hw),
         network=count_crossings(
             int(c.tp[i]),
             int(c.cp[i]),
@@ -139,10 +150,11 @@ def _to_estimate(
     )
 
 
-def _memory(s: StepEstimates, i: int, cluster: ClusterSpec) -> MemoryEstimate:
+def _memory(s: StepEstimates, i: int, cluster: ClusterSpec, hw: Hardware) -> MemoryEstimate:
     breakdown = {k: float(getattr(s.memory, k)[i]) / GIB for k in MEMORY_KEYS}
     return MemoryEstimate(
         peak_gib=sum(breakdown.values()),
         capacity_gib=cluster.profile.gpu.memory_gib,
+        usable_gib=hw.hbm_bytes / GIB,
         breakdown_gib=breakdown,
     )

@@ -232,6 +232,15 @@ class Hardware:
     gemm_tile_n: int = 128
 
 
+DEFAULT_MEMORY_HEADROOM = 0.05
+"""Fraction of each GPU's memory no plan may fill (`planner.costmodel.memory.usable_hardware`).
+
+5%: 4 GiB of an 80 GiB GPU, 7 GiB of an H200's 141 GiB. A stated allowance, not a fit: on top of the
+memory model's own 2 GiB runtime allowance and 5% activation fragmentation it covers what the model
+does not count (NCCL buffers, allocator blocks reserved but not handed out) and its error, so that a
+plan predicted at 79 of 80 GiB is not offered as fitting. Set 0 to use the whole HBM."""
+
+
 class ClusterSpec(BaseModel):
     """A hardware profile and how many of its GPUs the job may use."""
 
@@ -239,6 +248,9 @@ class ClusterSpec(BaseModel):
 
     profile: HardwareProfile
     num_gpus: int = Field(ge=1, le=1_048_576, description="GPUs in the job.")
+    memory_headroom: float = Field(
+        default=DEFAULT_MEMORY_HEADROOM, ge=0, le=0.5, description="Fraction of GPU memory no plan may fill."
+    )
 
 
 def load_profiles(directory: Path = DEFAULT_PROFILES_DIR) -> Mapping[str, HardwareProfile]:

@@ -112,8 +112,8 @@ function clearErrors() {
 // Nothing of an earlier answer may stay on screen under a new request.
 function clearResults() {
   lastResponse = null;
-  for (const id of ["#model-info", "#results", "#details", "#nothing-fits"]) $(id).hidden = true;
-  for (const id of ["#plans thead tr", "#plans tbody", "#summary", "#diagnosis", "#least-memory", "#relax",
+  for (const id of ["#model-info", "#results", "#details", "#nothing-fits", "#idle"]) $(id).hidden = true;
+  for (const id of ["#plans thead tr", "#plans tbody", "#summary", "#idle", "#diagnosis", "#least-memory", "#relax",
                     "#model-shape", "#model-params", "#model-sources dl", "#timeline", "#memory", "#breakdown",
                     "#launch", "#plan-facts"]) $(id).replaceChildren();
 }
@@ -194,6 +194,13 @@ function layoutText(x) {
 }
 
 function fmt(n, digits = 2) { return Number(n).toLocaleString("en-US", { maximumFractionDigits: digits }); }
+// A time to 3 significant figures, as the CLI table shows it (the JSON keeps every digit).
+function sig3(n) {
+  const x = Number(n);
+  if (!Number.isFinite(x) || x === 0) return String(x);
+  if (Math.abs(x) >= 100) return Number(x.toPrecision(3)).toLocaleString("en-US");
+  return x.toPrecision(3);
+}
 
 // 70553706496 -> "70.6 B"
 function human(n) {
@@ -249,8 +256,8 @@ function planRow(p, label, withRun, cls, rank = label) {
   const tr = document.createElement("tr");
   if (cls) tr.className = cls;
   tr.dataset.rank = rank;
-  const cells = [label, p.num_gpus, layoutText(p.layout), `${fmt(e.step_time_s, 3)} s`, fmt(e.tokens_per_s, 0),
-    `${fmt(100 * e.mfu, 1)}%`, `${fmt(mem.peak_gib, 1)} / ${fmt(mem.capacity_gib, 0)} GiB`];
+  const cells = [label, p.num_gpus, layoutText(p.layout), `${sig3(e.step_time_s)} s`, fmt(e.tokens_per_s, 0),
+    `${fmt(100 * e.mfu, 1)}%`, `${fmt(mem.peak_gib, 1)} / ${fmt(mem.usable_gib, 1)} GiB`];
   if (withRun) cells.push(e.days_to_train == null ? "" : e.days_to_train.toFixed(1), e.gpu_hours == null ? "" : human(e.gpu_hours));
   for (const c of cells) tr.appendChild(el("td", {}, String(c)));
   tr.addEventListener("click", () => selectPlan(p, tr));
@@ -264,7 +271,11 @@ function renderPlans(body) {
   $("#plans thead tr").replaceChildren(...columns(withRun).map((c) => el("th", {}, c)));
   const tbody = $("#plans tbody");
   tbody.replaceChildren();
-  body.plans.forEach((p) => tbody.appendChild(planRow(p, String(p.rank), withRun)));
+  body.plans.forEach((p) => {
+    const row = planRow(p, p.equivalent ? `${p.rank} ≈` : String(p.rank), withRun, p.equivalent ? "equivalent" : "", String(p.rank));
+    if (p.equivalent) row.title = `within ${fmt(100 * body.equivalent_within, 0)}% of the fastest plan: as good under the model's uncertainty`;
+    tbody.appendChild(row);
+  });
   // Two baselines: the rule of thumb on today's runtime, and as the paper ran it in 2021.
   const baselines = [[body.modern_baseline, "baseline today", "baseline-modern", "on today's runtime"],
     [body.baseline, "baseline 2021", "baseline", "as the paper ran it in 2021"]];
@@ -277,6 +288,12 @@ function renderPlans(body) {
     else if (!base.plan) summary += ` The rule of thumb ${how} finds nothing that fits.`;
   }
   if (!s.complete) summary += " The search budget ran out: these are the best found so far.";
+  if (body.plans.some((p) => p.equivalent)) {
+    summary += ` ≈ marks plans within ${fmt(100 * body.equivalent_within, 0)}% of the fastest (the model's uncertainty), simplest first.`;
+  }
+  summary += ` Fits leave ${fmt(100 * body.memory_headroom, 0)}% of GPU memory free (memory headroom).`;
+  $("#idle").hidden = !body.idle_reason;
+  $("#idle").textContent = body.idle_reason ? `${fmt(body.idle_gpus, 0)} GPUs left idle: ${body.idle_reason}.` : "";
   $("#summary").textContent = summary;
   $("#plans-wrap").hidden = tbody.children.length === 0;
   $("#results-title").textContent = body.plans.length ? "Ranked plans" : "No plan fits";
@@ -310,9 +327,16 @@ function renderDiagnosis(d, nothingFits) {
     least.replaceChildren(el("p", {}, `No layout was priced; capacity ${fmt(d.capacity_gib, 0)} GiB per GPU.`));
   }
   const relax = $("#relax");
+  const why = {
+    num_gpus: () => `: use ${fmt(d.more_gpus, 0)} GPUs (a layout fits there)`,
+    memory_headroom: () => ": lower the memory headroom (the least-memory layout fits the whole GPU memory)",
+    max_step_time_s: () => ": raise the step-time bound",
+  };
+  const legal = (k) => (d.legal_values && d.legal_values[k] && d.legal_values[k].length
+    ? `; legal ${k}: ${d.legal_values[k].join(", ")}` : "");
   if (d.relax.length) {
     relax.replaceChildren(...d.relax.map((k) => el("li", {}, el("code", {}, k),
-      ": drop this constraint (a layout fits without it)")));
+      why[k] ? why[k]() : `: drop this constraint (a layout fits without it)${legal(k)}`)));
   } else {
     relax.replaceChildren(el("li", { class: "none" },
       "nothing to relax: no constraint stands in the way; use more GPUs or GPUs with more memory"));
@@ -377,7 +401,8 @@ function renderMemory(mem) {
   const over = mem.peak_gib > mem.capacity_gib;
   const totalLine = el("p", { class: "memory-total" + (over ? " over" : "") },
     el("b", {}, `peak ${mem.peak_gib.toFixed(1)} GiB`), ` / ${fmt(mem.capacity_gib, 0)} GiB capacity `,
-    `(${fmt((100 * mem.peak_gib) / mem.capacity_gib, 0)}%, ${fmt(mem.capacity_gib - mem.peak_gib, 1)} GiB free)`);
+    `(${fmt((100 * mem.peak_gib) / mem.capacity_gib, 0)}%, ${fmt(mem.capacity_gib - mem.peak_gib, 1)} GiB free;`
+    + ` plans may fill ${fmt(mem.usable_gib, 1)} GiB, the rest is headroom)`);
   const table = el("table", { class: "memory-table" });
   MEMORY_KEYS.forEach((k, i) => {
     const v = mem.breakdown_gib[k];

@@ -12,7 +12,7 @@ from planner.calibration.fit import FIT_SETS, calibration_of, fit_constants, fit
 from planner.calibration.published import PublishedRun, gpu_kind_of, published_runs
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_per_gpu
-from planner.profiles import Calibration, HardwareProfile, load_profiles
+from planner.profiles import Calibration, HardwareProfile
 from planner.units import GIB, TERA
 
 __all__ = [

@@ -194,7 +194,9 @@ def _attention_core_s(
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp
     d, s = model.head_dim, model.seq_length
-    fwd = gemm_time_s(queries, s, d, hw, heads, fp8_eligible=False) + gemm_time_s(queries, d, s, hw, heads, fp8_eligible=False) + memory
+    qk = gemm_time_s(queries, s, d, hw, heads, fp8_eligible=False)
+    av = gemm_time_s(queries, d, s, hw, heads, fp8_eligible=False)
+    fwd = qk + av + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
 

@@ -31,7 +31,7 @@ from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.costmodel.zero import shard_group_sizes
-from planner.numerics import Numerics, training_numerics
+from planner.numerics import training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 

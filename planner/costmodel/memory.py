@@ -16,7 +16,7 @@ Sources:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,8 @@ from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage
 from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
-from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
+from planner.profiles import ClusterSpec, Hardware
+from planner.specs import ModelSpec, Precision, RuntimeFeatures, TrainingSpec
 from planner.units import GIB
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "memory_per_gpu",
     "StageTerms",
     "all_stage_terms",
+    "usable_hardware",
     "peak_stage",
     "stage_memory",
     "stage_terms",
@@ -54,6 +56,20 @@ RUNTIME_ALLOWANCE_BYTES = 2 * GIB
 """CUDA context and cuBLAS/NCCL workspaces, measured at 1-2 GiB per process on A100/H100; stated allowance."""
 FRAGMENTATION_FRACTION = 0.05
 """PyTorch caching-allocator fragmentation, as a fraction of activation memory; stated allowance."""
+
+
+def usable_hardware(cluster: ClusterSpec, precision: Precision) -> Hardware:
+    """The cluster's hardware with `hbm_bytes` cut to what a plan may fill: the one usable-memory rule.
+
+    usable = HBM x (1 - `cluster.memory_headroom`). Every fit test (search, estimate, baseline,
+    stage split, diagnosis) reads `hbm_bytes` of this object, so they all apply the same headroom.
+    The headroom is a stated allowance on top of `RUNTIME_ALLOWANCE_BYTES` and
+    `FRAGMENTATION_FRACTION` for what the model does not count (NCCL buffers growing with the number
+    of communicators, allocator blocks reserved but not handed out) and for the memory model's own
+    error; `planner.profiles.DEFAULT_MEMORY_HEADROOM` states the default.
+    """
+    hw = cluster.profile.hardware(precision)
+    return replace(hw, hbm_bytes=hw.hbm_bytes * (1.0 - cluster.memory_headroom))
 
 
 def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -13,7 +15,8 @@ import numpy as np
 from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
-from planner.constraints.space import Allowed, build_space
+from planner.constraints.space import Allowed, build_space, divisors
+from planner.costmodel.memory import usable_hardware
 from planner.estimate import Estimate, estimate_many
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, Hardware
@@ -21,12 +24,28 @@ from planner.rules import CORE, RuleSet
 from planner.search.baseline import MODERN, PAPER, Recipe, baseline_candidates
 from planner.search.budget import CANDIDATES, MAX_EVALUATED, WorkBudget
 from planner.search.constraints import parse_constraints
-from planner.search.diagnose import Diagnosis, diagnose
+from planner.search.diagnose import Diagnosis, diagnose, too_slow
 from planner.search.evaluate import Evaluated, concatenate, evaluate
 from planner.search.rank import Objective, rank
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import ModelSpec, Recompute, TrainingSpec
 
-__all__ = ["Baseline", "Plan", "PlanResult", "SearchStats", "plan"]
+__all__ = [
+    "EQUIVALENT_WITHIN",
+    "Baseline",
+    "Plan",
+    "PlanResult",
+    "SearchStats",
+    "factors_well",
+    "gpu_counts",
+    "idle_reason",
+    "plan",
+]
+
+
+EQUIVALENT_WITHIN = 0.03
+"""Relative objective gap under which a plan is as good as the fastest: the model's stated uncertainty.
+`planner validate`: Narayanan 2021 Table 2 (PTD-P), rows not used by the fit, is predicted with a mean
+absolute step-time error of 3.0% (README "Accuracy"); a smaller predicted gap is not a real ranking."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +54,28 @@ class Plan:
     layout: Layout
     num_gpus: int
     estimate: Estimate
+    equivalent: bool = False
+    """Within `EQUIVALENT_WITHIN` of the fastest plan's objective: ranked among those by `simplicity`."""
+
+
+def simplicity(layout: Layout) -> tuple[int, ...]:
+    """Order among equivalent plans, simplest first: fewer parallel dimensions (tp, pp, cp, ep above 1),
+    then smaller tp, smaller pp, no interleaving (vp), less recomputation (none, selective, full),
+    lower ZeRO stage, no context/expert parallelism, no sequence parallelism, smaller micro-batch."""
+    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}[layout.recompute]
+    dims = sum(1 for d in (layout.tp, layout.pp, layout.cp, layout.ep) if d > 1)
+    return (
+        dims,
+        layout.tp,
+        layout.pp,
+        layout.vp,
+        recompute,
+        layout.zero_stage,
+        layout.cp,
+        layout.ep,
+        int(layout.sequence_parallel),
+        layout.micro_batch_size,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,15 +110,100 @@ class PlanResult:
     """The same rule of thumb on today's runtime (`planner.search.baseline.MODERN`)."""
     search: SearchStats
     diagnosis: Diagnosis | None
+    idle_gpus: int = 0
+    """GPUs of the request the best plan leaves unused (`gpu_counts`): a badly factoring count, or gpu_efficiency."""
+    idle_reason: str | None = None
+    """Why they are idle, in words; None when the best plan uses every GPU (or there is no plan)."""
 
 
-def _gpu_counts(num_gpus: int, gpus_per_node: int, objective: Objective) -> list[int]:
-    """GPU counts to search: all of them, or for GPU efficiency up to 16 node-aligned counts <= num_gpus."""
-    if objective is Objective.STEP_TIME or num_gpus <= gpus_per_node:
+MIN_LAYERS_PER_STAGE = 2
+"""Layers a pipeline stage should hold at least when the stages split the layers evenly."""
+
+MIN_LAYERS_PER_UNEVEN_STAGE = 4
+"""Layers per stage (on average) when pp does not divide the layers: one stage then holds at most one
+layer more than the average, at most 25% above it."""
+
+EXTRA_GPU_COUNTS = 3
+"""Whole-node GPU counts below a badly factoring request that the step-time search also tries."""
+
+MAX_NODES_SCANNED = 4096
+"""How far below a badly factoring request (in whole nodes) the extra counts are looked for."""
+
+_divisors = functools.lru_cache(maxsize=64)(divisors)
+
+
+def _sane_pp(pp: int, num_layers: int) -> bool:
+    return pp == 1 or (
+        pp * MIN_LAYERS_PER_STAGE <= num_layers
+        and (num_layers % pp == 0 or pp * MIN_LAYERS_PER_UNEVEN_STAGE <= num_layers)
+    )
+
+
+def factors_well(n: int, gpus_per_node: int, num_layers: int, global_batch: int) -> bool:
+    """Whether `n` GPUs split as tp x pp x dp with tp | gpus per node, dp | global batch and a sane pp.
+
+    The stated rule behind whole-cluster search, from Narayanan et al. 2021 Sec. 3.3 (takeaways #1-#2:
+    tensor parallelism up to the server size, pipeline parallelism only as much as the model needs,
+    data parallelism for the rest, each replica an equal share of the batch). A sane pp divides the
+    layers with at least `MIN_LAYERS_PER_STAGE` per stage, or leaves at least
+    `MIN_LAYERS_PER_UNEVEN_STAGE` per stage. For an 80-layer model and batch 1024: 504 = 8 x 63 and
+    496 = 8 x 31 x 2 fail, 480 = 8 x 15 x 4 passes.
+    """
+    for tp in _divisors(gpus_per_node):
+        if n % tp:
+            continue
+        rest = n // tp
+        if any(rest % dp == 0 and _sane_pp(rest // dp, num_layers) for dp in _divisors(global_batch) if dp <= rest):
+            return True
+    return False
+
+
+def gpu_counts(
+    num_gpus: int, gpus_per_node: int, objective: Objective, model: ModelSpec, training: TrainingSpec
+) -> list[int]:
+    """GPU counts to search, the requested count first.
+
+    Step time: the requested count, and when it does not `factors_well`, also the largest
+    `EXTRA_GPU_COUNTS` whole-node counts below it (within `MAX_NODES_SCANNED` nodes) that do
+    (504 -> 480, 448, 416 for an 80-layer model at batch 1024); the fastest plan over all of them
+    wins, and the GPUs it leaves idle are reported.
+    GPU efficiency: up to 16 node-aligned counts <= num_gpus, ascending.
+    """
+    if objective is Objective.GPU_EFFICIENCY:
+        if num_gpus <= gpus_per_node:
+            return [num_gpus]
+        nodes = num_gpus // gpus_per_node
+        steps = sorted({max(1, round(nodes * j / 16)) for j in range(1, 17)})
+        return sorted({n * gpus_per_node for n in steps} | {num_gpus})
+    layers, batch = model.num_layers, training.global_batch_size
+    if factors_well(num_gpus, gpus_per_node, layers, batch):
         return [num_gpus]
-    nodes = num_gpus // gpus_per_node
-    steps = sorted({max(1, round(nodes * j / 16)) for j in range(1, 17)})
-    return sorted({n * gpus_per_node for n in steps} | {num_gpus})
+    extra: list[int] = []
+    nodes = (num_gpus - 1) // gpus_per_node
+    lowest = max(1, nodes - MAX_NODES_SCANNED + 1)
+    while nodes >= lowest and len(extra) < EXTRA_GPU_COUNTS:
+        n = nodes * gpus_per_node
+        if factors_well(n, gpus_per_node, layers, batch):
+            extra.append(n)
+        nodes -= 1
+    return [num_gpus, *extra]
+
+
+def idle_reason(
+    num_gpus: int, used: int, objective: Objective, gpus_per_node: int, model: ModelSpec, training: TrainingSpec
+) -> str | None:
+    """Why the best plan leaves `num_gpus - used` GPUs idle, in words; None when it uses them all."""
+    if used >= num_gpus:
+        return None
+    idle = num_gpus - used
+    if objective is Objective.GPU_EFFICIENCY:
+        return f"gpu_efficiency: {used} GPUs give the most tokens per GPU-second; {idle} of {num_gpus} left idle"
+    return (
+        f"{num_gpus} GPUs factor badly: no tp dividing {gpus_per_node} (GPUs per node), dp dividing the global"
+        f" batch {training.global_batch_size} and pp splitting {model.num_layers} layers into stages of at least"
+        f" {MIN_LAYERS_PER_STAGE} (even) or {MIN_LAYERS_PER_UNEVEN_STAGE} (uneven) multiply to {num_gpus};"
+        f" {used} GPUs ({used // gpus_per_node} whole nodes) give the fastest step, leaving {idle} idle"
+    )
 
 
 def _needs_split(model: ModelSpec, layout: Layout, default: Estimate, costs: StageCosts) -> bool:
@@ -135,14 +261,18 @@ def plan(
     partition: bool = True,
     max_evaluated: int = MAX_EVALUATED,
     rules: RuleSet = CORE,
+    max_step_time_s: float | None = None,
 ) -> PlanResult:
     """The best `top_k` layouts under the cost model, with the heuristic baseline and search statistics.
+
+    `max_step_time_s`: plans whose step takes longer are dropped (a wall-clock bound; with
+    `gpu_efficiency` it keeps the search from trading any amount of time for fewer GPUs).
 
     `rules`: what the target framework accepts (`planner.rules.rule_set`); every plan, the baseline and
     the diagnosis pass them, and `search.rejected` counts what each removed.
 
     Bounded by work, not time: the request evaluates at most `max_evaluated` candidates (the GPU
-    counts in ascending order, each space in its own order; then the diagnosis) and gives CP-SAT a
+    counts in `gpu_counts` order, each space in its own order; then the diagnosis) and gives CP-SAT a
     fixed deterministic-time budget, so the answer is the same on any machine under any load. Exact
     when `search.complete`; otherwise `search.truncated_by` names the limits hit and the plans are
     the best of the `evaluated` candidates.
@@ -150,10 +280,10 @@ def plan(
     started = time.perf_counter()
     budget = WorkBudget(candidates=max_evaluated)
     allowed: Allowed = parse_constraints(constraints)
-    hw = cluster.profile.hardware(training.precision)
+    hw = usable_hardware(cluster, training.precision)
     parts: list[Evaluated] = []
     rejected: Counter[str] = Counter()
-    counts = _gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective)
+    counts = gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective, model, training)
     for n in counts:
         if parts and budget.candidates == 0:  # spent exactly: the remaining GPU counts are not searched
             budget.truncate(CANDIDATES)
@@ -167,11 +297,18 @@ def plan(
             budget.truncate(CANDIDATES)
             break
     ev: Evaluated = concatenate(parts)
-    order = rank(ev, hw.hbm_bytes, objective, top=top_k)
-    feasible = int(np.count_nonzero(ev.peak_bytes <= hw.hbm_bytes))
+    bound = math.inf if max_step_time_s is None else max_step_time_s
+    order = rank(ev, hw.hbm_bytes, objective, top=top_k, max_step_s=bound)
+    fit = ev.peak_bytes <= hw.hbm_bytes
+    feasible = int(np.count_nonzero(fit))
     plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, budget.split, rules)
-    diagnosis = None if plans else diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
-    reusable = not allowed and objective is Objective.STEP_TIME and ev.evaluated == len(ev)
+    diagnosis = None
+    if not plans and feasible and max_step_time_s is not None:
+        fastest = int(np.argmin(np.where(fit, ev.step_time_s, np.inf)))
+        diagnosis = too_slow(max_step_time_s, float(ev.step_time_s[fastest]), int(ev.num_gpus[fastest]), hw)
+    elif not plans:
+        diagnosis = diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
+    reusable = not allowed and objective is Objective.STEP_TIME and len(counts) == 1 and ev.evaluated == len(ev)
     baseline, modern = _baselines(
         model, training, cluster, hw, plans, objective, ev if reusable else None, rules, (PAPER, MODERN)
     )
@@ -186,7 +323,16 @@ def plan(
         framework=rules.name,
         framework_version=rules.version,
     )
-    return PlanResult(plans=plans, baseline=baseline, modern_baseline=modern, search=stats, diagnosis=diagnosis)
+    used = plans[0].num_gpus if plans else cluster.num_gpus
+    return PlanResult(
+        plans=plans,
+        baseline=baseline,
+        modern_baseline=modern,
+        search=stats,
+        diagnosis=diagnosis,
+        idle_gpus=cluster.num_gpus - used,
+        idle_reason=idle_reason(cluster.num_gpus, used, objective, hw.gpus_per_node, model, training),
+    )
 
 
 def _top_plans(
@@ -216,7 +362,15 @@ def _top_plans(
         ):
             scored.append((_objective_of(e, n, objective), shortlist.index(i), n, e, layout))
     scored.sort(key=lambda s: (s[0], s[1]))
-    return [Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e) for r, (_, _, n, e, layout) in enumerate(scored)]
+    if not scored:
+        return []
+    within = scored[0][0] * (1 + EQUIVALENT_WITHIN)
+    equivalent = sorted((s for s in scored if s[0] <= within), key=lambda s: (simplicity(s[4]), s[0], s[1]))
+    ordered = [(True, s) for s in equivalent] + [(False, s) for s in scored if s[0] > within]
+    return [
+        Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e, equivalent=same)
+        for r, (same, (_, _, n, e, layout)) in enumerate(ordered)
+    ]
 
 
 def _baselines(
@@ -243,9 +397,8 @@ def _baselines(
         e = next(estimates)
         base = Plan(rank=0, layout=next(chosen), num_gpus=cluster.num_gpus, estimate=e)
         speedup = None
-        if plans:
-            best = plans[0]
-            ours = _objective_of(best.estimate, best.num_gpus, objective)
+        if plans:  # against the fastest plan (the first may be a simpler equivalent one)
+            ours = min(_objective_of(p.estimate, p.num_gpus, objective) for p in plans)
             speedup = _objective_of(e, cluster.num_gpus, objective) / ours
         out.append(Baseline(rule=recipe.rule, plan=base, speedup_of_best=speedup))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 import numpy as np
@@ -26,15 +27,21 @@ def objective_value(ev: Evaluated, objective: Objective) -> np.ndarray:
     return ev.step_time_s * ev.num_gpus
 
 
-def rank(ev: Evaluated, capacity_bytes: float, objective: Objective, top: int | None = None) -> IntArray:
-    """Indices of the candidates that fit, best first (only the best `top` of them, when given).
+def rank(
+    ev: Evaluated,
+    capacity_bytes: float,
+    objective: Objective,
+    top: int | None = None,
+    max_step_s: float = math.inf,
+) -> IntArray:
+    """Indices of the candidates that fit and step within `max_step_s`, best first (the best `top`, when given).
 
     Ties (equal objective) go to the simpler layout: fewer GPUs, then no
     context or expert parallelism, no interleaving, less pipeline, less tensor
     parallelism, lower ZeRO stage, less recomputation, no sequence
     parallelism, smaller micro-batch.
     """
-    fits = np.flatnonzero(ev.peak_bytes <= capacity_bytes)
+    fits = np.flatnonzero((ev.peak_bytes <= capacity_bytes) & (ev.step_time_s <= max_step_s))
     value = objective_value(ev, objective)[fits]
     if top is not None and len(fits) > top:
         kth = np.partition(value, top - 1)[top - 1]

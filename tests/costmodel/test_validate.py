@@ -143,7 +143,8 @@ def test_estimate_flags_memory_overflow() -> None:
     assert [v.rule for v in result.violations] == ["fits_memory"]
     assert result.memory.capacity_gib == 40.0
     assert result.memory.peak_gib > 174.6e9 / 8 * 18 / 2**30
-    assert "> capacity 40.0 GiB" in result.violations[0].message
+    assert result.memory.usable_gib == 40.0 * 0.95  # the default 5% memory headroom
+    assert "> usable 38.0 GiB (40 GiB less 5% headroom)" in result.violations[0].message
     assert math.isfinite(result.step_time_s) and result.step_time_s > 0
 
 

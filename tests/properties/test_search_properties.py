@@ -98,8 +98,10 @@ def _with_memory(cluster: ClusterSpec, factor: float) -> ClusterSpec:
 
 
 def _cost(result: PlanResult, objective: Objective) -> float:
-    best = result.plans[0]
-    return best.estimate.step_time_s * (best.num_gpus if objective is Objective.GPU_EFFICIENCY else 1)
+    """The fastest plan's objective (plans[0] may be a simpler equivalent one, planner.search.plan.simplicity)."""
+    return min(
+        p.estimate.step_time_s * (p.num_gpus if objective is Objective.GPU_EFFICIENCY else 1) for p in result.plans
+    )
 
 
 @SETTINGS

@@ -38,12 +38,14 @@ def test_fig13_paper_space_ranks_pp8_tp8_above_the_other_splits() -> None:
     # The figure ran the default (non-interleaved) schedule at micro-batch 1.
     constraints = PAPER_SPACE | {"dp": [1], "micro_batch_size": [1], "vp": [1]}
     result = plan(model, ClusterSpec(profile=A100, num_gpus=64), training, constraints, top_k=100)
-    first_rank: dict[tuple[int, int], int] = {}
+    # By predicted step time (ranks put simpler equivalent plans first, planner.search.plan.simplicity).
+    fastest: dict[tuple[int, int], float] = {}
     for p in result.plans:
-        first_rank.setdefault((p.layout.pp, p.layout.tp), p.rank)
+        key = (p.layout.pp, p.layout.tp)
+        fastest[key] = min(fastest.get(key, float("inf")), p.estimate.step_time_s)
     splits = [(2, 32), (4, 16), (8, 8), (16, 4), (32, 2)]
-    assert all(s in first_rank for s in splits)
-    assert min(splits, key=lambda s: first_rank[s]) == (8, 8)
+    assert all(s in fastest for s in splits)
+    assert min(splits, key=lambda s: fastest[s]) == (8, 8)
 
 
 @pytest.mark.parametrize("run", [r for r in published_runs() if r.group == "Narayanan2021_Table1"], ids=lambda r: r.id)
@@ -91,8 +93,9 @@ def test_nothing_fits_explains_the_shortfall() -> None:
     assert result.plans == [] and result.baseline.plan is None and result.baseline.speedup_of_best is None
     d = result.diagnosis
     assert d is not None and d.least_memory_layout is not None and d.least_memory_gib is not None
-    assert d.least_memory_gib > d.capacity_gib == 40
-    assert "more GPUs" in d.message
+    assert d.least_memory_gib > d.capacity_gib == 40 * 0.95  # usable: less the default 5% headroom
+    assert d.more_gpus == 128 and d.relax == ["num_gpus"]  # 16x: 64 GPUs still do not hold 175B
+    assert "use 128 GPUs (16 nodes)" in d.message
 
 
 def test_nothing_fits_names_the_constraint_to_relax() -> None:
