@@ -39,7 +39,8 @@ def test_the_default_headroom_is_five_percent_and_every_plan_and_baseline_keeps_
     assert all(p is not None and p.estimate.memory.peak_gib <= 76.0 for p in shown)
     loose = plan(LLAMA70, cluster.model_copy(update={"memory_headroom": 0.0}), TRAINING, top_k=20)
     assert loose.search.feasible >= result.search.feasible
-    assert loose.plans[0].estimate.step_time_s <= result.plans[0].estimate.step_time_s
+    fastest = [min(p.estimate.step_time_s for p in r.plans) for r in (loose, result)]
+    assert fastest[0] <= fastest[1]  # more usable memory is never slower (plans[0] is the simplest equivalent)
 
 
 def test_the_diagnosis_capacity_is_the_usable_memory() -> None:
