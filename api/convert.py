@@ -35,7 +35,7 @@ from planner.launch import launch_args
 from planner.layout import Layout
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
-from planner.rules import rule_set
+from planner.rules import LAYOUT_AXES, rule_set
 from planner.search.plan import EQUIVALENT_WITHIN, Baseline, Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
 from planner.validate import Violation
@@ -123,20 +123,7 @@ def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) ->
     )
 
 
-_LAYOUT_SIZES = (
-    "tp",
-    "pp",
-    "dp",
-    "cp",
-    "ep",
-    "vp",
-    "micro_batch_size",
-    "recompute",
-    "sequence_parallel",
-    "zero_stage",
-    "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split",
-)
+_LAYOUT_SIZES = (*LAYOUT_AXES, "recompute")
 """Fields the request layout, the planner's Layout and the response layout share by name."""
 
 

@@ -26,23 +26,33 @@ def _estimate_broken(where: str, e: dict[str, Any]) -> list[str]:
 
 
 def plan_invariants(body: dict[str, Any], num_gpus: int, objective: str = "step_time") -> list[str]:
-    """Plans: each layout multiplies to its GPU count (all of them for step_time, at most for gpu_efficiency),
-    fits memory, ranks run 1, 2, ... and step times do not decrease along them (for step_time)."""
+    """Plans: each layout multiplies to its GPU count, at most the cluster's (idle GPUs: `idle_gpus`),
+    fits memory, ranks run 1, 2, ...; equivalent plans (within `equivalent_within` of the fastest) lead, and
+    the others' step times do not decrease along the ranks (for step_time)."""
     broken = []
     plans = body["plans"]
     for i, p in enumerate(plans):
         lay, mem, where = p["layout"], p["estimate"]["memory"], f"plans[{i}]"
         gpus = _layout_gpus(lay)
-        if gpus != p["num_gpus"] or (gpus != num_gpus if objective == "step_time" else gpus > num_gpus):
+        if gpus != p["num_gpus"] or gpus > num_gpus:  # fewer: gpu_efficiency, or a whole-cluster count below
             broken.append(f"{where}: tp*pp*dp*cp = {gpus}, num_gpus {p['num_gpus']}, cluster {num_gpus}")
-        if mem["peak_gib"] > mem["capacity_gib"]:
-            broken.append(f"{where}: peak {mem['peak_gib']} GiB > capacity {mem['capacity_gib']} GiB")
+        if mem["peak_gib"] > mem["usable_gib"]:
+            broken.append(f"{where}: peak {mem['peak_gib']} GiB > usable {mem['usable_gib']} GiB")
         if p["rank"] != i + 1:
             broken.append(f"{where}: rank {p['rank']}")
         broken += _estimate_broken(where, p["estimate"])
     times = [p["estimate"]["step_time_s"] for p in plans]
-    if objective == "step_time" and times != sorted(times):
-        broken.append(f"step times out of rank order: {times}")
+    tied = [bool(p["equivalent"]) for p in plans]
+    if tied != sorted(tied, reverse=True):
+        broken.append(f"equivalent plans do not lead: {tied}")
+    rest = [t for t, e in zip(times, tied, strict=True) if not e]
+    if objective == "step_time" and rest != sorted(rest):
+        broken.append(f"step times of the plans after the equivalent ones out of rank order: {rest}")
+    if objective == "step_time" and times:
+        bound = min(times) * (1 + body["equivalent_within"])
+        broken += [
+            f"plans[{i}] marked equivalent at {t} s > {bound} s" for i, t in enumerate(times) if tied[i] and t > bound
+        ]
     return broken
 
 
