@@ -13,7 +13,7 @@ from enum import StrEnum
 from planner.costmodel.candidates import BoolArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
-from planner.rules.rule import Clause, Columns, Job, Rule
+from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule
 from planner.specs import ModelSpec, Precision
 
 __all__ = [
@@ -154,11 +154,33 @@ TORCHTITAN_FLEX_ATTENTION_NO_CP = Rule(
     " set attn_type='flex'",
 )
 
+TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS = Rule(
+    name="torchtitan_split_by_transformer_layers",
+    axes=(EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT),
+    clauses=(
+        Clause(
+            lambda c, j: (c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT]) > 0,
+            lambda x, j: (
+                "the embedding or the loss counted as a pipeline layer is Megatron-Core's split;"
+                " the TorchTitan launch assigns whole transformer layers to stages, so it is not offered"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/config/job_config.py Parallelism: the stage split is"
+    " pipeline_parallel_layers_per_stage / module_fqns_per_model_part (first/last_stage_less_layers trim"
+    " whole layers); there is no account_for_embedding/loss option. This planner's TorchTitan launch writes"
+    " the split as transformer layers per stage (planner/launch/torchtitan.py), which these layouts would break",
+)
+
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {
     "core": (),
     "megatron": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL),
     "nemo": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT),
-    "torchtitan": (TORCHTITAN_DDP_ONE_DIMENSIONAL, TORCHTITAN_FLEX_ATTENTION_NO_CP),
+    "torchtitan": (
+        TORCHTITAN_DDP_ONE_DIMENSIONAL,
+        TORCHTITAN_FLEX_ATTENTION_NO_CP,
+        TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
+    ),
 }
 """Rules each framework adds to the core. NeMo trains through Megatron-Core (FSDP adapter and
 TransformerConfig) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check."""

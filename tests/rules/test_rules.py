@@ -243,6 +243,22 @@ FRAMEWORK_CASES = [
         Layout(tp=8, pp=1, dp=1, cp=2, zero_stage=1),
         "cp(2) > 1 needs SDPA attention; TorchTitan's DeepSeek-V3 uses flex attention",
     ),
+    (
+        "torchtitan",
+        "torchtitan_split_by_transformer_layers",
+        job(),
+        Layout(tp=1, pp=2, dp=4, zero_stage=1),
+        Layout(
+            tp=1,
+            pp=2,
+            dp=4,
+            zero_stage=1,
+            account_for_embedding_in_pipeline_split=True,
+            account_for_loss_in_pipeline_split=True,
+        ),
+        "the embedding or the loss counted as a pipeline layer is Megatron-Core's split;"
+        " the TorchTitan launch assigns whole transformer layers to stages, so it is not offered",
+    ),
 ]
 
 
@@ -266,7 +282,11 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "fp16_no_expert_parallel",
     )
     assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
-    assert rule_set("torchtitan").names[9:] == ("ddp_one_dimensional", "flex_attention_no_cp")
+    assert rule_set("torchtitan").names[9:] == (
+        "ddp_one_dimensional",
+        "flex_attention_no_cp",
+        "torchtitan_split_by_transformer_layers",
+    )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
         rule_set("jax")
