@@ -126,6 +126,21 @@ def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> L
     )
 
 
+def _training_2021(
+    batch: int, precision: Precision, runtime: RuntimeFeatures, *, grad_reduce_in_fp32: bool
+) -> TrainingSpec:
+    """A 2021/2022 paper run's training spec: its precision, runtime and gradient dtype, with the
+    `DROPOUT_2021` both papers' runs kept."""
+    return TrainingSpec(
+        global_batch_size=batch,
+        precision=precision,
+        runtime=runtime,
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
+        attention_dropout=DROPOUT_2021,
+        hidden_dropout=DROPOUT_2021,
+    )
+
+
 def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     lay = row["layout"]
     zero = lay.get("zero_stage") or 0
@@ -135,14 +150,8 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     runtime = RuntimeFeatures(
         **RUNTIME_2021 | {"overlap_grad_reduce": overlap_grads, "overlap_param_gather": zero == 3}
     )
-    training = TrainingSpec(  # fp16 gradients, reduced so (Narayanan 2021 Sec. 5: fp16 mixed precision)
-        global_batch_size=lay["global_batch_seqs"],
-        precision=Precision.FP16,
-        runtime=runtime,
-        grad_reduce_in_fp32=False,
-        attention_dropout=DROPOUT_2021,
-        hidden_dropout=DROPOUT_2021,
-    )
+    # fp16 gradients, reduced so (Narayanan 2021 Sec. 5: fp16 mixed precision)
+    training = _training_2021(lay["global_batch_seqs"], Precision.FP16, runtime, grad_reduce_in_fp32=False)
     return [
         PublishedRun(
             id=row["id"],
@@ -165,14 +174,8 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
     if lay.get("global_batch_seqs") is None or "iter_time_s_full_recompute" not in measured:
         return []
     runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": False})
-    training = TrainingSpec(  # bf16 with fp32 main grads, Megatron-LM's bf16 default
-        global_batch_size=lay["global_batch_seqs"],
-        precision=Precision.BF16,
-        runtime=runtime,
-        grad_reduce_in_fp32=True,
-        attention_dropout=DROPOUT_2021,
-        hidden_dropout=DROPOUT_2021,
-    )
+    # bf16 with fp32 main grads, Megatron-LM's bf16 default
+    training = _training_2021(lay["global_batch_seqs"], Precision.BF16, runtime, grad_reduce_in_fp32=True)
     arms = [
         ("full_recompute", Recompute.FULL, False, measured["iter_time_s_full_recompute"]),
         ("sp_selective", Recompute.SELECTIVE, True, measured["iter_time_s_present_work"]),

@@ -153,6 +153,22 @@ def ring_latency_s(group: GroupPlacement, hw: Hardware, steps_per_rank: int) -> 
     return np.asarray(np.where(n > 1, total, 0.0), dtype=np.float64)
 
 
+def _ring_s(
+    nbytes: FloatArray,
+    group: GroupPlacement,
+    hw: Hardware,
+    collectives: FloatArray | float,
+    rails: bool,
+    steps_per_rank: int,
+) -> FloatArray:
+    """A ring collective of `steps_per_rank` x (n-1) steps over an `nbytes` buffer per rank, sent as
+    `collectives` separate calls: steps_per_rank (n-1)/n bytes / `ring_bytes_per_s` + collectives x
+    `ring_latency_s` (Patarasuk & Yuan 2009; NCCL)."""
+    n = group.size
+    wire = steps_per_rank * (n - 1) / n * nbytes / ring_bytes_per_s(group, hw, rails)
+    return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, steps_per_rank), 0.0)
+
+
 def all_reduce_s(
     nbytes: FloatArray,
     group: GroupPlacement,
@@ -163,9 +179,7 @@ def all_reduce_s(
 ) -> FloatArray:
     """Ring all-reduce of `nbytes` per rank sent as `collectives` separate calls, seconds:
     2(n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`."""
-    n = group.size
-    wire = 2 * (n - 1) / n * nbytes / ring_bytes_per_s(group, hw, rails)
-    return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, 2), 0.0)
+    return _ring_s(nbytes, group, hw, collectives, rails, 2)
 
 
 def all_gather_s(
@@ -178,9 +192,7 @@ def all_gather_s(
 ) -> FloatArray:
     """Ring all-gather (or reduce-scatter) of an `nbytes` buffer sent as `collectives` separate calls,
     seconds: (n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`."""
-    n = group.size
-    wire = (n - 1) / n * nbytes / ring_bytes_per_s(group, hw, rails)
-    return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, 1), 0.0)
+    return _ring_s(nbytes, group, hw, collectives, rails, 1)
 
 
 def tp_comm_per_layer_s(
