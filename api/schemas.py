@@ -14,6 +14,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from planner.profiles import (
     DEFAULT_MEMORY_HEADROOM,
+    PROFILE_ID_PATTERN,
     Calibration,
     EfficiencySection,
     GpuSection,
@@ -174,7 +175,10 @@ class ClusterIn(BaseModel):
         description="Fraction of each GPU's memory no plan may fill (default 0.05); every fit test applies it.",
     )
     profile: str | None = Field(
-        default=None, max_length=64, pattern=r"^[a-z0-9][a-z0-9.-]*$", description="Built-in profile id."
+        default=None,
+        max_length=129,
+        pattern=PROFILE_ID_PATTERN,
+        description="Profile id: built-in (GET /v1/hardware-profiles) or a site calibration `base@site`.",
     )
     overrides: JsonObject | None = Field(
         default=None,

@@ -22,12 +22,16 @@ from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
 
 __all__ = [
     "DEFAULT_PROFILES_DIR",
+    "PROFILE_ID_PATTERN",
     "Calibration",
     "ClusterSpec",
     "Hardware",
     "HardwareProfile",
     "load_profiles",
 ]
+
+PROFILE_ID_PATTERN = r"^[a-z0-9][a-z0-9.-]{0,63}(@[a-z0-9][a-z0-9.-]{0,63})?$"
+"""A profile id: a built-in id, optionally `@` and a site name (a calibrated version of that profile)."""
 
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles"
 
@@ -140,7 +144,10 @@ class HardwareProfile(BaseModel):
 
     model_config = _FROZEN
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,63}$")
+    id: str = Field(
+        pattern=PROFILE_ID_PATTERN,
+        description="Profile id; a site calibration of a built-in profile is `base@site` (`dgx-h100@my-cluster`).",
+    )
     name: str = Field(default="", max_length=200)
     gpu: GpuSection
     node: NodeSection
