@@ -70,6 +70,14 @@ class NodeSection(BaseModel):
     gpus_per_node: int = Field(ge=1, le=1024, description="GPUs per server (or compute tray).")
     nvlink_domain_gpus: int = Field(ge=1, le=65536, description="GPUs sharing one NVLink/XGMI fabric.")
     nvlink_gb_per_s: float = Field(gt=0, le=1e5, description="Per GPU, per direction, GB/s.")
+    nvls_efficiency: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="NVLink SHARP (NVLS): NCCL's efficiency factor for all-reduce reduced in the NVSwitch "
+        "(src/graph/tuning.cc nvlsEfficiency: Hopper 0.85, Blackwell 0.74); null: the NVLink domain has no "
+        "switch that reduces (A100, MI300X), so every all-reduce runs as a ring.",
+    )
 
     @model_validator(mode="after")
     def _domain_holds_nodes(self) -> Self:
@@ -171,6 +179,7 @@ class HardwareProfile(BaseModel):
             gpus_per_node=self.node.gpus_per_node,
             nvlink_domain_gpus=self.node.nvlink_domain_gpus,
             nvlink_bytes_per_s=self.node.nvlink_gb_per_s * GB * self.efficiency.nvlink,
+            nvls_efficiency=self.node.nvls_efficiency or 0.0,
             nic_bytes_per_s_per_gpu=(
                 self.network.nics_per_node
                 * self.network.nic_gbit_per_s
@@ -233,6 +242,8 @@ class Hardware:
             return self.peak_flop_per_s
         return self.bf16_peak_flop_per_s
 
+    nvls_efficiency: float = 0.0
+    """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     sm_count: int = 1
     """SMs that run GEMM tiles side by side (one wave); 1 when the profile does not say (no wave quantisation)."""
     gemm_tile_m: int = 256

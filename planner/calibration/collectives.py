@@ -4,8 +4,10 @@ The rows are `nccl_tests_bus_bandwidth` in `planner/data/published_runs.json`,
 each with its source. Bus bandwidth is nccl-tests' figure (`doc/PERFORMANCE.md`):
 algbw = size / time, times 2(n-1)/n for all-reduce and (n-1)/n for all-gather
 and reduce-scatter, so that it reads as the per-link rate of a ring. The
-prediction times the same message with the cost model's ring (`comm.all_reduce_s`,
-`comm.all_gather_s`) and converts it the same way.
+prediction times the same message with the cost model's collectives (`comm.all_reduce_s`,
+the faster of ring and NVLS where the profile has NVLink SHARP, and the ring `comm.all_gather_s`)
+and converts it the same way. A row measured with `NCCL_ALGO=RING` (`algorithm: ring`) is predicted
+on the profile without NVLS.
 """
 
 from __future__ import annotations
@@ -76,9 +78,11 @@ def predicted_bus_bytes_per_s(
 def _profile(row: dict[str, Any], profiles: Mapping[str, HardwareProfile]) -> HardwareProfile:
     profile = profiles[row["profile"]]
     override = row.get("network_override")
-    if override is None:
-        return profile
-    return profile.model_copy(update={"network": NetworkSection(**override)})
+    if override is not None:
+        profile = profile.model_copy(update={"network": NetworkSection(**override)})
+    if row.get("algorithm") == "ring":
+        profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nvls_efficiency": None})})
+    return profile
 
 
 def bus_bandwidth_rows(profiles: Mapping[str, HardwareProfile]) -> list[BusBandwidthRow]:

@@ -15,7 +15,13 @@ A point-to-point hop (pipeline send, CP ring exchange, all-to-all) sends one
 rank's data through that rank's own NIC share (`network_bytes_per_s`).
 Megatron's per-layer TP collectives follow Narayanan et al. 2021 Sec. 3.2
 (two all-reduces forward, two backward) and Korthikanti et al. 2022 Sec. 4.2.2
-(sequence parallel: reduce-scatter + all-gather of the same volume).
+(sequence parallel: a reduce-scatter and an all-gather of the same volume, two calls).
+
+Algorithm choice: NCCL's tuner (`src/graph/tuning.cc`, `ncclTopoTuneModel` and
+`topoGetAlgoInfo`) predicts each algorithm's time for the size and runs the
+fastest. Here an all-reduce inside one NVLink domain whose switch reduces
+(`Hardware.nvls_efficiency` > 0: NVLink SHARP on H100/H200/B200/GB200) is the
+faster of the ring and NVLS (`nvls_all_reduce_s`); every other collective is a ring.
 """
 
 from __future__ import annotations
@@ -42,12 +48,17 @@ __all__ = [
     "ep_comm_per_layer_s",
     "link",
     "network_bytes_per_s",
+    "nvls_all_reduce_s",
     "ring_bytes_per_s",
     "ring_latency_s",
     "pp_comm_per_microbatch_s",
     "sp_backward_gather_per_layer_s",
     "tp_comm_per_layer_s",
 ]
+
+NVLS_LATENCY_S = 25e-6
+"""Latency of one NVLS collective in one NVLink domain: NCCL `src/graph/tuning.cc`
+`ncclTunerConstantsDefaults.hwLatencies[NVLINK][NVLS][Simple]` = 25 us (base latency 0)."""
 
 OVERLAP_SLOWDOWN = 0.15
 """Compute lost while a collective runs beside it: NCCL drives up to 16 channels, one thread block
@@ -169,6 +180,29 @@ def _ring_s(
     return np.where(n > 1, wire + collectives * ring_latency_s(group, hw, steps_per_rank), 0.0)
 
 
+def nvls_all_reduce_s(
+    nbytes: FloatArray, group: GroupPlacement, hw: Hardware, collectives: FloatArray | float = 1.0
+) -> FloatArray:
+    """NVLink SHARP all-reduce of `nbytes` per rank in one NVLink domain, seconds (inf where it cannot run).
+
+    Each rank's shard is reduced in the switch (`multimem.ld_reduce`) and the result multicast back
+    (`multimem.st`): every rank's link carries the buffer once for the other ranks' reads of its data
+    and 1/n for its own shard, each way, so (1 + 1/n) bytes at NCCL's NVLS efficiency times the
+    NVLink rate; one `NVLS_LATENCY_S` per call. Source: NCCL `src/device/all_reduce.h`
+    (`runRing`/NVLS kernels: reduce-scatter by ld_reduce, all-gather by multicast store) and
+    `src/graph/tuning.cc` (`nvlsEfficiency`, NVLS latency; NVLS is single-node without CollNet).
+    Check: 8 x H100 gives algbw 0.85 x 360 / 1.125 = 272 GB/s, busbw 476; measured 273 / 480
+    (github.com/NVIDIA/nccl/issues/1455, nccl-tests issue 212). Reduce-scatter and all-gather gain
+    nothing this way (a rank's link still carries the whole buffer, not less than a ring's (n-1)/n),
+    so NCCL's tuner keeps them on the ring.
+    """
+    n = group.size.astype(np.float64)
+    usable = (hw.nvls_efficiency > 0) & ~group.crosses_network & (group.size > 2)
+    rate = max(hw.nvls_efficiency, 1e-9) * hw.nvlink_bytes_per_s
+    seconds = (1 + 1 / n) * nbytes / rate + collectives * NVLS_LATENCY_S
+    return np.asarray(np.where(usable, seconds, np.inf), dtype=np.float64)
+
+
 def all_reduce_s(
     nbytes: FloatArray,
     group: GroupPlacement,
@@ -177,9 +211,13 @@ def all_reduce_s(
     *,
     rails: bool = True,
 ) -> FloatArray:
-    """Ring all-reduce of `nbytes` per rank sent as `collectives` separate calls, seconds:
-    2(n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`."""
-    return _ring_s(nbytes, group, hw, collectives, rails, 2)
+    """All-reduce of `nbytes` per rank sent as `collectives` separate calls, seconds: the faster of the
+    ring (2(n-1)/n bytes / `ring_bytes_per_s` + collectives x `ring_latency_s`) and, in an NVLink
+    domain with NVLink SHARP, `nvls_all_reduce_s` (NCCL's tuner, module docstring)."""
+    ring = _ring_s(nbytes, group, hw, collectives, rails, 2)
+    if hw.nvls_efficiency <= 0:
+        return ring
+    return np.asarray(np.minimum(ring, nvls_all_reduce_s(nbytes, group, hw, collectives)), dtype=np.float64)
 
 
 def all_gather_s(
@@ -198,10 +236,13 @@ def all_gather_s(
 def tp_comm_per_layer_s(
     model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
 ) -> FloatArray:
-    """TP collectives of one layer and micro-batch: 2 forward + 2 backward (+2 under full recompute)."""
+    """TP collectives of one layer and micro-batch: 2 forward + 2 backward (+2 under full recompute), each an
+    all-reduce, or with sequence parallelism a reduce-scatter and an all-gather (two ring calls)."""
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
     count = 4 + np.where(c.recompute == FULL, 2, 0)
-    return count * all_reduce_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
+    group = placement.tp
+    pair = 2 * all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
+    return count * np.where(c.sequence_parallel, pair, all_reduce_s(nbytes, group, hw, rails=rt.ring_rails))
 
 
 def sp_backward_gather_per_layer_s(

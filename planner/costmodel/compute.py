@@ -57,8 +57,17 @@ each) and two bias-dropout-add (read 2 + 2, write 2, mask 1 each). Korthikanti 2
 SCORE_BYTES_PER_ELEMENT = 13
 """Forward bytes per attention-score element without flash attention: QK^T writes 2, fused
 softmax reads and writes 4, dropout reads, writes and masks 5, AV reads 2. Korthikanti Table 2."""
-LOGIT_BYTES_PER_ELEMENT = 12
-"""Forward bytes per logit in the fp32 cross-entropy: cast write 4, softmax read 4 and write 4."""
+LOGIT_FORWARD_BYTES_PER_ELEMENT = 38
+"""HBM bytes per logit in the forward of Megatron's unfused vocab-parallel cross-entropy, one kernel per
+op: cast to fp32 (read 2, write 4), max (read 4), subtract the max in place (read 4, write 4), exp in
+place (4 + 4), sum (read 4), divide by the sum in place (4 + 4). Source: Megatron-LM
+megatron/core/tensor_parallel/cross_entropy.py (`VocabParallelCrossEntropy.calculate_logits_max`,
+`calculate_predicted_logits`, `calculate_cross_entropy_loss`; commit f2e5db40, July 2024; the 2021
+`mpu/cross_entropy.py` runs the same ops on `output.float()`)."""
+LOGIT_BACKWARD_BYTES_PER_ELEMENT = 14
+"""HBM bytes per logit in that loss's backward: the saved softmax times the output gradient in place
+(read 4, write 4), then the fp32 gradient cast back to the logits' 16-bit dtype (read 4, write 2).
+Source: as `LOGIT_FORWARD_BYTES_PER_ELEMENT` (`calculate_gradients`)."""
 BACKWARD_BYTES_FACTOR = 2
 """Backward of an element-wise op reads the saved input and the output gradient and writes one."""
 FP8_CAST_BYTES_PER_ELEMENT = 4
@@ -241,12 +250,15 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
 
 
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
-    """Forward + backward seconds of the output layer and fp32 cross-entropy (last stage)."""
+    """Forward + backward seconds of the output layer (three GEMMs) and Megatron's fp32 vocab-parallel
+    cross-entropy (memory-bound, `LOGIT_FORWARD_BYTES_PER_ELEMENT` + `LOGIT_BACKWARD_BYTES_PER_ELEMENT`
+    per logit on this GPU's vocabulary shard) on the last stage."""
     tokens = tokens_per_microbatch(model, c)
     k, n = logits_gemm(model).local_shape(c.tp)
     gemm = gemm_time_s(tokens, n, k, hw, fp8_eligible=False)  # bf16 under FP8 (not a TE fp8 layer)
-    loss = LOGIT_BYTES_PER_ELEMENT * tokens * model.vocab_size / c.tp / hw.hbm_bandwidth_bytes_per_s
-    return 3 * gemm + (1 + BACKWARD_BYTES_FACTOR) * loss
+    logits = tokens * model.vocab_size / c.tp
+    loss_bytes = (LOGIT_FORWARD_BYTES_PER_ELEMENT + LOGIT_BACKWARD_BYTES_PER_ELEMENT) * logits
+    return 3 * gemm + loss_bytes / hw.hbm_bandwidth_bytes_per_s
 
 
 def optimizer_step_time_s(params_local: FloatArray, hw: Hardware, num: Numerics) -> FloatArray:

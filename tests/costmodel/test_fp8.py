@@ -47,7 +47,7 @@ def test_fp8_linear_gemms_at_fp8_peak_the_rest_at_bf16() -> None:
     core_bf16, _ = compute._attention_core_s(TINY, c, BF16, RuntimeFeatures())
     np.testing.assert_allclose(core_fp8, core_bf16, rtol=0)
     np.testing.assert_allclose(core_fp8, [256 / 0.5e12], rtol=1e-12)
-    loss_s = 12 * 4 * 10 * 3 / 1e12  # fp32 cross-entropy bytes, forward + backward
+    loss_s = (38 + 14) * 4 * 10 / 1e12  # Megatron fp32 cross-entropy bytes (forward 38 + backward 14) x T V
     np.testing.assert_allclose(compute.logits_time_s(TINY, c, FP8), [1920 / 0.5e12 + loss_s], rtol=1e-12)
 
 
