@@ -46,6 +46,13 @@ class PeakTflops(BaseModel):
     fp8: float | None = Field(default=None, gt=0, le=1e5, description="Dense fp8 TFLOP/s; null if unsupported.")
 
 
+class FusedAttentionTflops(BaseModel):
+    model_config = _FROZEN
+
+    forward: float = Field(gt=0, le=1e5, description="Fused (flash) attention forward, bf16, TFLOP/s achieved.")
+    backward: float = Field(gt=0, le=1e5, description="Fused (flash) attention backward, bf16, TFLOP/s achieved.")
+
+
 class GpuSection(BaseModel):
     model_config = _FROZEN
 
@@ -62,6 +69,11 @@ class GpuSection(BaseModel):
     )
     gemm_tile_m: int = Field(default=256, ge=1, le=4096, description="GEMM output tile rows (tokens) per SM.")
     gemm_tile_n: int = Field(default=128, ge=1, le=4096, description="GEMM output tile columns per SM.")
+    fused_attention_tflops: FusedAttentionTflops | None = Field(
+        default=None,
+        description="Published throughput of the fused attention kernel the frameworks run on this GPU "
+        "(long sequence, head dim 128, 16-bit); null: the attention core runs at the GEMM efficiency.",
+    )
 
 
 class NodeSection(BaseModel):
@@ -194,6 +206,9 @@ class HardwareProfile(BaseModel):
             net_overhead_s=self.latency.net_overhead_us * MICRO,
             gemm_peak_efficiency=cal.gemm_peak_efficiency if cal else DEFAULT_CALIBRATION.gemm_peak_efficiency,
             gemm_overhead_s=(cal.gemm_overhead_us if cal else DEFAULT_CALIBRATION.gemm_overhead_us) * MICRO,
+            fused_attention_flop_per_s=(
+                (fa.forward * TERA, fa.backward * TERA) if (fa := self.gpu.fused_attention_tflops) else None
+            ),
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
@@ -242,6 +257,9 @@ class Hardware:
             return self.peak_flop_per_s
         return self.bf16_peak_flop_per_s
 
+    fused_attention_flop_per_s: tuple[float, float] | None = None
+    """(forward, backward) flop/s of the fused attention kernel as published (`GpuSection.fused_attention_tflops`);
+    None: priced like a GEMM (`compute.tensor_core_time_s`)."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     sm_count: int = 1

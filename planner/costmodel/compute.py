@@ -181,6 +181,21 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
     return np.asarray(per_element_s * inputs, dtype=np.float64), np.asarray(per_element_s * grads, dtype=np.float64)
 
 
+def _fused_attention_s(flop: FloatArray, hw: Hardware) -> tuple[FloatArray, FloatArray]:
+    """(forward, backward) seconds of a fused (flash) attention core of `flop` forward flop on one GPU.
+
+    At the kernel's published throughput where the profile gives it (`Hardware.fused_attention_flop_per_s`:
+    the online-softmax kernel runs below the GEMM rate, its exponentials and rescaling between two
+    matmuls; FlashAttention-3, Shah et al. 2024, arXiv 2407.08608, Sec. 3 and Figs. 5-6), else like a
+    GEMM at the bf16 peak (`tensor_core_time_s`). Backward does `FLASH_BACKWARD_FACTOR` times the flop.
+    """
+    backward_flop = FLASH_BACKWARD_FACTOR * flop
+    if hw.fused_attention_flop_per_s is None:
+        return tensor_core_time_s(flop, hw, False), tensor_core_time_s(backward_flop, hw, False)
+    forward_rate, backward_rate = hw.fused_attention_flop_per_s
+    return np.asarray(flop / forward_rate, dtype=np.float64), np.asarray(backward_flop / backward_rate, dtype=np.float64)
+
+
 def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
@@ -198,7 +213,7 @@ def _attention_core_s(
     """
     flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:  # causal blocks only (`gemms.attention_core_flop`)
-        return tensor_core_time_s(flop, hw, False), tensor_core_time_s(FLASH_BACKWARD_FACTOR * flop, hw, False)
+        return _fused_attention_s(flop, hw)
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp

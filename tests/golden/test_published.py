@@ -33,27 +33,28 @@ GAIN_POINTS = 5.0
 README_H100 = "MegatronLM_README_H100_2024"
 BRIDGE = "MegatronBridge_PerfSummary_26.04.01"
 NEMOTRON = "Nemotron4_340B_2024"
-H100_FIT_ROW_TOLERANCE = 0.27
-"""Today: max 26.3% (1.7B, tp1 pp1: predicted too fast); 32B (tp8 pp1) -23.9%: too slow, its data-parallel
-reduce-scatter/all-gather exposed at four micro-batches per step. The pp = 1 rows carry the error."""
-H100_FIT_LOO_ROW_TOLERANCE = 0.32
-"""Today: max 30.9% leave-one-out (1.7B)."""
-H100_FIT_MEAN_TOLERANCE = 0.12
-"""Today: mean 10.2% in sample, 11.6% leave-one-out."""
-NEMOTRON_TOLERANCE = 0.17
-"""Today: -15.6% (prediction; its tp_comm_overlap is off as its report does not state it)."""
+H100_FIT_ROW_TOLERANCE = 0.25
+"""Today: max 23.4% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
+micro-batches per step); 1.7B (tp1 pp1) +22.3%, too fast (was 26.3% before Megatron's cross-entropy bytes
+and the measured fused-attention rate). The pp = 1 rows carry the error."""
+H100_FIT_LOO_ROW_TOLERANCE = 0.29
+"""Today: max 26.6% leave-one-out."""
+H100_FIT_MEAN_TOLERANCE = 0.11
+"""Today: mean 9.0% in sample, 10.2% leave-one-out (was 10.2% / 11.6%)."""
+NEMOTRON_TOLERANCE = 0.16
+"""Today: -14.9% (prediction; its tp_comm_overlap is off as its report does not state it; was -15.6%)."""
 H100_FP8_TOLERANCE = 0.15
-"""Today: -0.2% / +8.2% (FP8 priced as Transformer Engine runs it: attention and output layer in bf16, casts)."""
+"""Today: -1.8% / +8.4% (FP8 priced as Transformer Engine runs it: attention and output layer in bf16, casts)."""
 GB200_TOLERANCE = 0.40
-"""Today: +32.1%: GB200 runs on transferred H100 constants."""
+"""Today: +33.5%: GB200 runs on transferred H100 constants (was +32.1%)."""
 LOSO_BARS = {
     # (GPU kind, held-out source): (mean |error|, max |error|) at most; today's values in the comment.
     ("A100", "Narayanan2021_Table1"): (0.04, 0.10),  # 3.7% / 9.0%
-    ("A100", "Narayanan2021_Table2"): (0.05, 0.14),  # 4.2% / 12.9%
+    ("A100", "Narayanan2021_Table2"): (0.05, 0.14),  # 4.2% / 13.0%
     ("A100", "Korthikanti2022"): (0.07, 0.10),  # 6.8% / 9.5%
-    ("H100", README_H100): (0.11, 0.32),  # 9.4% / 30.0%: fitted on 3 rows, 2 of them FP8
-    ("H100", BRIDGE): (0.07, 0.12),  # 5.9% / 10.2%
-    ("H100", NEMOTRON): (0.18, 0.18),  # 16.3%
+    ("H100", README_H100): (0.10, 0.28),  # 9.0% / 26.1%: fitted on 3 rows, 2 of them FP8
+    ("H100", BRIDGE): (0.07, 0.12),  # 5.2% / 10.3%
+    ("H100", NEMOTRON): (0.17, 0.17),  # 15.4%
 }
 MEMORY_OVERSHOOT = 1.10
 """Every published layout ran, so it fit; the model may overstate its peak by up to 10% (today: 84.7/80 GiB, FP8)."""
@@ -119,7 +120,7 @@ def test_zero3_collapse_at_1536_gpus() -> None:
 
 
 GAIN_KNOWN_MISS = {
-    "korthikanti2022_22B": "predicted +34.7% vs published +29.1% (+5.6 points; +4.6 before tile/wave-quantised "
+    "korthikanti2022_22B": "predicted +34.5% vs published +29.1% (+5.4 points; +4.6 before tile/wave-quantised "
     "GEMMs replaced the 127 us per-GEMM overhead that also slowed the selective arm's attention core)"
 }
 """Rows whose gain misses the bar today, each with the figure; strict, so a fix shows up as XPASS."""
@@ -254,7 +255,7 @@ BUS_BANDWIDTH_MEAN_TOLERANCE = 0.15
 
 def test_every_bus_bandwidth_row_is_reported() -> None:
     rows = report().bus_bandwidth
-    assert len(rows) == 5
+    assert len(rows) == 6  # 8 x H100 all-reduce with NVLS: published 480 GB/s, predicted 475
     assert {r.collective for r in rows} == {"all_reduce", "reduce_scatter"}
     assert {r.nodes for r in rows} == {1, 2, 4}
 
