@@ -193,7 +193,8 @@ def _fused_attention_s(flop: FloatArray, hw: Hardware) -> tuple[FloatArray, Floa
     if hw.fused_attention_flop_per_s is None:
         return tensor_core_time_s(flop, hw, False), tensor_core_time_s(backward_flop, hw, False)
     forward_rate, backward_rate = hw.fused_attention_flop_per_s
-    return np.asarray(flop / forward_rate, dtype=np.float64), np.asarray(backward_flop / backward_rate, dtype=np.float64)
+    forward = np.asarray(flop / forward_rate, dtype=np.float64)
+    return forward, np.asarray(backward_flop / backward_rate, dtype=np.float64)
 
 
 def _attention_core_s(

@@ -80,3 +80,13 @@ def test_profile_resolves_both_peaks_for_fp8(profile_id: str) -> None:
     assert hw.gemm_peak_flop_per_s(False) == profile.gpu.peak_tflops.bf16 * TERA
     assert profile.hardware(Precision.BF16).bf16_peak_flop_per_s is None
     assert not profile.hardware(Precision.BF16).fp8 and hw.fp8
+
+
+def test_fused_attention_at_its_published_rate() -> None:
+    # Causal core of TINY at b = 4: 256 flop forward, 2.5 x 256 backward; at 100 / 50 flop/s published.
+    from dataclasses import replace as _replace
+
+    c = _one(Layout(tp=1, pp=1, dp=1))
+    hw = _replace(BF16, fused_attention_flop_per_s=(100.0, 50.0))
+    fwd, bwd = compute._attention_core_s(TINY, c, hw, RuntimeFeatures())
+    np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 100.0, 2.5 * 256 / 50.0], rtol=1e-12)
