@@ -203,6 +203,8 @@ def parse_torchtitan(
         "zero_stage": _zero_stage(config, dp_shard, pp),
     }
     steps = [m for line in lines if (m := _STEP.search(line))]
+    if any(float(m.group(3).replace(",", "")) <= 0 for m in steps):
+        refuse("a step line reports tps 0: no step time can be derived from it")
     intervals = [
         Interval(int(m.group(1)), step_time_s(float(m.group(3).replace(",", "")), global_batch, seq_len, world_size))
         for m in steps

@@ -155,6 +155,8 @@ def test_refusals() -> None:
     steps = [line for line in _log("torchtitan_llama8b.log").splitlines() if "step:" in line]
     restarted = _log("torchtitan_llama8b.log") + "\n".join(steps) + "\n"
     assert "iteration 1 follows iteration 30: the log holds more than one run" in _refused(restarted)
+    stalled = _log("torchtitan_llama8b.log").replace("tps: 6,110", "tps: 0")
+    assert "tps 0" in _refused(stalled)
 
 
 def test_concatenated_iteration_lines_refused() -> None:
