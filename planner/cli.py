@@ -26,9 +26,10 @@ from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
 from planner.calibration.fit import FIT_SETS
 from planner.calibration.report import VALIDATION_PROFILE, VALIDATION_PROFILES, build_report, refit
 from planner.calibration.write import write_calibration
-from planner.cli_output import layout_cell, print_estimate, print_plans, print_report
+from planner.cli_output import layout_cell, print_estimate, print_observation, print_plans, print_report
 from planner.client import PlannerClient, PlannerServiceError
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
+from planner.observe import LogFormat, observe_log
 from planner.presets import load_presets
 from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
 from planner.rules import Framework
@@ -390,6 +391,81 @@ def compare(
             f" ({p.published_step_s / p.paper_space_step_s:.2f}x) | {layout_cell(p.modern_best)} |"
             f" {p.modern_step_s:.2f} ({p.published_step_s / p.modern_step_s:.2f}x) |"
         )
+
+
+class LogFormatChoice(StrEnum):
+    AUTO = "auto"
+    MEGATRON = "megatron"
+    NEMO = "nemo"
+    TORCHTITAN = "torchtitan"
+
+
+def _read_text(path: Path, option: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InvalidSpecError(f"{option} {path}", f"not readable ({exc})") from None
+
+
+@app.command()
+def observe(
+    logfile: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The training log (stdout of rank 0).")],
+    profile: Annotated[str, typer.Option(help="Hardware profile id the run ran on (built-in or base@site).")],
+    num_gpus: Annotated[
+        int | None, typer.Option(min=1, help="GPUs in the run; needed where the log does not say (Megatron-Bridge).")
+    ] = None,
+    framework: Annotated[LogFormatChoice, typer.Option(help="The log's format; auto: detected.")] = (
+        LogFormatChoice.AUTO
+    ),
+    skip: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Last warm-up iteration (default: max(10% of the logged iterations, first interval))."
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True, dir_okay=False, help="Megatron-Bridge's saved config YAML, or TorchTitan's job TOML."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The observation bodies (a JSON list) only.")] = False,
+    post: Annotated[str | None, typer.Option(help="Send each observation to this service (URL).")] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="PLANNER_TOKEN", help="Bearer token for --post (or $PLANNER_TOKEN).")
+    ] = None,
+) -> None:
+    """Read a training log (Megatron-LM, NeMo 2 / Megatron-Bridge, TorchTitan) and make an observation of it.
+
+    The step time is the median over the logged intervals after warm-up. A log whose layout cannot be
+    recovered, that holds fewer than 3 intervals after warm-up, or that holds more than one run is refused.
+    Exit status: 0 done; 2 the log is refused or an option is invalid; 3 the service given with --post could
+    not be reached or failed.
+    """
+    with _exit_on_error():
+        if post is not None and token is None:
+            raise InvalidSpecError("--token", "--post needs a bearer token (--token or $PLANNER_TOKEN)")
+        observation = observe_log(
+            _read_text(logfile, "LOGFILE"),
+            profile=profile,
+            num_gpus=num_gpus,
+            log_format=None if framework is LogFormatChoice.AUTO else LogFormat(framework.value),
+            skip=skip,
+            file=logfile.name,
+            config_text=None if config is None else _read_text(config, "--config"),
+        )
+        bodies = [observation.body()]
+        if post is not None and token is not None:
+            with PlannerClient(post) as client:
+                created = [client.create_observation(body, token) for body in bodies]
+    if as_json:
+        typer.echo(json.dumps(bodies, indent=2))
+    else:
+        print_observation(observation)
+        typer.echo(json.dumps(bodies, indent=2))
+    if post is not None:
+        for stored in created:
+            typer.echo(f"created observation {stored.get('id', stored)}")
 
 
 class LogLevel(StrEnum):

@@ -13,8 +13,9 @@ from rich.table import Table
 from api.schemas import EstimateResponse, LayoutOut, ModelOut, PlanResponse
 from planner.calibration.report import Report
 from planner.layout import Layout
+from planner.observe import Observation
 
-__all__ = ["console", "layout_cell", "print_estimate", "print_plans", "print_report"]
+__all__ = ["console", "layout_cell", "print_estimate", "print_observation", "print_plans", "print_report"]
 
 console = Console(width=200)
 
@@ -211,3 +212,39 @@ def print_plans(result: PlanResponse) -> None:
     if result.plans and result.plans[0].estimate.days_to_train is not None:
         e = result.plans[0].estimate
         console.print(f"best plan: {e.days_to_train:.1f} days, {e.gpu_hours:,.0f} GPU-hours")
+
+
+def print_observation(observation: Observation) -> None:
+    """What a training log yielded: layout, model shape, step time with its spread, the intervals used."""
+    request, t = observation.request, observation.timing
+    model, layout, training = request["model"], request["layout"], request["training"]
+    table = Table(title=f"Recovered from {observation.file or 'the log'} ({observation.log_format.value})")
+    table.add_column("item")
+    table.add_column("value")
+    shape = f"{model['num_layers']} layers, hidden {model['hidden_size']}, heads {model['num_attention_heads']}"
+    shape += f"/{model.get('num_query_groups', model['num_attention_heads'])}, ffn {model.get('ffn_hidden_size', '-')}"
+    shape += f", vocab {model['vocab_size']}, seq {model['seq_length']}" + (", MoE" if "moe" in model else "")
+    axes = ("tp", "pp", "dp", "cp", "ep", "vp")
+    parallel = " ".join(f"{axis}={layout[axis]}" for axis in axes)
+    rows = [
+        ("model", shape),
+        ("cluster", f"{request['cluster']['profile']}, {request['cluster']['num_gpus']} GPUs"),
+        (
+            "layout",
+            f"{parallel} mbs={layout['micro_batch_size']} recompute={layout['recompute']}"
+            f" sp={layout['sequence_parallel']} zero={layout['zero_stage']}",
+        ),
+        ("training", f"global batch {training['global_batch_size']}, {training['precision']}"),
+        ("step time", f"{t.step_time_s:.4g} s (IQR/median {t.spread:.1%})"),
+        (
+            "iterations used",
+            f"{t.first_iteration}-{t.last_iteration}: {t.intervals_used} intervals"
+            f" ({t.intervals_skipped} warm-up skipped)",
+        ),
+    ]
+    if observation.peak_memory_gib is not None:
+        rows.append(("peak memory", f"{observation.peak_memory_gib:.2f} GiB reserved"))
+    rows += [("note", note) for note in observation.notes]
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

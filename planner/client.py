@@ -44,8 +44,9 @@ class PlannerClient:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        response = self._http.request(method, path, json=body)
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, token: str | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+        response = self._http.request(method, path, json=body, headers=headers)
         if response.status_code >= 400:
             try:
                 problem = response.json()
@@ -59,6 +60,11 @@ class PlannerClient:
 
     def estimate(self, request: dict[str, Any]) -> EstimateResponse:
         return EstimateResponse.model_validate(self._call("POST", "/v1/estimate", request))
+
+    def create_observation(self, observation: dict[str, Any], token: str) -> dict[str, Any]:
+        """POST /v1/observations (a write: needs a bearer token); returns the stored observation, with its id."""
+        result: dict[str, Any] = self._call("POST", "/v1/observations", observation, token=token)
+        return result
 
     def hardware_profiles(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self._call("GET", "/v1/hardware-profiles")

@@ -1,0 +1,248 @@
+"""Megatron-Core settings (Megatron-LM argument names) -> the planner's request fields.
+
+The inverse of `planner.launch.megatron` (request -> flags): one table of the correspondence, read by the
+Megatron-LM argument dump and by Megatron-Bridge's configuration (whose names `planner.observe.bridge`
+translates to these first). Names and defaults: Megatron-LM core_v0.15.0 `megatron/training/arguments.py`
+(`_add_*_args`, `validate_args`); Megatron-Core `TransformerConfig` for the Bridge spellings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from planner.observe.observation import refuse
+
+__all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
+
+REQUIRED = (
+    "num_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "seq_length",
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "micro_batch_size",
+    "global_batch_size",
+)
+"""Settings without which no layout or shape can be recovered."""
+
+_SHAPE = {
+    "num_layers": "num_layers",
+    "hidden_size": "hidden_size",
+    "num_attention_heads": "num_attention_heads",
+    "ffn_hidden_size": "ffn_hidden_size",
+    "seq_length": "seq_length",
+}
+"""Megatron name -> ModelSpec field, copied as is (integers)."""
+_LAYOUT = {
+    "tensor_model_parallel_size": "tp",
+    "pipeline_model_parallel_size": "pp",
+    "context_parallel_size": "cp",
+    "expert_model_parallel_size": "ep",
+    "micro_batch_size": "micro_batch_size",
+}
+"""Megatron name -> layout field (integers, default 1)."""
+_RUNTIME = {
+    "overlap_grad_reduce": "overlap_grad_reduce",
+    "overlap_param_gather": "overlap_param_gather",
+    "tp_comm_overlap": "tp_comm_overlap",
+}
+"""Megatron switch -> RuntimeFeatures field (Megatron-LM default: off)."""
+_ZERO_OF_SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+"""Megatron FSDP `--data-parallel-sharding-strategy` -> ZeRO stage (the launch writes 2 and 3 this way)."""
+
+
+def padded_vocab_size(vocab_size: int, divisible_by: int, tp: int) -> int:
+    """The vocabulary rounded up to a multiple of divisible_by * tp.
+
+    Source: Megatron-LM megatron/training/tokenizer/tokenizer.py `_vocab_size_with_padding`; Megatron-Bridge
+    src/megatron/bridge/utils/vocab_utils.py `calculate_padded_vocab_size` (the same rule).
+    """
+    multiple = divisible_by * tp
+    return -(-vocab_size // multiple) * multiple
+
+
+def _int(args: Mapping[str, Any], name: str, where: str, default: int | None = None) -> int:
+    value = args.get(name)
+    value = default if value is None else value
+    if value is None:
+        refuse(f"{name} not in the {where}")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        refuse(f"{name} = {value!r} in the {where} is not a positive integer")
+    return value
+
+
+def _on(args: Mapping[str, Any], name: str) -> bool:
+    return args.get(name) is True
+
+
+def _moe(args: Mapping[str, Any], where: str, num_layers: int) -> dict[str, Any] | None:
+    """num_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, moe_layer_freq."""
+    if args.get("num_experts") is None:
+        return None
+    expert_ffn = _int(args, "moe_ffn_hidden_size", where, args.get("ffn_hidden_size"))
+    moe: dict[str, Any] = {
+        "num_experts": _int(args, "num_experts", where),
+        "top_k": _int(args, "moe_router_topk", where, 2),
+        "expert_ffn_hidden_size": expert_ffn,
+    }
+    shared = args.get("moe_shared_expert_intermediate_size")
+    if shared:
+        if shared % expert_ffn:
+            refuse(f"moe_shared_expert_intermediate_size({shared}) is not a multiple of moe_ffn_hidden_size")
+        moe["num_shared_experts"] = shared // expert_ffn
+    freq = args.get("moe_layer_freq", 1)
+    if isinstance(freq, list):
+        moe |= _layer_pattern(freq, num_layers)
+    elif isinstance(freq, int) and freq >= 1:
+        moe["moe_layer_freq"] = freq
+    else:
+        refuse(f"moe_layer_freq = {freq!r} in the {where} is neither an integer nor a list of 0/1")
+    return moe
+
+
+def _layer_pattern(pattern: list[Any], num_layers: int) -> dict[str, int]:
+    """A 0/1 list (1: MoE layer) as first_k_dense_layers and moe_layer_freq, if it is that regular shape."""
+    ones = [i for i, v in enumerate(pattern) if v == 1]
+    if len(pattern) != num_layers or not ones:
+        refuse(f"moe_layer_freq lists {len(pattern)} layers with {len(ones)} MoE layers; num_layers is {num_layers}")
+    k = ones[0]
+    freq = ones[1] - ones[0] if len(ones) > 1 else 1
+    if [int(i >= k and (i - k) % freq == 0) for i in range(num_layers)] != [int(v == 1) for v in pattern]:
+        refuse("moe_layer_freq pattern is not k dense layers then every n-th layer MoE; the planner cannot express it")
+    return {"first_k_dense_layers": k, "moe_layer_freq": freq}
+
+
+def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, Any]:
+    model: dict[str, Any] = {
+        field: _int(args, name, where) for name, field in _SHAPE.items() if name != "ffn_hidden_size"
+    }
+    if args.get("ffn_hidden_size") is not None:
+        model["ffn_hidden_size"] = _int(args, "ffn_hidden_size", where)
+    # validate_args: --num-query-groups counts only with --group-query-attention (Megatron-Core: when not None).
+    if _on(args, "group_query_attention") or ("group_query_attention" not in args and args.get("num_query_groups")):
+        model["num_query_groups"] = _int(args, "num_query_groups", where)
+    model |= {
+        "gated_mlp": _on(args, "swiglu"),
+        "vocab_size": vocab_size,
+        "tied_embeddings": not _on(args, "untie_embeddings_and_output_weights"),
+        "linear_bias": args.get("add_bias_linear", True) is True,
+        "learned_position_embeddings": args.get("position_embedding_type", "learned_absolute") == "learned_absolute",
+    }
+    moe = _moe(args, where, model["num_layers"])
+    if moe is not None:
+        model["moe"] = moe
+    return model
+
+
+def _precision(args: Mapping[str, Any], where: str) -> str:
+    if args.get("fp8") not in (None, False):
+        return "fp8"
+    if _on(args, "fp16"):
+        return "fp16"
+    if _on(args, "bf16"):
+        return "bf16"
+    return refuse(f"neither bf16 nor fp16 is set in the {where}: fp32 training is not modelled")
+
+
+def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    backend = str(args.get("attention_backend", "flash"))
+    runtime = {field: _on(args, name) for name, field in _RUNTIME.items()}
+    runtime |= {
+        "flash_attention": not any(word in backend for word in ("unfused", "local")),
+        "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
+        "cuda_graphs": _on(args, "enable_cuda_graph"),
+    }
+    training: dict[str, Any] = {
+        "global_batch_size": _int(args, "global_batch_size", where),
+        "precision": _precision(args, where),
+        "runtime": runtime,
+        "attention_dropout": float(args.get("attention_dropout", 0.1)),
+        "hidden_dropout": float(args.get("hidden_dropout", 0.1)),
+    }
+    if isinstance(args.get("grad_reduce_in_fp32"), bool):
+        training["grad_reduce_in_fp32"] = args["grad_reduce_in_fp32"]
+    elif _on(args, "grad_reduce_in_bf16"):
+        training["grad_reduce_in_fp32"] = False
+    return training
+
+
+def _stages(args: Mapping[str, Any], where: str, num_layers: int, pp: int) -> list[int] | None:
+    """An uneven split (`--decoder-first/last-pipeline-num-layers`): the middle stages share the rest evenly."""
+    names = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers")
+    if pp == 1 or all(args.get(name) is None for name in names):
+        return None
+    first, last = (_int(args, name, where) if args.get(name) is not None else None for name in names)
+    ends = [n for n in (first, last) if n is not None]
+    middle = pp - len(ends)
+    rest = num_layers - sum(ends)
+    if rest < middle or (middle == 0 and rest) or (middle and rest % middle):
+        refuse(f"{rest} layers do not split evenly over the {middle} other pipeline stages in the {where}")
+    inner = [rest // middle] * middle if middle else []
+    return [*([first] if first is not None else []), *inner, *([last] if last is not None else [])]
+
+
+def _recompute(args: Mapping[str, Any], notes: list[str]) -> str:
+    granularity = args.get("recompute_granularity")
+    if granularity == "full":
+        method, count = args.get("recompute_method"), args.get("recompute_num_layers")
+        if method == "block":
+            notes.append(f"recompute: full on {count} layers per stage (block), priced as full on every layer")
+        return "full"
+    return "selective" if granularity == "selective" else "none"
+
+
+def _zero_stage(args: Mapping[str, Any], where: str) -> int:
+    if _on(args, "use_megatron_fsdp"):
+        strategy = args.get("data_parallel_sharding_strategy", "optim_grads_params")
+        if strategy not in _ZERO_OF_SHARDING:
+            refuse(
+                f"data_parallel_sharding_strategy = {strategy!r} in the {where} is not one of {list(_ZERO_OF_SHARDING)}"
+            )
+        return _ZERO_OF_SHARDING[strategy]
+    return 1 if _on(args, "use_distributed_optimizer") else 0
+
+
+def _layout(args: Mapping[str, Any], where: str, world_size: int, notes: list[str]) -> dict[str, Any]:
+    layout: dict[str, Any] = {
+        field: _int(args, name, where, 1 if name not in REQUIRED else None) for name, field in _LAYOUT.items()
+    }
+    model_parallel = layout["tp"] * layout["pp"] * layout["cp"]
+    if world_size % model_parallel:
+        refuse(
+            f"world size {world_size} is not a multiple of tp({layout['tp']}) * pp({layout['pp']}) * cp({layout['cp']})"
+        )
+    layout["dp"] = world_size // model_parallel
+    layout["vp"] = args.get("virtual_pipeline_model_parallel_size") or 1
+    stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"])
+    if stages is not None:
+        layout["layers_per_stage"] = stages
+    for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
+        if _on(args, name):
+            layout[name] = True
+    layout["recompute"] = _recompute(args, notes)
+    layout["sequence_parallel"] = _on(args, "sequence_parallel")
+    layout["zero_stage"] = _zero_stage(args, where)
+    return layout
+
+
+def megatron_request(
+    args: Mapping[str, Any], *, where: str, world_size: int, vocab_size: int, framework: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The estimate request (less `cluster.profile`) for a run with these Megatron settings, and notes.
+
+    `where` names what the settings came from, for the refusals ("argument dump", "task configuration").
+    """
+    for name in REQUIRED:
+        if args.get(name) is None:
+            refuse(f"{name} not in the {where}")
+    notes: list[str] = []
+    request = {
+        "model": _model(args, where, vocab_size),
+        "cluster": {"num_gpus": world_size},
+        "training": _training(args, where),
+        "layout": _layout(args, where, world_size, notes),
+        "framework": framework,
+    }
+    return request, notes

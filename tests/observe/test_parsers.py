@@ -1,0 +1,190 @@
+"""planner.observe: one realistic log per format (tests/observe/data, each citing the framework source that prints
+its lines), the exact recovered request and the hand-computed median step time; warm-up; refusals."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import pytest
+
+from api.convert import answer_estimate
+from api.schemas import EstimateRequest
+from planner.errors import InvalidSpecError
+from planner.observe import Interval, LogFormat, Observation, observe_log, steady_state
+from planner.observe.bridge import CONFIG_START
+from planner.observe.megatron_args import megatron_request, padded_vocab_size
+from planner.observe.torchtitan import llama_ffn_hidden_size
+from planner.profiles import load_profiles
+
+DATA = Path(__file__).parent / "data"
+LLAMA8B = {
+    "num_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_query_groups": 8,
+    "ffn_hidden_size": 14336,
+    "seq_length": 8192,
+    "gated_mlp": True,
+    "tied_embeddings": False,
+    "linear_bias": False,
+}
+
+
+def _log(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def _estimate_violations(observation: Observation) -> list[Any]:
+    """The body, less measured and source, answered as POST /v1/estimate would; its rule violations."""
+    request = EstimateRequest.model_validate_json(EstimateRequest(**observation.request).model_dump_json())
+    return list(answer_estimate(request, load_profiles()).violations)
+
+
+def test_megatron_log() -> None:
+    obs = observe_log(_log("megatron_llama8b.log"), profile="dgx-h100", file="megatron_llama8b.log")
+    assert obs.log_format is LogFormat.MEGATRON
+    assert obs.request["model"] == LLAMA8B | {"vocab_size": 128512, "learned_position_embeddings": False}
+    assert obs.request["cluster"] == {"profile": "dgx-h100", "num_gpus": 16}
+    assert obs.request["layout"] == {
+        "tp": 2, "pp": 2, "dp": 4, "cp": 1, "ep": 1, "vp": 2, "micro_batch_size": 1,
+        "recompute": "selective", "sequence_parallel": True, "zero_stage": 1,
+    }  # fmt: skip
+    training = obs.request["training"]
+    assert training["global_batch_size"] == 128 and training["precision"] == "bf16"
+    assert training["runtime"] == {
+        "overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True,
+        "flash_attention": True, "fused_kernels": True, "cuda_graphs": False,
+    }  # fmt: skip
+    # Iteration 10 (<= max(10% of 100, first interval)) is warm-up; the median of the other nine ms values.
+    used = [9876.5, 9901.2, 9850.3, 9893.0, 9912.4, 9866.1, 9880.8, 12011.9, 9874.2]
+    assert obs.timing.step_time_s == pytest.approx(9.8808, rel=1e-12)
+    assert obs.timing.step_time_s == pytest.approx(median(used) / 1000, rel=1e-12)
+    assert obs.timing.spread == pytest.approx((9901.2 - 9874.2) / 9880.8, rel=1e-9)  # sorted[6] - sorted[2]
+    assert (obs.timing.intervals_used, obs.timing.intervals_skipped) == (9, 1)
+    assert (obs.timing.first_iteration, obs.timing.last_iteration) == (11, 100)
+    assert obs.peak_memory_gib == 61440.0 / 1024  # the larger rank's max reserved, MB = 2**20 bytes
+    body = obs.body()
+    assert body["measured"] == {"step_time_s": obs.timing.step_time_s, "peak_memory_gib": 60.0}
+    assert body["source"]["kind"] == "log" and body["source"]["file"] == "megatron_llama8b.log"
+    assert _estimate_violations(obs) == []
+
+
+def test_bridge_log() -> None:
+    obs = observe_log(_log("bridge_llama8b.log"), profile="dgx-h100", num_gpus=8)
+    assert obs.log_format is LogFormat.NEMO and obs.request["framework"] == "nemo"
+    assert obs.request["model"] == LLAMA8B | {"vocab_size": 128256, "learned_position_embeddings": False}
+    assert obs.request["layout"] == {
+        "tp": 2, "pp": 1, "dp": 4, "cp": 1, "ep": 1, "vp": 1, "micro_batch_size": 1,
+        "recompute": "none", "sequence_parallel": True, "zero_stage": 1,
+    }  # fmt: skip
+    assert obs.request["training"]["grad_reduce_in_fp32"] is True
+    assert obs.request["training"]["runtime"]["tp_comm_overlap"] is False
+    # log_interval 1, 12 iterations: iterations <= max(ceil(1.2), 1) = 2 are warm-up; median of ten.
+    assert obs.timing.step_time_s == pytest.approx((10975.1 + 10980.3) / 2 / 1000, rel=1e-12)
+    assert obs.timing.intervals_used == 10
+    assert _estimate_violations(obs) == []
+
+
+def test_bridge_saved_config_file() -> None:
+    """Bridge v0.4+ logs only non-default values; the saved YAML (logger.save_config_filepath) is read instead."""
+    lines = _log("bridge_llama8b.log").splitlines()
+    start = lines.index(CONFIG_START)
+    end = next(i for i in range(start + 1, len(lines)) if set(lines[i]) == {"-"})
+    config, log = "\n".join(lines[start + 1 : end]), "\n".join(lines[:start] + lines[end + 1 :])
+    obs = observe_log(log, profile="dgx-h100", num_gpus=8, log_format=LogFormat.NEMO, config_text=config)
+    assert obs.request == observe_log(_log("bridge_llama8b.log"), profile="dgx-h100", num_gpus=8).request
+
+
+def test_torchtitan_log() -> None:
+    obs = observe_log(_log("torchtitan_llama8b.log"), profile="dgx-h100")
+    assert obs.log_format is LogFormat.TORCHTITAN
+    assert obs.request["model"] == LLAMA8B | {"name": "llama3 8B", "vocab_size": 128256}
+    assert obs.request["layout"] == {
+        "tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "vp": 1, "micro_batch_size": 1,
+        "recompute": "selective", "sequence_parallel": False, "zero_stage": 3,
+    }  # fmt: skip
+    assert obs.request["training"]["global_batch_size"] == 8
+    # Step time = B * s / (tps * world) = 8 * 8192 / (8 tps); step 1 is warm-up; six intervals, median of the
+    # middle two (tps 6,095 and 6,102).
+    assert obs.timing.step_time_s == pytest.approx((8192 / 6095 + 8192 / 6102) / 2, rel=1e-12)
+    assert obs.peak_memory_gib == 61.31
+    assert _estimate_violations(obs) == []
+
+
+def test_llama_ffn_and_padded_vocab() -> None:
+    assert llama_ffn_hidden_size(4096, 1024, 1.3) == 14336  # Llama 3 8B
+    assert llama_ffn_hidden_size(8192, 4096, 1.3) == 28672  # Llama 3 70B
+    assert llama_ffn_hidden_size(4096, 256, None) == 11008  # Llama 2 7B
+    assert padded_vocab_size(128257, 128, 2) == 128512 and padded_vocab_size(128256, 128, 8) == 129024
+
+
+def test_skip_overrides_warmup() -> None:
+    obs = observe_log(_log("megatron_llama8b.log"), profile="dgx-h100", skip=0)
+    # All ten intervals: the median of 9880.8 and 9893.0.
+    assert obs.timing.step_time_s == pytest.approx((9880.8 + 9893.0) / 2000, rel=1e-12)
+    assert obs.timing.intervals_skipped == 0
+
+
+def test_default_warmup_is_ten_percent_or_the_first_interval() -> None:
+    intervals = [Interval(i, 2.0 if i <= 10 else 1.0) for i in range(1, 101)]
+    timing = steady_state(intervals)
+    assert timing.intervals_skipped == 10 and timing.step_time_s == 1.0 and timing.spread == 0.0
+    assert steady_state([Interval(i, 1.0) for i in (5, 10, 15, 20)]).intervals_skipped == 1
+
+
+def _refused(text: str, **kwargs: Any) -> str:
+    with pytest.raises(InvalidSpecError) as info:
+        observe_log(text, profile=kwargs.pop("profile", "dgx-h100"), **kwargs)
+    assert info.value.field in ("log", "profile")
+    return info.value.message
+
+
+def test_refusals() -> None:
+    text = _log("megatron_llama8b.log")
+    missing = re.sub(r"(?m)^  tensor_model_parallel_size .*\n", "", text)
+    assert _refused(missing) == "tensor_model_parallel_size not in the argument dump"
+    assert "2 argument dumps in the log: it holds more than one run" in _refused(_log("megatron_two_runs.log"))
+    assert _refused(_log("megatron_short.log")).startswith("2 logged intervals after warm-up (iterations <= 10")
+    assert "at least 3 are needed" in _refused(_log("megatron_short.log"))
+    assert "world size not in a Megatron-Bridge log" in _refused(_log("bridge_llama8b.log"))
+    assert "none of their start-up lines" in _refused("hello\nworld\n")
+    assert "does not match" in _refused(text, profile="Not A Profile")
+    steps = [line for line in _log("torchtitan_llama8b.log").splitlines() if "step:" in line]
+    restarted = _log("torchtitan_llama8b.log") + "\n".join(steps) + "\n"
+    assert "iteration 1 follows iteration 30: the log holds more than one run" in _refused(restarted)
+    stalled = _log("torchtitan_llama8b.log").replace("tps: 6,110", "tps: 0")
+    assert "tps 0" in _refused(stalled)
+
+
+def test_concatenated_iteration_lines_refused() -> None:
+    with pytest.raises(InvalidSpecError, match="iteration 10 follows iteration 100"):
+        steady_state([Interval(i, 1.0) for i in (10, 50, 100, 10, 50)])
+
+
+def _args(**changes: Any) -> dict[str, Any]:
+    base = {
+        "num_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "seq_length": 1024,
+        "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 4, "micro_batch_size": 2,
+        "global_batch_size": 64, "bf16": True,
+    }  # fmt: skip
+    return base | changes
+
+
+def test_uneven_split_and_moe_pattern() -> None:
+    request, _ = megatron_request(
+        _args(decoder_first_pipeline_num_layers=2, decoder_last_pipeline_num_layers=4),
+        where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+    )  # fmt: skip
+    assert request["layout"]["layers_per_stage"] == [2, 3, 3, 4] and request["layout"]["dp"] == 2
+    moe = _args(num_experts=8, moe_router_topk=2, moe_ffn_hidden_size=1024, moe_layer_freq=[0, 0] + [1, 0] * 5)
+    request, _ = megatron_request(moe, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    assert request["model"]["moe"] == {
+        "num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 1024, "first_k_dense_layers": 2, "moe_layer_freq": 2,
+    }  # fmt: skip
+    with pytest.raises(InvalidSpecError, match="not a multiple of tp"):
+        megatron_request(_args(), where="argument dump", world_size=6, vocab_size=50304, framework="megatron")
+    with pytest.raises(InvalidSpecError, match="fp32 training is not modelled"):
+        megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
