@@ -11,7 +11,8 @@ __all__ = ["ResponseCache"]
 
 
 class ResponseCache:
-    """LRU of serialised responses. Keys are the validated request dumped as canonical JSON."""
+    """LRU of serialised responses. Keys are the validated request dumped as canonical JSON, plus a fingerprint
+    of the named profile's content: a new stored version of a site profile never gets an older answer."""
 
     def __init__(self, max_entries: int = 256) -> None:
         self._entries: OrderedDict[str, bytes] = OrderedDict()
@@ -19,8 +20,8 @@ class ResponseCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(route: str, request: BaseModel) -> str:
-        return route + ":" + request.model_dump_json(exclude_none=False, round_trip=True)
+    def key(route: str, request: BaseModel, profile_fingerprint: str = "") -> str:
+        return f"{route}:{profile_fingerprint}:" + request.model_dump_json(exclude_none=False, round_trip=True)
 
     def get(self, key: str) -> bytes | None:
         with self._lock:

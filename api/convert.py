@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from api.observation_schemas import ObservationOut, ObservationRequest, PredictedOut
 from api.schemas import (
     BaselineOut,
     ClusterIn,
@@ -29,25 +31,33 @@ from api.schemas import (
     SearchOut,
     ViolationOut,
 )
+from planner.calibration.published import PublishedRun, gpu_kind_of
 from planner.errors import InvalidSpecError, PlannerError
 from planner.estimate import Estimate, estimate
-from planner.launch import launch_args
+from planner.launch import LaunchInputs, launch_args
 from planner.layout import Layout
+from planner.observation import Measured, check_measured, relative_error
 from planner.profiles import ClusterSpec, HardwareProfile, get_profile
 from planner.resolved import ResolvedModel, resolve_hf, resolve_preset, resolve_shape
 from planner.rules import LAYOUT_AXES, rule_set
 from planner.search.plan import EQUIVALENT_WITHIN, Baseline, Plan, PlanResult, plan
 from planner.specs import ModelSpec, TrainingSpec
+from planner.store import Observation
 from planner.validate import Violation
 
 FRAMEWORKS = ("megatron", "torchtitan", "nemo")
 
 __all__ = [
+    "LaunchTarget",
     "answer_estimate",
     "answer_plan",
     "cluster_spec",
     "estimate_response",
     "layout_from",
+    "observation_out",
+    "observation_prediction",
+    "observation_request",
+    "observation_run",
     "plan_response",
     "resolve_model",
 ]
@@ -170,8 +180,8 @@ def _estimate_out(e: Estimate) -> EstimateOut:
     )
 
 
-def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: int) -> PlanOut:
-    launch = launch_args(model, training, p.layout, p.num_gpus, gpus_per_node)
+def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: int, target: LaunchTarget) -> PlanOut:
+    launch = launch_args(model, training, p.layout, p.num_gpus, gpus_per_node, target.inputs, target.versions)
     return PlanOut(
         rank=p.rank,
         num_gpus=p.num_gpus,
@@ -184,22 +194,35 @@ def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchTarget:
+    """What the launches are built for: the request's data and tokenizer, and the plan's framework release."""
+
+    inputs: LaunchInputs | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+
 def plan_response(
-    result: PlanResult, resolved: ResolvedModel, training: TrainingSpec, cluster: ClusterSpec
+    result: PlanResult,
+    resolved: ResolvedModel,
+    training: TrainingSpec,
+    cluster: ClusterSpec,
+    target: LaunchTarget | None = None,
 ) -> PlanResponse:
     model = resolved.model
+    target = target or LaunchTarget()
     per_node = cluster.profile.node.gpus_per_node
     d = result.diagnosis
 
     def baseline_out(base: Baseline) -> BaselineOut:
         return BaselineOut(
             rule=base.rule,
-            plan=_plan_out(base.plan, model, training, per_node) if base.plan else None,
+            plan=_plan_out(base.plan, model, training, per_node, target) if base.plan else None,
             speedup_of_best=base.speedup_of_best,
         )
 
     return PlanResponse(
-        plans=[_plan_out(p, model, training, per_node) for p in result.plans],
+        plans=[_plan_out(p, model, training, per_node, target) for p in result.plans],
         baseline=baseline_out(result.baseline),
         modern_baseline=baseline_out(result.modern_baseline),
         search=SearchOut(**asdict(result.search)),
@@ -259,15 +282,110 @@ def answer_plan(request: PlanRequest, profiles: Mapping[str, HardwareProfile]) -
         request.constraints,
         request.top_k,
         request.objective,
-        rules=rule_set(request.framework),
+        rules=rule_set(request.framework, request.framework_version),
         max_step_time_s=request.max_step_time_s,
     )
-    return plan_response(result, resolved, request.training, cluster)
+    versions = {request.framework.value: result.search.framework_version}
+    return plan_response(result, resolved, request.training, cluster, LaunchTarget(request.launch, versions))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Estimated:
+    resolved: ResolvedModel
+    cluster: ClusterSpec
+    estimate: Estimate
+    response: EstimateResponse
+
+
+def _estimated(request: EstimateRequest, profiles: Mapping[str, HardwareProfile]) -> _Estimated:
+    resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
+    layout = layout_from(request.layout)
+    rules = rule_set(request.framework, request.framework_version)
+    e = estimate(resolved.model, cluster, request.training, layout, rules)
+    response = estimate_response(layout, request.layout, e, resolved, cluster)
+    return _Estimated(resolved=resolved, cluster=cluster, estimate=e, response=response)
 
 
 def answer_estimate(request: EstimateRequest, profiles: Mapping[str, HardwareProfile]) -> EstimateResponse:
     """The body of POST /v1/estimate for a validated request."""
-    resolved, cluster = resolve_model(request.model), cluster_spec(request.cluster, profiles)
-    layout = layout_from(request.layout)
-    e = estimate(resolved.model, cluster, request.training, layout, rule_set(request.framework))
-    return estimate_response(layout, request.layout, e, resolved, cluster)
+    return _estimated(request, profiles).response
+
+
+def _measured(body: ObservationRequest) -> Measured:
+    m = body.measured
+    return Measured(step_time_s=m.step_time_s, peak_memory_gib=m.peak_memory_gib, tokens_per_s=m.tokens_per_s)
+
+
+def observation_prediction(body: ObservationRequest, profiles: Mapping[str, HardwareProfile]) -> PredictedOut:
+    """The prediction stored with an observation, after the checks a measured run must pass (422 otherwise):
+    the request is a valid estimate request naming a profile id, its layout breaks no rule of its framework
+    (only memory may be predicted over: the run measured it), and the measurement is physically possible."""
+    if body.cluster.profile is None:
+        raise InvalidSpecError("cluster.profile", "an observation names a profile id (with optional overrides)")
+    found = _estimated(body, profiles)
+    broken = [v for v in found.response.violations if v.rule != "fits_memory"]
+    if broken:
+        raise InvalidSpecError(
+            "layout",
+            f"{broken[0].rule}: {broken[0].message} (the {body.framework.value} rules refuse this layout, so no"
+            " run of it can have been measured)",
+        )
+    check_measured(_measured(body), found.estimate, found.resolved.model, body.training, found.cluster.profile)
+    e = found.response.estimate
+    return PredictedOut(
+        step_time_s=e.step_time_s,
+        tokens_per_s=e.tokens_per_s,
+        mfu=e.mfu,
+        peak_memory_gib=e.memory.peak_gib,
+        hardware_tflops_per_gpu=e.hardware_tflops_per_gpu,
+    )
+
+
+def observation_out(o: Observation) -> ObservationOut:
+    """A stored observation as the API returns it, with predicted / measured - 1 per measured quantity."""
+    predicted = PredictedOut.model_validate(o.predicted)
+    measured = {k: float(v) for k, v in o.measured.items() if v is not None}
+    error = {k: relative_error(getattr(predicted, k), v) for k, v in measured.items()}  # same names on both sides
+    return ObservationOut(
+        id=o.id,
+        owner=o.owner,
+        created_at=o.created_at,
+        profile=o.profile_id,
+        request=o.request,
+        measured=measured,
+        source=o.source,
+        predicted=predicted,
+        planner_version=o.planner_version,
+        error=error,
+    )
+
+
+def observation_request(o: Observation) -> ObservationRequest:
+    """A stored observation's request, validated again as it was on arrival (for `observation_run`)."""
+    return ObservationRequest.model_validate_json(
+        json.dumps({**o.request, "measured": o.measured, **({"source": o.source} if o.source else {})})
+    )
+
+
+def observation_run(
+    body: ObservationRequest, profiles: Mapping[str, HardwareProfile], run_id: str = "observation"
+) -> PublishedRun:
+    """An observation as the calibration's run type (group "observations"), for the per-site fit.
+
+    The profile's overrides are not carried: `PublishedRun.cluster(profile)` takes the profile the fit
+    varies; an observation with overrides is fitted on its named profile."""
+    resolved, cluster = resolve_model(body.model), cluster_spec(body.cluster, profiles)
+    source = body.source
+    return PublishedRun(
+        id=run_id,
+        group="observations",
+        variant="",
+        gpu_kind=gpu_kind_of(cluster.profile.gpu.name),
+        model=resolved.model,
+        training=body.training,
+        layout=layout_from(body.layout),
+        num_gpus=cluster.num_gpus,
+        tflops_per_gpu=None,
+        step_time_s=body.measured.step_time_s,
+        source=source.file or source.note or f"observation ({source.kind.value})",
+    )

@@ -1,22 +1,27 @@
-"""Dependencies injected into routes: the profile registry, the cache, the metrics."""
+"""Dependencies injected into routes: the profile registry, the store, the cache, the metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from api.cache import ResponseCache
 from api.metrics import Metrics
-from planner.profiles import HardwareProfile
+from planner.store import LiveProfiles, ProfileRegistry, Store
 
-__all__ = ["CacheDep", "MetricsDep", "ProfilesDep"]
+__all__ = ["CacheDep", "MetricsDep", "ProfilesDep", "StoreDep"]
 
 
-def get_profiles(request: Request) -> Mapping[str, HardwareProfile]:
-    profiles: Mapping[str, HardwareProfile] = request.app.state.profiles
-    return profiles
+def get_profiles(request: Request) -> ProfileRegistry:
+    """Built-in profiles plus the newest stored version of each site profile, current at this request."""
+    live: LiveProfiles = request.app.state.live_profiles
+    return live.current()
+
+
+def get_store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
 
 
 def get_cache(request: Request) -> ResponseCache:
@@ -29,6 +34,7 @@ def get_metrics(request: Request) -> Metrics:
     return metrics
 
 
-ProfilesDep = Annotated[Mapping[str, HardwareProfile], Depends(get_profiles)]
+ProfilesDep = Annotated[ProfileRegistry, Depends(get_profiles)]
+StoreDep = Annotated[Store, Depends(get_store)]
 CacheDep = Annotated[ResponseCache, Depends(get_cache)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,9 +19,12 @@ from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, Unkn
 __all__ = ["install_error_handlers", "problem"]
 
 log = logging.getLogger("planner.api")
+_METHODS = {"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"}
 PROBLEM = "application/problem+json"
 _TITLES = {
     400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
     413: "Request body too large",
@@ -54,7 +58,8 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 """RFC 9457 problem details, as every error response carries them (documented in the OpenAPI schema)."""
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     "4XX": {
-        "description": "Client error (400, 404, 405, 413, 415, 422): problem+json naming the field where there is one",
+        "description": "Client error (400, 401, 403, 404, 405, 413, 415, 422): problem+json naming the field where"
+        " there is one",
         "content": {PROBLEM: {"schema": PROBLEM_SCHEMA}},
     },
 }
@@ -101,7 +106,23 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     # Keep the exception's headers: a 405 must say which methods are allowed (RFC 9110 `Allow`).
     if isinstance(exc, BodyFieldError):
         return problem(422, str(exc.detail), request, errors=[{"loc": exc.loc, "msg": exc.msg}])
-    return problem(exc.status_code, str(exc.detail), request, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405 and (allowed := _documented_methods(request)):
+        headers = {**(headers or {}), "Allow": allowed}
+    return problem(exc.status_code, str(exc.detail), request, headers=headers)
+
+
+def _documented_methods(request: Request) -> str | None:
+    """Every method the OpenAPI schema documents at this path (HEAD with GET), or None for an undocumented path.
+
+    Starlette's 405 names only the methods of the first route matching the path: a path served by two routes
+    (GET and POST /v1/observations) would answer `Allow: POST` to a DELETE. RFC 9110 section 15.5.6 wants all."""
+    path = request.url.path
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        if re.fullmatch(re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)), path):
+            methods = {m.upper() for m in operations if m.upper() in _METHODS}
+            return ", ".join(sorted(methods | ({"HEAD"} if "GET" in methods else set())))
+    return None
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO
 
@@ -63,6 +64,7 @@ def local_service(
     planner_serve: bool = False,
     stderr: IO[str] | None = None,
     read_timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """Start the service on 127.0.0.1 on a free port; yield its URL once ready; stop it on exit.
 
@@ -70,12 +72,13 @@ def local_service(
     one process's metrics); `planner_serve` runs the `planner serve` command instead,
     with its own logging, metrics summed across workers, the read timeout (`read_timeout_s`, else the
     command's default) and problem+json answers from the protocol layer; `stderr` receives the child's log output.
+    `env`: variables set for the child on top of this process's environment (PLANNER_WRITE_TOKENS, DATABASE_URL).
     """
     if read_timeout_s is not None and not planner_serve:
         raise ValueError("read_timeout_s is an option of planner serve; give planner_serve=True")
     port = _free_port()
     command = _planner_serve(port, workers, read_timeout_s) if planner_serve else _uvicorn(port, workers)
-    process = subprocess.Popen(command, stderr=stderr)
+    process = subprocess.Popen(command, stderr=stderr, env={**os.environ, **env} if env is not None else None)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_timeout_s

@@ -9,9 +9,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from planner.launch import LaunchInputs
 from planner.profiles import (
     DEFAULT_MEMORY_HEADROOM,
     PROFILE_ID_PATTERN,
@@ -22,7 +34,7 @@ from planner.profiles import (
     NetworkSection,
     NodeSection,
 )
-from planner.rules import Framework
+from planner.rules import VERSIONS, Framework
 from planner.search.rank import Objective
 from planner.specs import MAX_GLOBAL_BATCH, MAX_LAYERS, ModelSpec, Recompute, TrainingSpec
 
@@ -81,6 +93,26 @@ def _unencodable(value: Any, loc: tuple[str | int, ...] = ()) -> tuple[str | int
         elif isinstance(item, list):
             stack.extend((child, (*where, i)) for i, child in enumerate(item))
     return None
+
+
+_VERSION_DESCRIPTION = "The framework release the plan is for (its rules and flags); default: the newest targeted. " + (
+    "; ".join(f"{name}: {', '.join(releases)}" for name, releases in VERSIONS.items())
+)
+_VERSION_EXAMPLES: dict[str, Any] = {"examples": [next(iter(VERSIONS["megatron"]))]}
+_LAUNCH_DESCRIPTION = (
+    "The data and tokenizer the launches train on; without them each launch is a smoke test on mock data."
+)
+
+
+def _known_version(version: str | None, info: ValidationInfo) -> str | None:
+    """A release of the request's framework (planner.rules.VERSIONS), else a 422 naming framework_version."""
+    framework = info.data.get("framework")
+    if version is None or framework is None:
+        return version
+    accepted = VERSIONS[framework]
+    if version not in accepted:
+        raise ValueError(f"{framework} version {version!r} is not targeted; accepted: {', '.join(accepted)}")
+    return version
 
 
 class _Request(BaseModel):
@@ -229,6 +261,15 @@ class PlanRequest(_Request):
         strict=False,
         description="The framework the plan is for: only layouts it accepts are searched (core: common rules only).",
     )
+    framework_version: str | None = Field(
+        default=None, max_length=64, description=_VERSION_DESCRIPTION, json_schema_extra=_VERSION_EXAMPLES
+    )
+    launch: LaunchInputs | None = Field(default=None, description=_LAUNCH_DESCRIPTION)
+
+    @field_validator("framework_version")
+    @classmethod
+    def _version_of_framework(cls, version: str | None, info: ValidationInfo) -> str | None:
+        return _known_version(version, info)
 
 
 class LayoutIn(BaseModel):
@@ -278,6 +319,14 @@ class EstimateRequest(_Request):
     framework: Framework = Field(
         default=Framework.MEGATRON, strict=False, description="The framework whose rules the layout is checked against."
     )
+    framework_version: str | None = Field(
+        default=None, max_length=64, description=_VERSION_DESCRIPTION, json_schema_extra=_VERSION_EXAMPLES
+    )
+
+    @field_validator("framework_version")
+    @classmethod
+    def _version_of_framework(cls, version: str | None, info: ValidationInfo) -> str | None:
+        return _known_version(version, info)
 
 
 class LayoutOut(BaseModel):

@@ -20,6 +20,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import httpx
 import typer
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from api.convert import answer_estimate, answer_plan
 from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
@@ -27,6 +28,7 @@ from planner.calibration.fit import FIT_SETS
 from planner.calibration.report import VALIDATION_PROFILE, VALIDATION_PROFILES, build_report, refit
 from planner.calibration.write import write_calibration
 from planner.cli_output import layout_cell, print_estimate, print_observation, print_plans, print_report
+from planner.cli_site import print_site_calibration, site_calibration
 from planner.client import PlannerClient, PlannerServiceError
 from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
 from planner.observe import LogFormat, observe_log
@@ -154,6 +156,10 @@ def _job_body(
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
+    framework_version: Annotated[
+        str | None,
+        typer.Option(help="The framework release (e.g. core_v0.16.1 for megatron); default: the newest targeted."),
+    ] = None,
 ) -> dict[str, Any]:
     """The `model`, `cluster`, `training` and `framework` fields that plan and estimate requests share."""
     training: dict[str, Any] = {"global_batch_size": batch, "precision": precision.value}
@@ -164,6 +170,7 @@ def _job_body(
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},
         "training": training,
         "framework": framework.value,
+        "framework_version": framework_version,
     }
 
 
@@ -207,14 +214,57 @@ def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-reada
 
 
 @app.command()
-def calibrate(write: Annotated[bool, typer.Option(help="Store the fit in hardware_profiles/*.json.")] = False) -> None:
-    """Fit each GPU kind's two constants on its fit set (A100: Narayanan 2021 Table 1; H100: Megatron-LM README)."""
+def calibrate(
+    write: Annotated[bool, typer.Option(help="Store the built-in fit in hardware_profiles/*.json.")] = False,
+    profile: Annotated[
+        str | None, typer.Option(help="Calibrate this profile on a site's observations (with --observations, --site).")
+    ] = None,
+    observations: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="JSON list of observations: estimate request fields plus measured.step_time_s (optional id).",
+        ),
+    ] = None,
+    site: Annotated[str | None, typer.Option(help="Site name: the calibrated profile's id is PROFILE@SITE.")] = None,
+    out: Annotated[Path | None, typer.Option(dir_okay=False, help="Write the calibrated profile (JSON) here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Site calibration: the report as JSON.")] = False,
+) -> None:
+    """Fit each GPU kind's two constants on its fit set (A100: Narayanan 2021 Table 1; H100: Megatron-LM README).
+
+    With --profile: fit that profile's constants (and the network's efficiency where the runs identify it)
+    on a site's observations, report the error before, after and leave-one-out, and (--out) write the
+    calibrated profile PROFILE@SITE. Exit status 2 on invalid input.
+    """
+    if profile is not None or observations is not None or site is not None or out is not None:
+        _calibrate_site(profile, observations, site, out, as_json, write)
+        return
     profiles = dict(load_profiles())
     fits = {kind: refit(profiles[VALIDATION_PROFILES[kind]]) for kind in FIT_SETS}
     typer.echo(_json({kind: fit.model_dump() for kind, fit in fits.items()}))
     if write:
         written = write_calibration(fits, profiles)
         typer.echo(f"wrote calibration to {', '.join(written)}")
+
+
+def _calibrate_site(
+    profile: str | None, observations: Path | None, site: str | None, out: Path | None, as_json: bool, write: bool
+) -> None:
+    with _exit_on_error():
+        if write:
+            raise InvalidSpecError("--write", "stores the built-in fits; write a site calibration with --out")
+        if profile is None or observations is None or site is None:
+            raise InvalidSpecError("--profile", "a site calibration needs --profile, --observations and --site")
+        fitted_by = f"planner calibrate --profile {profile} --observations {observations.name} --site {site}"
+        bodies = _read_json(observations, "--observations")
+        report = site_calibration(profile, bodies, site, load_profiles(), _validated, fitted_by)
+    if out is not None:
+        out.write_text(json.dumps(report.profile.model_dump(mode="json"), indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        print_site_calibration(report)
 
 
 @app.command(name="estimate")
@@ -309,6 +359,15 @@ def plan_cmd(
     constraint: Annotated[
         list[str] | None, typer.Option("--constraint", "-c", help="KEY=VALUE[,VALUE...], e.g. tp=8 or recompute=full")
     ] = None,
+    data_path: Annotated[
+        str | None, typer.Option(help="Training data for the launches (Megatron-LM --data-path prefix).")
+    ] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="Tokenizer for the launches: a Hugging Face name or a local path.")
+    ] = None,
+    tokenizer_type: Annotated[
+        str | None, typer.Option(help="Megatron-LM --tokenizer-type (default HuggingFaceTokenizer).")
+    ] = None,
     server: ServerOpt = None,
     svg: Annotated[Path | None, typer.Option(help="Write the best plan's pipeline schedule to this SVG file.")] = None,
     as_json: JsonOpt = False,
@@ -326,6 +385,7 @@ def plan_cmd(
             "top_k": top_k,
             "objective": objective.value,
             "max_step_time_s": max_step_time,
+            "launch": _launch_body(data_path, tokenizer, tokenizer_type),
         }
         if server is not None:
             with PlannerClient(server) as client:
@@ -340,6 +400,13 @@ def plan_cmd(
     _show(response, as_json, print_plans)
     if not response.plans:
         raise typer.Exit(EXIT_DOES_NOT_FIT)
+
+
+def _launch_body(data_path: str | None, tokenizer: str | None, tokenizer_type: str | None) -> dict[str, Any] | None:
+    """The request's `launch` object from the options given (None when none is)."""
+    tok = {k: v for k, v in (("type", tokenizer_type), ("model", tokenizer)) if v is not None}
+    body = {k: v for k, v in (("data_path", data_path), ("tokenizer", tok or None)) if v is not None}
+    return body or None
 
 
 def _parse_constraints(items: list[str]) -> dict[str, Any]:
@@ -495,16 +562,31 @@ def serve(
 
     /metrics sums every worker's counts (prometheus-client multiprocess mode, in a temporary directory
     made for this start and removed on exit).
+
+    The database (DATABASE_URL, else the SQLite file PLANNER_DB_PATH, default
+    ~/.local/share/layout-planner/planner.db) is migrated before the workers start; writes need a token
+    from PLANNER_WRITE_TOKENS (`owner:token,...`). Exit status 2 when either is unusable.
     """
     import os
 
     import uvicorn
 
+    from api.auth import WriteTokens
     from api.logs import log_config
     from api.metrics_dir import multiprocess_dir
     from api.protocol import PROTOCOL, READ_TIMEOUT_ENV
+    from planner.store import open_store
 
     os.environ[READ_TIMEOUT_ENV] = repr(read_timeout)
+    with _exit_on_error():
+        WriteTokens.from_env()
+        try:
+            open_store().close()
+        except SQLAlchemyError as exc:
+            reason = exc.orig if isinstance(exc, DBAPIError) else exc  # the driver's words, never the URL
+            _fail(EXIT_INVALID_INPUT, f"cannot open the database: {str(reason).splitlines()[0]}")
+        except OSError as exc:  # the SQLite file's folder cannot be made (a read-only filesystem)
+            _fail(EXIT_INVALID_INPUT, f"cannot open the database file: {exc} (set PLANNER_DB_PATH or DATABASE_URL)")
     with multiprocess_dir():
         uvicorn.run(
             "api.main:create_app",

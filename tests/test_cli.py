@@ -305,4 +305,16 @@ def test_framework_option_reaches_the_rules() -> None:
     body = _cli_json([*small, *layout, "--framework", "torchtitan"])
     assert body["fits"] and not body["violations"]
     plan = runner.invoke(app, ["plan", *small[1:], "--top-k", "1", "--framework", "nemo"])
-    assert plan.exit_code == 0 and "for nemo (NeMo" in plan.output
+    assert plan.exit_code == 0 and "for nemo (2.5.0rc0+8cfedd7)" in plan.output
+
+
+def test_framework_version_option_picks_the_release() -> None:
+    """core_v0.15.0 refuses tp 16 over Llama 3 70B's 8 query groups; the default (core_v0.19.2) accepts it."""
+    small = ["estimate", "--model", "llama3-70b", "--profile", "dgx-h100", "--gpus", "64", "--batch", "256"]
+    layout = ["--tp", "16", "--pp", "1", "--dp", "4", "--sequence-parallel"]
+    older = runner.invoke(app, [*small, *layout, "--framework-version", "core_v0.15.0", "--json"])
+    assert "query_groups_split" in [v["rule"] for v in json.loads(older.output)["violations"]]
+    newest = runner.invoke(app, [*small, *layout, "--json"])
+    assert "query_groups_split" not in [v["rule"] for v in json.loads(newest.output)["violations"]]
+    bad = runner.invoke(app, [*small, *layout, "--framework-version", "core_v0.14.0"])
+    assert bad.exit_code == 2 and "accepted: core_v0.19.2, core_v0.16.1, core_v0.15.0" in bad.output

@@ -15,15 +15,15 @@ from planner.specs import ModelSpec
 router = APIRouter(prefix="/v1", tags=["catalog"])
 
 
-@router.get("/hardware-profiles", summary="Built-in hardware profiles")
+@router.get("/hardware-profiles", summary="Hardware profiles: built-in, and the newest version of each site profile")
 def list_profiles(profiles: ProfilesDep) -> list[HardwareProfile]:
     return list(profiles.values())
 
 
 @router.get("/hardware-profiles/{profile_id}", summary="One hardware profile, every number with its source")
 def one_profile(profile_id: str, profiles: ProfilesDep) -> HardwareProfile:
-    if len(profile_id) > 64:
-        raise UnknownHardwareError(profile_id[:64], sorted(profiles))
+    if len(profile_id) > 129:  # base@site: 64 + 1 + 64
+        raise UnknownHardwareError(profile_id[:129], sorted(profiles))
     return get_profile(profiles, profile_id)
 
 

@@ -43,9 +43,11 @@ def post_plan(request: PlanRequest, profiles: ProfilesDep, cache: CacheDep, metr
         metrics.candidates.inc(response.search.evaluated)
         return response
 
-    return _answer(cache, metrics, cache.key("plan", request), produce)
+    key = cache.key("plan", request, profiles.fingerprint(request.cluster.profile))
+    return _answer(cache, metrics, key, produce)
 
 
 @router.post("/estimate", response_model=EstimateResponse, summary="Step time, memory and rule checks of one layout")
 def post_estimate(request: EstimateRequest, profiles: ProfilesDep, cache: CacheDep, metrics: MetricsDep) -> Response:
-    return _answer(cache, metrics, cache.key("estimate", request), lambda: answer_estimate(request, profiles))
+    key = cache.key("estimate", request, profiles.fingerprint(request.cluster.profile))
+    return _answer(cache, metrics, key, lambda: answer_estimate(request, profiles))

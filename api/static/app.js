@@ -12,6 +12,7 @@ const FIELD_FOR = {
   preset: "model-preset", hf_config: "hf-config", profile: "profile", overrides: "profile",
   num_gpus: "num_gpus", cluster: "num_gpus", global_batch_size: "global_batch_size", precision: "precision",
   train_tokens: "train_tokens", objective: "objective", top_k: "top_k", framework: "framework",
+  framework_version: "framework_version",
   tp: "pin-tp", pp: "pin-pp", recompute: "recompute",
   num_layers: "shape", hidden_size: "shape", num_attention_heads: "shape", num_query_groups: "shape",
   ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
@@ -100,6 +101,8 @@ function planRequest(kind) {
     objective: $("#objective").value,
     framework: $("#framework").value,
   };
+  const release = $("#framework_version").value.trim();
+  if (release) request.framework_version = release;
   if (topK !== null) request.top_k = topK;
   return request;
 }

@@ -25,6 +25,7 @@ __all__ = [
     "RunRow",
     "SourceHoldout",
     "build_report",
+    "layout_text",
     "refit",
 ]
 
@@ -116,7 +117,8 @@ class Report:
         return next(k for k in self.kinds if k.gpu_kind == gpu_kind)
 
 
-def _layout_text(run: PublishedRun) -> str:
+def layout_text(run: PublishedRun) -> str:
+    """The run's layout and training settings in one short line (`tp8 pp4 dp32 vp3 b2 B1792 full fp16`)."""
     x = run.layout
     return (
         f"tp{x.tp} pp{x.pp} dp{x.dp}{f' cp{x.cp}' if x.cp > 1 else ''} vp{x.vp} b{x.micro_batch_size}"
@@ -160,7 +162,7 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: _Errors, loso: _Error
         group=run.group,
         variant=run.variant,
         source=run.source,
-        layout=_layout_text(run),
+        layout=layout_text(run),
         published_tflops=pub_tflops,
         predicted_tflops=tflops,
         published_step_s=pub_step,

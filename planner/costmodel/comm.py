@@ -102,10 +102,11 @@ class Link:
     latency_s: FloatArray
 
 
-def network_bytes_per_s(hw: Hardware) -> float:
+def network_bytes_per_s(hw: Hardware) -> FloatArray:
     """Per-GPU rate of a hop that leaves the NVLink domain: the GPU's share of its node's NICs,
-    and never more than its NVLink port (the traffic passes that port too)."""
-    return min(hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s)
+    and never more than its NVLink port (the traffic passes that port too). Elementwise when the rates
+    are arrays (a calibration grid, `planner.calibration.fit`)."""
+    return np.asarray(np.minimum(hw.nic_bytes_per_s_per_gpu, hw.nvlink_bytes_per_s), dtype=np.float64)
 
 
 def link(group: GroupPlacement, hw: Hardware) -> Link:

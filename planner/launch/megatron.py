@@ -1,7 +1,8 @@
 """Megatron-LM `pretrain_gpt.py` flags, the `torchrun` line and a Slurm sbatch script for one plan.
 
-Every flag name is checked against `tests/data/megatron_lm_flags.txt`, the flags that
-`megatron/training/arguments.py` defines at MEGATRON_VERSION.
+Every flag name is checked against `tests/data/megatron_lm_flags.<release>.txt`, the flags that
+`megatron/training/arguments.py` defines at each release in MEGATRON_VERSIONS. The releases differ in one
+emitted flag: core_v0.15.0 refuses `--moe-grouped-gemm` without bf16, later releases do not.
 """
 
 from __future__ import annotations
@@ -17,13 +18,25 @@ from planner.launch.common import (
     torchrun_command,
     tp_pp_dp_mapping_allowed,
 )
+from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
+from planner.rules import default_version
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["MEGATRON_VERSION", "megatron_launch", "moe_layer_freq"]
+__all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
 
-MEGATRON_VERSION = "Megatron-LM core_v0.15.0 (commit 0d7e02bd26d3, 2025-12-05)"
-"""The last Megatron-Core release whose arguments.py spells out every flag (0.16 generates most from dataclasses)."""
+MEGATRON_VERSIONS = {
+    "core_v0.19.2": (
+        "Megatron-LM core_v0.19.2 (megatron-core 0.19.2 wheel, sha256 8e3e486f13f5; needs Python >= 3.12:"
+        " rules and flags recorded from its source)"
+    ),
+    "core_v0.16.1": "Megatron-LM core_v0.16.1 (commit 55ac7082517c, 2026-03-16)",
+    "core_v0.15.0": "Megatron-LM core_v0.15.0 (commit 0d7e02bd26d3, 2025-12-05)",
+}
+"""Release id (as `planner.rules.VERSIONS` names it) -> the stamp a launch carries."""
+
+MEGATRON_VERSION = MEGATRON_VERSIONS[default_version("megatron")]
+"""The default (newest targeted) release's stamp."""
 
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 
@@ -138,9 +151,10 @@ def moe_layer_freq(model: ModelSpec) -> str:
     return "+".join(parts)
 
 
-def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec) -> list[str]:
-    """MoE flags. Grouped GEMM only outside fp16: Megatron-LM's validate_args asserts `args.bf16` when
-    `--moe-grouped-gemm` is set ("Currently GroupedGEMM for MoE only supports bf16 dtype"); fp8 runs with --bf16."""
+def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version: str) -> list[str]:
+    """MoE flags. Grouped GEMM: core_v0.15.0's validate_args asserts `args.bf16` when `--moe-grouped-gemm` is set
+    ("Currently GroupedGEMM for MoE only supports bf16 dtype"; fp8 runs with --bf16), so not in fp16 there;
+    core_v0.16.1 and core_v0.19.2 check only the compute capability (>= 8), so always."""
     if model.moe is None:
         return []
     moe = model.moe
@@ -149,7 +163,7 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec) -> list
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
         flags += ["--moe-shared-expert-intermediate-size", str(shared)]
-    if training.precision is not Precision.FP16:
+    if training.precision is not Precision.FP16 or version != "core_v0.15.0":
         flags.append("--moe-grouped-gemm")
     if layout.ep > 1:
         flags += ["--moe-token-dispatcher-type", "alltoall"]
@@ -186,13 +200,16 @@ def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: L
     return flags
 
 
-def _run_flags(model: ModelSpec) -> list[str]:
-    """Mock data and a null tokenizer, so the command runs as a throughput benchmark; replace for real data.
-
-    The null tokenizer adds one token (end of document) to --vocab-size; Megatron then pads to a
-    multiple of 128 * tp, as for every tokenizer. The schedule values are placeholders.
-    """
-    flags = ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(model.vocab_size - 1)]
+def _run_flags(model: ModelSpec, inputs: LaunchInputs) -> list[str]:
+    """The data and tokenizer: as the request gives them, else mock data and the null tokenizer (a throughput
+    smoke test). The null tokenizer adds one token (end of document) to --vocab-size; Megatron then pads to a
+    multiple of 128 * tp, as for every tokenizer. The schedule values are placeholders."""
+    flags = ["--data-path", inputs.data_path] if inputs.data_path else ["--mock-data"]
+    if inputs.tokenizer_model:
+        flags += ["--tokenizer-type", inputs.tokenizer_type or "HuggingFaceTokenizer"]
+        flags += ["--tokenizer-model", inputs.tokenizer_model]
+    else:
+        flags += ["--tokenizer-type", "NullTokenizer", "--vocab-size", str(model.vocab_size - 1)]
     return flags + ["--train-iters", "100", "--lr", "1e-4", "--log-interval", "1"]
 
 
@@ -201,6 +218,25 @@ _MOCK_DATA = (
     " --lr 1e-4). For training, replace --mock-data --tokenizer-type NullTokenizer --vocab-size with"
     " --data-path DATA_PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model TOKENIZER."
 )
+
+
+def _data_notes(inputs: LaunchInputs) -> list[str]:
+    """What the launch runs on, and the placeholders left."""
+    schedule = "the schedule (--train-iters 100, --lr 1e-4) is a placeholder"
+    if inputs.data_path and inputs.tokenizer_model:
+        return [f"Trains on --data-path and --tokenizer-model as given; {schedule}."]
+    if inputs.data_path:
+        return [
+            f"Trains on --data-path as given with the null tokenizer (placeholder: pass --tokenizer-type"
+            f" HuggingFaceTokenizer --tokenizer-model TOKENIZER in place of --tokenizer-type NullTokenizer"
+            f" --vocab-size); {schedule}."
+        ]
+    if inputs.tokenizer_model:
+        return [
+            f"Smoke test on mock data (--mock-data) with the given tokenizer; placeholder: replace --mock-data with"
+            f" --data-path DATA_PREFIX; {schedule}."
+        ]
+    return [_MOCK_DATA]
 
 
 def _config(args: list[str]) -> dict[str, object]:
@@ -275,18 +311,28 @@ def _sbatch(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def megatron_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
+def megatron_launch(
+    model: ModelSpec,
+    training: TrainingSpec,
+    layout: Layout,
+    nodes: Nodes,
+    inputs: LaunchInputs | None = None,
+    version: str | None = None,
+) -> FrameworkLaunch:
+    """The launch for Megatron-LM at `version` (a MEGATRON_VERSIONS id; default the newest targeted)."""
+    version = version or default_version("megatron")
+    inputs = inputs or LaunchInputs()
     args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
     args += _batch_recompute_flags(training, layout)
-    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training)
+    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training, version)
     args += _precision_runtime_flags(model, training, layout)
-    run = args + _run_flags(model)
+    run = args + _run_flags(model, inputs)
     env = _env(layout)
     return FrameworkLaunch(
-        framework_version=MEGATRON_VERSION,
+        framework_version=MEGATRON_VERSIONS[version],
         args=args,
         command=_command(run, env, nodes),
         config=_config(args),
-        notes=[_MOCK_DATA, *model_notes(model)],
+        notes=[*_data_notes(inputs), *model_notes(model)],
         script=_sbatch(run, env, nodes),
     )

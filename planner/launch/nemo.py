@@ -28,6 +28,7 @@ from planner.launch.common import (
     stage_layers,
     tp_pp_dp_mapping_allowed,
 )
+from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -178,6 +179,16 @@ _MOCK_DATA = (
 )
 
 
+def _data_notes(inputs: LaunchInputs) -> list[str]:
+    if not inputs.data_path and not inputs.tokenizer_model:
+        return [_MOCK_DATA]
+    return [
+        _MOCK_DATA + " The request's data_path and tokenizer are not applied here: the recipe's data module is an"
+        " object (data=PreTrainingDataModule(paths=..., tokenizer=...)) that key=value overrides cannot build;"
+        " the Megatron-LM and TorchTitan launches use them."
+    ]
+
+
 def _fp16_notes(training: TrainingSpec) -> list[str]:
     if training.precision is not Precision.FP16:
         return []
@@ -199,7 +210,9 @@ def _node_notes(nodes: Nodes) -> list[str]:
     ]
 
 
-def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
+def nemo_launch(
+    model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes, inputs: LaunchInputs | None = None
+) -> FrameworkLaunch:
     nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
@@ -212,5 +225,10 @@ def nemo_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes:
         args=args,
         command=command,
         config=dict(overrides),
-        notes=[_MOCK_DATA, *model_notes(model), *_node_notes(nodes), *_fp16_notes(training)],
+        notes=[
+            *_data_notes(inputs or LaunchInputs()),
+            *model_notes(model),
+            *_node_notes(nodes),
+            *_fp16_notes(training),
+        ],
     )

@@ -26,6 +26,7 @@ import math
 import shlex
 
 from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, stage_layers, torchrun_command
+from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -110,17 +111,25 @@ def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
     }
 
 
-def _config(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
+def _data(inputs: LaunchInputs) -> tuple[dict[str, object], dict[str, object]]:
+    """(training, model) keys for the request's data and tokenizer (JobConfig training.dataset_path and
+    model.hf_assets_path, the folder holding the tokenizer files)."""
+    data: dict[str, object] = {"dataset_path": inputs.data_path} if inputs.data_path else {}
+    tokenizer: dict[str, object] = {"hf_assets_path": inputs.tokenizer_model} if inputs.tokenizer_model else {}
+    return data, tokenizer
+
+
+def _config(model: ModelSpec, training: TrainingSpec, layout: Layout, inputs: LaunchInputs) -> dict[str, object]:
     checkpointing: dict[str, object] = {"mode": _CHECKPOINTING[layout.recompute]}
     if layout.recompute is Recompute.SELECTIVE:
         checkpointing["selective_ac_option"] = "op"
     config: dict[str, object] = {
         "parallelism": _parallelism(model, training, layout),
         "activation_checkpoint": checkpointing,
-        "training": _training(model, training, layout),
+        "training": _training(model, training, layout) | _data(inputs)[0],
     }
     known = known_model(model)
-    model_section: dict[str, object] = {}
+    model_section: dict[str, object] = dict(_data(inputs)[1])
     if known is not None and known.torchtitan is not None:
         model_section |= {"name": known.torchtitan[0], "flavor": known.torchtitan[1]}
     if training.precision is Precision.FP8:
@@ -157,7 +166,22 @@ def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
     return args
 
 
-def torchtitan_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes) -> FrameworkLaunch:
+def _data_notes(inputs: LaunchInputs) -> list[str]:
+    if not inputs.data_path and not inputs.tokenizer_model:
+        return [_SAMPLE_DATA]
+    left = [] if inputs.data_path else ["--training.dataset_path DATA (the sample dataset c4_test is used)"]
+    if not inputs.tokenizer_model:
+        left.append("--model.hf_assets_path TOKENIZER_DIR (the test tokenizer is used)")
+    given = "training.dataset_path" if inputs.data_path else "model.hf_assets_path"
+    if inputs.data_path and inputs.tokenizer_model:
+        given = "training.dataset_path and model.hf_assets_path"
+    tail = f"; placeholders left: {', '.join(left)}" if left else ""
+    return [f"Trains on {given} as given{tail}."]
+
+
+def torchtitan_launch(
+    model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes, inputs: LaunchInputs | None = None
+) -> FrameworkLaunch:
     """For a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
 
     (no train config file: the shipped ones turn on features, e.g. float8 for 405B, that the CLI
@@ -166,7 +190,8 @@ def torchtitan_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, 
     CONFIG.toml, which must hold `config` (and, for a shape TorchTitan does not ship, a [model]
     section naming a flavor registered for it).
     """
-    config = _config(model, training, layout)
+    inputs = inputs or LaunchInputs()
+    config = _config(model, training, layout, inputs)
     args = _overrides(config)
     known = known_model(model)
     shipped = known is not None and known.torchtitan is not None
@@ -179,5 +204,5 @@ def torchtitan_launch(model: ModelSpec, training: TrainingSpec, layout: Layout, 
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config=config,
-        notes=[_SAMPLE_DATA, *model_notes(model)],
+        notes=[*_data_notes(inputs), *model_notes(model)],
     )

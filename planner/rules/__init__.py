@@ -23,7 +23,17 @@ from planner.rules.core import (
     interleave_breaks,
     interleave_problem,
 )
-from planner.rules.frameworks import CORE, FRAMEWORK_RULES, RULE_SETS, Framework, RuleSet, rule_set
+from planner.rules.frameworks import (
+    CORE,
+    FRAMEWORK_RULES,
+    RULE_SETS,
+    VERSIONS,
+    Framework,
+    RuleSet,
+    default_version,
+    rule_set,
+    version_description,
+)
 from planner.rules.rule import (
     EMBEDDING_IN_SPLIT,
     LAYOUT_AXES,
@@ -54,6 +64,7 @@ __all__ = [
     "SIZE_AXES",
     "STAGE_SPLIT",
     "TENSOR_SPLIT",
+    "VERSIONS",
     "WORLD_SIZE",
     "Clause",
     "Columns",
@@ -61,8 +72,10 @@ __all__ = [
     "Rule",
     "RuleSet",
     "StageClause",
+    "default_version",
     "interleave_breaks",
     "interleave_problem",
     "layout_columns",
     "rule_set",
+    "version_description",
 ]

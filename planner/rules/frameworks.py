@@ -1,8 +1,13 @@
 """Rule sets per framework and version: the core rules plus what each framework's own code refuses.
 
 `core` is the default everywhere (the planner's behaviour). The framework sets add
-the rules read from the framework's source at the version the launch modules pin;
-each rule names the file and function that enforces it.
+the rules read from the framework's source at each version targeted (`VERSIONS`, newest first:
+the first is the default); each rule names the file and function that enforces it, and a
+rule that a later release dropped is listed only for the releases that still enforce it.
+
+Megatron-LM core_v0.19.2 needs Python >= 3.12 (its wheel's Requires-Python), which this project's
+CPython 3.11 cannot install, so its rules are recorded from its source (the megatron-core 0.19.2 wheel
+carries megatron/training/arguments.py); core_v0.16.1 is the newest the framework check installs.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ __all__ = [
     "RULE_SETS",
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
+    "VERSIONS",
     "RuleSet",
+    "default_version",
     "rule_set",
+    "version_description",
 ]
 
 
@@ -59,6 +67,8 @@ class RuleSet:
 
 
 _MEGATRON = "Megatron-LM core_v0.15.0"
+_MEGATRON_16 = "Megatron-LM core_v0.16.1"
+_MEGATRON_19 = "Megatron-LM core_v0.19.2"
 _NEMO = "NeMo main (commit 8cfedd720346) with Megatron-LM b615e731080e"
 _TORCHTITAN = "TorchTitan v0.2.2"
 
@@ -71,8 +81,9 @@ MEGATRON_FSDP_NEEDS_NO_PP = Rule(
             lambda x, j: f"zero_stage({x.zero_stage}) runs Megatron-FSDP, which needs pp = 1; got pp({x.pp})",
         ),
     ),
-    source=f"{_MEGATRON} megatron/core/distributed/fsdp/mcore_fsdp_adapter.py _get_dp_tp_mesh: the mesh is"
-    " '(dp_cp tp)' over the whole world size and must match the DP and TP groups, so no pipeline dimension",
+    source=f"{_MEGATRON} to {_MEGATRON_19} megatron/core/distributed/fsdp/mcore_fsdp_adapter.py _get_dp_tp_mesh:"
+    " the mesh is '(dp_cp ep tp)' over the whole world size and must match the DP and TP groups, so no pipeline"
+    " dimension (unchanged in 0.16.1 and 0.19.2)",
 )
 
 QUERY_GROUPS_SPLIT = Rule(
@@ -88,7 +99,8 @@ QUERY_GROUPS_SPLIT = Rule(
         ),
     ),
     source=f"{_MEGATRON} megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__"
-    " ('num_query_groups ... must be a multiple of tensor_model_parallel_size')",
+    " ('num_query_groups ... must be a multiple of tensor_model_parallel_size'); from core_v0.16 on it accepts a"
+    " multiple or a divisor (KV heads replicated), which the core rule tensor_split already states",
 )
 
 
@@ -106,7 +118,7 @@ MOE_FP16_NO_EXPERT_PARALLEL = Rule(
         ),
     ),
     source=f"{_MEGATRON} megatron/training/arguments.py validate_args ('Expert parallelism is not supported with"
-    " fp16 training.')",
+    " fp16 training.'); gone from validate_args in core_v0.16.1 and core_v0.19.2",
 )
 
 
@@ -172,32 +184,63 @@ TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS = Rule(
     " the split as transformer layers per stage (planner/launch/torchtitan.py), which these layouts would break",
 )
 
-FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {
-    "core": (),
-    "megatron": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL),
-    "nemo": (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT),
-    "torchtitan": (
-        TORCHTITAN_DDP_ONE_DIMENSIONAL,
-        TORCHTITAN_FLEX_ATTENTION_NO_CP,
-        TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
-    ),
-}
-"""Rules each framework adds to the core. NeMo trains through Megatron-Core (FSDP adapter and
-TransformerConfig) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check."""
+_MEGATRON_15_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL)
+_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP,)
+_TORCHTITAN_RULES = (
+    TORCHTITAN_DDP_ONE_DIMENSIONAL,
+    TORCHTITAN_FLEX_ATTENTION_NO_CP,
+    TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
+)
 
-_VERSIONS = {"core": "planner", "megatron": _MEGATRON, "nemo": _NEMO, "torchtitan": _TORCHTITAN}
+VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
+    "core": {"planner": ("planner", ())},
+    "megatron": {
+        "core_v0.19.2": (_MEGATRON_19, _MEGATRON_16_RULES),
+        "core_v0.16.1": (_MEGATRON_16, _MEGATRON_16_RULES),
+        "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
+    },
+    "nemo": {"2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT))},
+    "torchtitan": {"0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
+}
+"""Per framework, the releases targeted (newest first; the first is the default): release id -> (what it is,
+the rules it adds to the core). Megatron-LM core_v0.16 dropped validate_args' fp16 expert-parallel and
+grouped-GEMM checks and let num_query_groups divide tp; Megatron-FSDP still needs pp = 1 in core_v0.19.2.
+NeMo trains through Megatron-Core (FSDP adapter and TransformerConfig at the Megatron-LM commit its manifest
+pins) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check. TorchTitan 0.3.0
+(the registry's newest) configures a job in Python (`--module M --config FN`, a config_registry function
+returning Trainer.Config) instead of the TOML JobConfig; its launch is not built yet, so 0.2.2 is the one
+release targeted."""
+
+FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
+"""Rules each framework's default (newest targeted) release adds to the core."""
 
 RULE_SETS: dict[str, RuleSet] = {
-    name: RuleSet(name, _VERSIONS[name], CORE_RULES + extra) for name, extra in FRAMEWORK_RULES.items()
+    name: RuleSet(name, next(iter(v)), CORE_RULES + FRAMEWORK_RULES[name]) for name, v in VERSIONS.items()
 }
+"""The default rule set of each framework."""
 
 
-def rule_set(framework: str | Framework = Framework.CORE) -> RuleSet:
-    """The rule set of `framework` ('core', 'megatron', 'nemo', 'torchtitan')."""
-    try:
+def default_version(framework: str | Framework) -> str:
+    """The newest release targeted for `framework`."""
+    return next(iter(VERSIONS[framework]))
+
+
+def rule_set(framework: str | Framework = Framework.CORE, version: str | None = None) -> RuleSet:
+    """The rule set of `framework` ('core', 'megatron', 'nemo', 'torchtitan') at `version` (default: the newest
+    targeted). Raises ValueError naming the versions accepted."""
+    if framework not in VERSIONS:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(VERSIONS)}")
+    releases = VERSIONS[framework]
+    if version is None:
         return RULE_SETS[framework]
-    except KeyError:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(RULE_SETS)}") from None
+    if version not in releases:
+        raise ValueError(f"unknown {framework} version {version!r}; accepted: {', '.join(releases)}")
+    return RuleSet(str(framework), version, CORE_RULES + releases[version][1])
+
+
+def version_description(framework: str | Framework, version: str) -> str:
+    """What a release id names (e.g. 'Megatron-LM core_v0.19.2')."""
+    return VERSIONS[framework][version][0]
 
 
 CORE = RULE_SETS["core"]

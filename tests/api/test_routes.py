@@ -259,7 +259,7 @@ def test_a_plan_is_for_a_framework_megatron_by_default(client: TestClient) -> No
     }
     megatron = client.post("/v1/plan", json=request).json()
     assert megatron["search"]["framework"] == "megatron"
-    assert megatron["search"]["framework_version"].startswith("Megatron-LM core_v")
+    assert megatron["search"]["framework_version"] == "core_v0.19.2"  # the newest targeted release
     assert megatron["search"]["rejected"]["megatron_fsdp_needs_pp_1"] > 0
     every = [megatron["baseline"]["plan"], *megatron["plans"]]
     assert all(p["layout"]["zero_stage"] < 2 or p["layout"]["pp"] == 1 for p in every)
@@ -279,12 +279,52 @@ def test_an_estimate_names_the_framework_rule_a_layout_breaks(client: TestClient
         "training": {"global_batch_size": 256},
         "layout": {"tp": 16, "pp": 2, "dp": 2, "zero_stage": 3, "sequence_parallel": True},
     }
-    rules = {v["rule"] for v in client.post("/v1/estimate", json=request).json()["violations"]}
+    older = {**request, "framework_version": "core_v0.15.0"}
+    rules = {v["rule"] for v in client.post("/v1/estimate", json=older).json()["violations"]}
     assert {"megatron_fsdp_needs_pp_1", "query_groups_split"} <= rules
+    newest = {v["rule"] for v in client.post("/v1/estimate", json=request).json()["violations"]}
+    assert "megatron_fsdp_needs_pp_1" in newest and "query_groups_split" not in newest  # core_v0.16+: a divisor is ok
     core = client.post("/v1/estimate", json={**request, "framework": "core"}).json()["violations"]
     assert not {v["rule"] for v in core} & {"megatron_fsdp_needs_pp_1", "query_groups_split"}
     bad = client.post("/v1/estimate", json={**request, "framework": "deepspeed"})
     assert bad.status_code == 422 and bad.json()["errors"][0]["loc"][-1] == "framework"
+
+
+def test_a_plan_names_its_framework_release_and_an_unknown_one_is_a_422(client: TestClient) -> None:
+    request = {**PLAN, "top_k": 2, "framework_version": "core_v0.15.0"}
+    body = client.post("/v1/plan", json=request).json()
+    assert body["search"]["framework_version"] == "core_v0.15.0"
+    stamps = {p["launch"]["megatron"]["framework_version"][:25] for p in body["plans"]}
+    assert stamps == {"Megatron-LM core_v0.15.0 "}
+    for bad in ({**request, "framework_version": "core_v0.14.0"}, {**request, "framework": "torchtitan"}):
+        answer = client.post("/v1/plan", json=bad)
+        assert answer.status_code == 422 and answer.headers["content-type"] == "application/problem+json"
+        error = answer.json()["errors"][0]
+        assert error["loc"][-1] == "framework_version" and "accepted:" in error["msg"], error
+    one = {"model": PLAN["model"], "cluster": PLAN["cluster"], "training": PLAN["training"]}
+    layout = {"tp": 8, "pp": 8, "dp": 1}
+    estimate = client.post(
+        "/v1/estimate", json={**one, "layout": layout, "framework": "nemo", "framework_version": "0.2.2"}
+    )
+    assert estimate.status_code == 422 and "accepted: 2.5.0rc0+8cfedd7" in estimate.json()["errors"][0]["msg"]
+
+
+def test_launch_data_and_tokenizer_reach_the_launches(client: TestClient) -> None:
+    launch = {"data_path": "/lustre/corpus_text_document", "tokenizer": {"model": "meta-llama/Llama-3.1-8B"}}
+    body = client.post("/v1/plan", json={**PLAN, "top_k": 1, "launch": launch}).json()
+    megatron = body["plans"][0]["launch"]["megatron"]
+    assert "--data-path /lustre/corpus_text_document" in megatron["command"]
+    assert "--mock-data" not in megatron["command"]
+    assert "--tokenizer-model meta-llama/Llama-3.1-8B" in megatron["command"]
+    assert body["plans"][0]["launch"]["torchtitan"]["config"]["training"]["dataset_path"] == launch["data_path"]
+    for bad, field in (
+        ({"data_path": "a\nb"}, "data_path"),
+        ({"data_path": "x" * 4097}, "data_path"),
+        ({"tokenizer": {"type": "Hugging Face"}}, "type"),
+        ({"tokenizer": {"vocab": "x"}}, "vocab"),
+    ):
+        answer = client.post("/v1/plan", json={**PLAN, "launch": bad})
+        assert answer.status_code == 422 and answer.json()["errors"][0]["loc"][-1] == field, answer.json()
 
 
 def test_an_incomplete_answer_is_not_served_from_the_cache(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,13 +7,29 @@ Nothing here is imported by the planner. Run it with local git mirrors of the re
 
 Each argument is a git directory (bare or not). The pinned refs are below; change them, rerun, and
 update `planner.launch` (its version strings) in the same commit.
+
+Megatron-LM flags, one list per release (`megatron_lm_flags.<release>.txt`), from any of a git ref, a wheel
+or an unpacked source tree (a folder holding megatron/training/arguments.py):
+
+    python tests/data/extract_launch_lists.py --megatron core_v0.16.1=MEGATRON_GIT@core_v0.16.1 \
+        --megatron core_v0.19.2=/tmp/wheels/megatron_core-0.19.2-cp312-....whl
+
+From core_v0.16 on most flags are generated from dataclasses (megatron/training/argument_utils.py
+ArgumentGroupFactory), so the list is read by running that release's own `add_megatron_arguments` on an
+empty argparse parser (with the installed torch and megatron-core) and listing its option strings, not by
+reading add_argument calls. Python 3.11 runs core_v0.19.2's parser once `typing.override` (3.12) is taken
+from typing_extensions; nothing else of that release is run.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import os
 import subprocess
 import sys
+import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,10 +172,54 @@ def nemo_keys(megatron_git: str, nemo_git: str, lightning_git: str) -> list[str]
     return [*headers, *sorted(keys)]
 
 
+_PARSER_FLAGS = """
+import argparse, sys, typing, typing_extensions
+typing.override = getattr(typing, "override", typing_extensions.override)
+from megatron.training.arguments import add_megatron_arguments
+parser = argparse.ArgumentParser(allow_abbrev=False)
+add_megatron_arguments(parser)
+print("\\n".join(sorted(o for o in parser._option_string_actions if o.startswith("--"))))
+"""
+
+
+def _unpacked(source: str, folder: Path) -> tuple[Path, str]:
+    """(a folder holding megatron/, what it is): a git ref GITDIR@REF (archived), a wheel (unzipped) or a folder."""
+    if "@" in source and not source.endswith(".whl"):
+        gitdir, ref = source.rsplit("@", 1)
+        archive = subprocess.run(["git", "-C", gitdir, "archive", ref, "megatron"], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        commit, date = _git(gitdir, "log", "-1", "--format=%H %cI", ref).split()
+        return folder, f"NVIDIA/Megatron-LM {commit} ({ref}) {date}"
+    if source.endswith(".whl"):
+        with zipfile.ZipFile(source) as wheel:
+            wheel.extractall(folder)
+        digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+        return folder, f"{Path(source).name} sha256 {digest}"
+    return Path(source), f"source tree {source}"
+
+
+def megatron_flags_from_parser(release: str, source: str) -> list[str]:
+    """Every --flag that release's own `add_megatron_arguments` registers (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root, origin = _unpacked(source, Path(tmp))
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        out = subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", _PARSER_FLAGS], env=env, check=True, capture_output=True, text=True
+        ).stdout
+    header = f"# Megatron-LM {release}: {origin} megatron/training/arguments.py: add_megatron_arguments' option strings"
+    return [header, *out.split()]
+
+
 def main(argv: list[str]) -> None:
+    if argv and argv[0] == "--megatron":
+        for pair in argv[1::2]:
+            release, source = pair.split("=", 1)
+            lines = megatron_flags_from_parser(release, source)
+            (HERE / f"megatron_lm_flags.{release}.txt").write_text("\n".join(lines) + "\n")
+        return
     megatron_git, torchtitan_git, nemo_git, lightning_git = argv
     outputs = {
-        "megatron_lm_flags.txt": megatron_flags(megatron_git),
+        f"megatron_lm_flags.{MEGATRON_REF}.txt": megatron_flags(megatron_git),
         "torchtitan_config_keys.txt": torchtitan_keys(torchtitan_git),
         "nemo_strategy_params.txt": nemo_keys(megatron_git, nemo_git, lightning_git),
     }

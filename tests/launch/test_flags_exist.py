@@ -14,18 +14,15 @@ from typing import Any
 
 import pytest
 
-from planner.launch import FrameworkLaunch
-from planner.launch.megatron import MEGATRON_VERSION
+from planner.launch import FrameworkLaunch, launch_args
+from planner.launch.megatron import MEGATRON_VERSIONS
 from planner.launch.nemo import NEMO_VERSION
 from planner.launch.torchtitan import TORCHTITAN_VERSION
 from tests.launch.shell import torchrun_argv
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-MEGATRON_FILE, TORCHTITAN_FILE, NEMO_FILE = (
-    "megatron_lm_flags.txt",
-    "torchtitan_config_keys.txt",
-    "nemo_strategy_params.txt",
-)
+TORCHTITAN_FILE, NEMO_FILE = ("torchtitan_config_keys.txt", "nemo_strategy_params.txt")
+MEGATRON_FILES = {release: f"megatron_lm_flags.{release}.txt" for release in MEGATRON_VERSIONS}
 
 
 @cache
@@ -56,26 +53,43 @@ def _dotted(config: dict[str, Any], prefix: str = "") -> list[str]:
 
 @pytest.mark.parametrize(
     ("name", "version"),
-    [(MEGATRON_FILE, MEGATRON_VERSION), (TORCHTITAN_FILE, TORCHTITAN_VERSION), (NEMO_FILE, NEMO_VERSION)],
+    [
+        (MEGATRON_FILES["core_v0.15.0"], MEGATRON_VERSIONS["core_v0.15.0"]),
+        (MEGATRON_FILES["core_v0.16.1"], MEGATRON_VERSIONS["core_v0.16.1"]),
+        (TORCHTITAN_FILE, TORCHTITAN_VERSION),
+        (NEMO_FILE, NEMO_VERSION),
+    ],
 )
 def test_list_names_its_source_and_matches_the_version_stamp(name: str, version: str) -> None:
     headers, names = _lines(name)
     first = headers[0]
-    assert re.match(r"# \S+/\S+ [0-9a-f]{40} .*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+", first), first
+    assert re.search(r"\S+/\S+ [0-9a-f]{40} .*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+", first), first
     commit = re.search(r"[0-9a-f]{40}", first)
     assert commit is not None and commit[0][:12] in version
     assert len(names) > 100
 
 
-def test_recorded_megatron_list_has_no_virtual_pipeline_size_flag() -> None:
-    names = _names(MEGATRON_FILE)
+def test_wheel_list_names_its_wheel() -> None:
+    """core_v0.19.2 is read from the registry's wheel (Python >= 3.12: not installable here), named with its hash."""
+    first = _lines(MEGATRON_FILES["core_v0.19.2"])[0][0]
+    assert re.match(r"# Megatron-LM core_v0\.19\.2: megatron_core-0\.19\.2-\S+\.whl sha256 [0-9a-f]{64} ", first), first
+    digest = re.search(r"sha256 ([0-9a-f]{64})", first)
+    assert digest is not None and f"sha256 {digest[1][:12]}" in MEGATRON_VERSIONS["core_v0.19.2"]
+
+
+@pytest.mark.parametrize("release", list(MEGATRON_FILES))
+def test_recorded_megatron_list_has_no_virtual_pipeline_size_flag(release: str) -> None:
+    names = _names(MEGATRON_FILES[release])
     assert "--virtual-pipeline-model-parallel-size" not in names
     assert {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank"} <= names
 
 
-def test_megatron_flags_exist(case: Any) -> None:
-    launch: FrameworkLaunch = case.launch().megatron
-    known = _names(MEGATRON_FILE)
+@pytest.mark.parametrize("release", list(MEGATRON_FILES))
+def test_megatron_flags_exist(case: Any, release: str) -> None:
+    versions = {"megatron": release}
+    args = launch_args(case.model, case.training, case.layout, case.num_gpus, case.gpus_per_node, None, versions)
+    launch: FrameworkLaunch = args.megatron
+    known = _names(MEGATRON_FILES[release])
     assert launch.script is not None
     script = torchrun_argv(launch.script, 0)
     script_flags = script[script.index("pretrain_gpt.py") + 1 :]
@@ -83,6 +97,7 @@ def test_megatron_flags_exist(case: Any) -> None:
         assert flags
         assert [f for f in flags if f not in known] == []
     assert set(launch.config) <= known
+    assert launch.framework_version == MEGATRON_VERSIONS[release]
 
 
 def test_torchtitan_keys_exist(case: Any) -> None:

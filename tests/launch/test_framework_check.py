@@ -64,9 +64,16 @@ class Planned:
         return _launch(self)
 
 
+CHECKED_MEGATRON = "core_v0.16.1"
+"""The Megatron-LM release whose Megatron-Core the launch-check extra installs (megatron-core 0.16.1: the newest
+on Python 3.11). core_v0.19.2, the default, needs Python >= 3.12; its rules and emitted flags equal 0.16.1's
+(test_the_default_release_launches_as_the_checked_one), so this check covers it as far as 0.16.1's code can."""
+
+
 @cache
 def _launch(p: Planned) -> LaunchArgs:
-    return launch_args(p.model, p.training, p.layout, p.num_gpus, p.gpus_per_node)
+    versions = {"megatron": CHECKED_MEGATRON}
+    return launch_args(p.model, p.training, p.layout, p.num_gpus, p.gpus_per_node, None, versions)
 
 
 # (preset, profile, GPUs, global batch, precision, constraints)
@@ -96,7 +103,7 @@ _SEARCHES: list[tuple[str, str, int, int, Precision, dict[str, Any]]] = [
 
 def _planned(framework: str) -> list[Planned]:
     profiles = load_profiles()
-    rules = rule_set(framework)
+    rules = rule_set(framework, CHECKED_MEGATRON if framework == "megatron" else None)
     out: list[Planned] = []
     for preset, profile_id, gpus, batch, precision, constraints in _SEARCHES:
         model, profile = get_preset(preset).model, profiles[profile_id]
@@ -205,6 +212,14 @@ def test_torchtitan_accepts_the_launch_and_derives_the_plan(p: Planned) -> None:
     assert job.activation_checkpoint.mode == mode[x.recompute]
     reshard = {0: "never", 1: "never", 2: "never", 3: "always"}
     assert par.fsdp_reshard_after_forward == reshard[x.zero_stage]
+
+
+def test_the_default_release_launches_as_the_checked_one() -> None:
+    """The newest targeted release (core_v0.19.2) has 0.16.1's rules and flags for every plan checked here."""
+    assert rule_set("megatron").names == rule_set("megatron", CHECKED_MEGATRON).names
+    for p in _MEGATRON:
+        newest = launch_args(p.model, p.training, p.layout, p.num_gpus, p.gpus_per_node).megatron
+        assert newest.command == p.launch.megatron.command
 
 
 def test_the_matrix_is_broad() -> None:

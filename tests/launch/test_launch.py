@@ -13,7 +13,7 @@ import pytest
 
 import planner.launch
 from planner.errors import InvalidSpecError
-from planner.launch import FrameworkLaunch, LaunchArgs, launch_args
+from planner.launch import FrameworkLaunch, LaunchArgs, LaunchInputs, TokenizerInputs, launch_args
 from planner.launch.common import moe_layer_pattern, stage_layers
 from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
@@ -24,6 +24,7 @@ from tests.launch.shell import option, processes_per_node, torchrun_argv
 LLAMA70 = get_preset("llama3-70b").model
 GPT3 = get_preset("gpt3-175b").model
 DEEPSEEK = get_preset("deepseek-v3").model
+LLAMA3_8B = get_preset("llama3-8b").model
 
 
 def _flags(launch: FrameworkLaunch) -> dict[str, list[str]]:
@@ -462,13 +463,15 @@ def test_moe_flags_for_deepseek_v3() -> None:
     assert launch.nemo.config["model.config.num_moe_experts"] == 256
 
 
+@pytest.mark.parametrize("release", ["core_v0.15.0", "core_v0.16.1", "core_v0.19.2"])
 @pytest.mark.parametrize("precision", [Precision.BF16, Precision.FP8, Precision.FP16])
-def test_grouped_gemm_only_where_megatron_allows_it(precision: Precision) -> None:
-    """Megatron-LM's validate_args asserts bf16 for --moe-grouped-gemm (fp8 runs with --bf16)."""
-    launch = _launch(
-        DEEPSEEK, Layout(tp=2, pp=8, dp=64, sequence_parallel=True, zero_stage=1), 2048, precision=precision
-    )
-    assert ("--moe-grouped-gemm" in launch.megatron.args) == (precision is not Precision.FP16)
+def test_grouped_gemm_only_where_megatron_allows_it(precision: Precision, release: str) -> None:
+    """core_v0.15.0's validate_args asserts bf16 for --moe-grouped-gemm (fp8 runs with --bf16); later ones do not."""
+    layout = Layout(tp=2, pp=8, dp=64, sequence_parallel=True, zero_stage=1)
+    training = TrainingSpec(global_batch_size=2048, precision=precision)
+    launch = launch_args(DEEPSEEK, training, layout, layout.world_size, 8, None, {"megatron": release})
+    refused = precision is Precision.FP16 and release == "core_v0.15.0"
+    assert ("--moe-grouped-gemm" in launch.megatron.args) == (not refused)
 
 
 @pytest.mark.parametrize(
@@ -547,19 +550,29 @@ def test_torchtitan_split_that_names_modules_reads_the_toml_even_for_a_shipped_f
 
 
 def test_public_api() -> None:
-    assert set(planner.launch.__all__) == {"FrameworkLaunch", "LaunchArgs", "launch_args"}
+    assert set(planner.launch.__all__) == {
+        "FrameworkLaunch",
+        "LaunchArgs",
+        "LaunchInputs",
+        "TokenizerInputs",
+        "launch_args",
+    }
     launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32))
     assert launch.megatron.script is not None
     assert launch.torchtitan.script is None and launch.nemo.script is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         launch.megatron.command = "x"  # type: ignore[misc]
     for framework in (launch.megatron, launch.torchtitan, launch.nemo):
-        assert framework.framework_version and "commit" in framework.framework_version
+        stamp = framework.framework_version
+        assert re.search(r"commit [0-9a-f]{12}|sha256 [0-9a-f]{12}", stamp), stamp
 
 
 def test_version_stamps_name_the_pinned_releases() -> None:
     launch = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32))
-    assert launch.megatron.framework_version.startswith("Megatron-LM core_v0.15.0")
+    assert launch.megatron.framework_version.startswith("Megatron-LM core_v0.19.2")  # the newest targeted
+    layout, training = Layout(tp=8, pp=4, dp=32), TrainingSpec(global_batch_size=1024)
+    older = launch_args(LLAMA70, training, layout, 1024, 8, None, {"megatron": "core_v0.15.0"})
+    assert older.megatron.framework_version.startswith("Megatron-LM core_v0.15.0")
     assert launch.torchtitan.framework_version.startswith("TorchTitan v0.2.2")
     assert launch.nemo.framework_version.startswith("NeMo")
 
@@ -691,3 +704,36 @@ def test_nemo_notes_say_when_its_placement_or_fp16_differ() -> None:
     )
     assert any("fp16" in n for n in fp16.nemo.notes)
     assert not any("Placement" in n or "fp16" in n for n in fp16.megatron.notes)
+
+
+# --- the request's data and tokenizer ---
+
+
+def test_data_and_tokenizer_replace_the_mock_data() -> None:
+    layout = Layout(tp=2, pp=1, dp=4, sequence_parallel=True, zero_stage=1)
+    training = TrainingSpec(global_batch_size=64)
+    given = LaunchInputs(data_path="/data/my corpus_text_document", tokenizer=TokenizerInputs(model="/tok dir"))
+    launch = launch_args(LLAMA3_8B, training, layout, 8, 8, given)
+    tokens = shlex.split(launch.megatron.command)
+    assert _option(tokens, "--data-path") == "/data/my corpus_text_document"  # quoted: one argument
+    assert _option(tokens, "--tokenizer-type") == "HuggingFaceTokenizer"
+    assert _option(tokens, "--tokenizer-model") == "/tok dir"
+    assert "--mock-data" not in tokens and "--vocab-size" not in tokens
+    assert launch.megatron.notes[0].startswith("Trains on --data-path and --tokenizer-model as given")
+    titan = launch.torchtitan.config
+    assert titan["training"]["dataset_path"] == "/data/my corpus_text_document"  # type: ignore[index]
+    assert titan["model"]["hf_assets_path"] == "/tok dir"  # type: ignore[index]
+    assert launch.torchtitan.notes[0] == "Trains on training.dataset_path and model.hf_assets_path as given."
+    assert "not applied here" in launch.nemo.notes[0]
+
+
+def test_data_without_tokenizer_names_the_placeholder_left() -> None:
+    layout = Layout(tp=2, pp=1, dp=4, sequence_parallel=True, zero_stage=1)
+    launch = launch_args(LLAMA3_8B, TrainingSpec(global_batch_size=64), layout, 8, 8, LaunchInputs(data_path="/d"))
+    tokens = shlex.split(launch.megatron.command)
+    assert _option(tokens, "--data-path") == "/d" and _option(tokens, "--tokenizer-type") == "NullTokenizer"
+    assert "--tokenizer-model TOKENIZER" in launch.megatron.notes[0]
+    assert "--model.hf_assets_path TOKENIZER_DIR" in launch.torchtitan.notes[0]
+    plain = launch_args(LLAMA3_8B, TrainingSpec(global_batch_size=64), layout, 8, 8)
+    assert plain.megatron.notes[0].startswith("Smoke test on mock data")
+    assert "--mock-data" in shlex.split(plain.megatron.command)

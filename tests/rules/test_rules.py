@@ -201,7 +201,7 @@ def test_stage_checker_reports_the_stage_split_rules() -> None:
     )
 
 
-# Framework rules: (framework, rule, job, kept, removed, message)
+# Framework rules: (framework[@release], rule, job, kept, removed, message)
 FRAMEWORK_CASES = [
     (
         "megatron",
@@ -212,7 +212,7 @@ FRAMEWORK_CASES = [
         "zero_stage(2) runs Megatron-FSDP, which needs pp = 1; got pp(2)",
     ),
     (
-        "megatron",
+        "megatron@core_v0.15.0",
         "query_groups_split",
         job(),
         Layout(tp=4, pp=1, dp=2),
@@ -220,7 +220,7 @@ FRAMEWORK_CASES = [
         "num_query_groups(4) % tp(8) = 4, must be 0",
     ),
     (
-        "megatron",
+        "megatron@core_v0.15.0",
         "fp16_no_expert_parallel",
         job(MOE, precision=Precision.FP16),
         Layout(tp=1, pp=1, dp=8, ep=1),
@@ -266,7 +266,8 @@ FRAMEWORK_CASES = [
     ("framework", "name", "j", "kept", "removed", "message"), FRAMEWORK_CASES, ids=[c[1] for c in FRAMEWORK_CASES]
 )
 def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed: Layout, message: str) -> None:
-    rules = rule_set(framework)
+    framework, _, release = framework.partition("@")
+    rules = rule_set(framework, release or None)
     assert name in rules.names and name not in CORE.names
     assert layout_violations(kept, j.model, j.training, j.num_gpus, rules) == []
     assert [(v.rule, v.message) for v in layout_violations(removed, j.model, j.training, j.num_gpus, rules)] == [
@@ -276,7 +277,13 @@ def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed
 
 
 def test_framework_sets_are_core_plus_their_rules() -> None:
-    assert rule_set("megatron").names[9:] == (
+    assert rule_set("megatron").version == "core_v0.19.2"  # the newest targeted is the default
+    assert (
+        rule_set("megatron").names[9:]
+        == rule_set("megatron", "core_v0.16.1").names[9:]
+        == ("megatron_fsdp_needs_pp_1",)
+    )
+    assert rule_set("megatron", "core_v0.15.0").names[9:] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "fp16_no_expert_parallel",
@@ -290,6 +297,18 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
         rule_set("jax")
+    with pytest.raises(ValueError, match="accepted: core_v0.19.2, core_v0.16.1, core_v0.15.0"):
+        rule_set("megatron", "core_v0.14.0")
+
+
+def test_megatron_releases_differ_where_their_source_does() -> None:
+    """core_v0.15.0 refuses tp 8 over 4 query groups and fp16 with ep > 1; core_v0.16.1 and later accept both."""
+    gqa, moe16 = job(), job(MOE, precision=Precision.FP16)
+    for release, refused in (("core_v0.15.0", True), ("core_v0.16.1", False), ("core_v0.19.2", False)):
+        rules = rule_set("megatron", release)
+        assert bool(layout_violations(Layout(tp=8, pp=1, dp=1), gqa.model, gqa.training, 8, rules)) == refused
+        ep2 = layout_violations(Layout(tp=1, pp=1, dp=8, ep=2), moe16.model, moe16.training, 8, rules)
+        assert bool(ep2) == refused
 
 
 @pytest.mark.parametrize("framework", ["megatron", "nemo", "torchtitan"])

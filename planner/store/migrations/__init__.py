@@ -1,0 +1,1 @@
+"""Alembic migrations of the planner database (`engine.migrate` runs them)."""
