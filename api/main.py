@@ -15,7 +15,7 @@ from api.cache import ResponseCache
 from api.errors import install_error_handlers
 from api.metrics import Metrics
 from api.middleware import ServiceMiddleware
-from api.routes import catalog, health, observations, plan, timeline
+from api.routes import calibrations, catalog, health, observations, plan, timeline
 from planner.presets import load_presets
 from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
 from planner.store import LiveProfiles, open_store
@@ -62,6 +62,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(timeline.router)
     app.include_router(observations.router)
+    app.include_router(calibrations.router)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

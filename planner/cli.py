@@ -22,6 +22,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from api.calibrate import calibrate_stored, calibration_out
 from api.convert import answer_estimate, answer_plan
 from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
 from planner.calibration.fit import FIT_SETS
@@ -38,6 +39,7 @@ from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
 from planner.specs import ModelSpec, Precision, Recompute
+from planner.store import LiveProfiles, Store, open_store
 from planner.timeline import schedule_svg
 
 # rich_markup_mode=None: click's plain help wraps text but never cuts an option's name (rich's does at 80 columns).
@@ -60,6 +62,8 @@ its requests, cache and metrics (bench/bench_soak.py counted 3 restarts in 30 s 
 EXIT_SERVICE = 3
 """The service given with --server could not be reached, or failed (5xx)."""
 DEFAULT_PRESET = "gpt3-175b"
+CLI_OWNER = "cli"
+"""The owner of what the command line stores directly in the database (a calibrated profile version)."""
 
 ServerOpt = Annotated[str | None, typer.Option(help="Ask a running service (URL) instead of answering here.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The API's response body instead of a table.")]
@@ -217,7 +221,11 @@ def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-reada
 def calibrate(
     write: Annotated[bool, typer.Option(help="Store the built-in fit in hardware_profiles/*.json.")] = False,
     profile: Annotated[
-        str | None, typer.Option(help="Calibrate this profile on a site's observations (with --observations, --site).")
+        str | None,
+        typer.Option(
+            help="Calibrate this profile on a site's observations: the database's (PROFILE and PROFILE@SITE,"
+            " stored as the next version of PROFILE@SITE), or --observations FILE's."
+        ),
     ] = None,
     observations: Annotated[
         Path | None,
@@ -227,15 +235,20 @@ def calibrate(
             help="JSON list of observations: estimate request fields plus measured.step_time_s (optional id).",
         ),
     ] = None,
-    site: Annotated[str | None, typer.Option(help="Site name: the calibrated profile's id is PROFILE@SITE.")] = None,
+    site: Annotated[
+        str | None,
+        typer.Option(help="Site name: the calibrated profile's id is PROFILE@SITE (implied by PROFILE@SITE)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(dir_okay=False, help="Write the calibrated profile (JSON) here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Site calibration: the report as JSON.")] = False,
 ) -> None:
     """Fit each GPU kind's two constants on its fit set (A100: Narayanan 2021 Table 1; H100: Megatron-LM README).
 
     With --profile: fit that profile's constants (and the network's efficiency where the runs identify it)
-    on a site's observations, report the error before, after and leave-one-out, and (--out) write the
-    calibrated profile PROFILE@SITE. Exit status 2 on invalid input.
+    on a site's observations, report the error before, after and leave-one-out, and store the calibrated
+    profile PROFILE@SITE as its next version in the database (DATABASE_URL, else PLANNER_DB_PATH); with
+    --observations FILE, fit that file's runs and store nothing (--out writes the profile). Exit status 2
+    on invalid input.
     """
     if profile is not None or observations is not None or site is not None or out is not None:
         _calibrate_site(profile, observations, site, out, as_json, write)
@@ -254,8 +267,13 @@ def _calibrate_site(
     with _exit_on_error():
         if write:
             raise InvalidSpecError("--write", "stores the built-in fits; write a site calibration with --out")
-        if profile is None or observations is None or site is None:
-            raise InvalidSpecError("--profile", "a site calibration needs --profile, --observations and --site")
+        if profile is None:
+            raise InvalidSpecError("--profile", "a site calibration needs --profile (and --site or PROFILE@SITE)")
+        if observations is None:
+            _calibrate_stored(profile, site, out, as_json)
+            return
+        if site is None:
+            raise InvalidSpecError("--site", "a calibration from --observations needs --site")
         fitted_by = f"planner calibrate --profile {profile} --observations {observations.name} --site {site}"
         bodies = _read_json(observations, "--observations")
         report = site_calibration(profile, bodies, site, load_profiles(), _validated, fitted_by)
@@ -265,6 +283,39 @@ def _calibrate_site(
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         print_site_calibration(report)
+
+
+def _open_store() -> Store:
+    """The database DATABASE_URL or PLANNER_DB_PATH names, migrated; exit 2 with one line when unusable."""
+    try:
+        return open_store()
+    except SQLAlchemyError as exc:
+        reason = exc.orig if isinstance(exc, DBAPIError) else exc  # the driver's words, never the URL
+        _fail(EXIT_INVALID_INPUT, f"cannot open the database: {str(reason).splitlines()[0]}")
+    except OSError as exc:  # the SQLite file's folder cannot be made (a read-only filesystem)
+        _fail(EXIT_INVALID_INPUT, f"cannot open the database file: {exc} (set PLANNER_DB_PATH or DATABASE_URL)")
+
+
+def _calibrate_stored(profile: str, site: str | None, out: Path | None, as_json: bool) -> None:
+    """The service's calibration (`api.calibrate.calibrate_stored`) on the database DATABASE_URL or
+    PLANNER_DB_PATH names: its observations of PROFILE (and PROFILE@SITE) in, the next stored version out."""
+    store = _open_store()
+    try:
+        registry = LiveProfiles(load_profiles(), store).current()
+        fitted_by = f"planner calibrate --profile {profile}" + (f" --site {site}" if site else "")
+        version = calibrate_stored(store, registry, profile, site, owner=CLI_OWNER, fitted_by=fitted_by)
+    finally:
+        store.close()
+    answer = calibration_out(version)
+    if out is not None:
+        out.write_text(json.dumps(answer.report.profile.model_dump(mode="json"), indent=2) + "\n")
+    if as_json:
+        typer.echo(answer.model_dump_json(indent=2))
+        return
+    print_site_calibration(answer.report)
+    typer.echo(f"stored {answer.profile_id} version {answer.version}")
+    for skipped in answer.skipped:
+        typer.echo(f"skipped observation {skipped.id}: {skipped.reason}")
 
 
 @app.command(name="estimate")
@@ -575,18 +626,11 @@ def serve(
     from api.logs import log_config
     from api.metrics_dir import multiprocess_dir
     from api.protocol import PROTOCOL, READ_TIMEOUT_ENV
-    from planner.store import open_store
 
     os.environ[READ_TIMEOUT_ENV] = repr(read_timeout)
     with _exit_on_error():
         WriteTokens.from_env()
-        try:
-            open_store().close()
-        except SQLAlchemyError as exc:
-            reason = exc.orig if isinstance(exc, DBAPIError) else exc  # the driver's words, never the URL
-            _fail(EXIT_INVALID_INPUT, f"cannot open the database: {str(reason).splitlines()[0]}")
-        except OSError as exc:  # the SQLite file's folder cannot be made (a read-only filesystem)
-            _fail(EXIT_INVALID_INPUT, f"cannot open the database file: {exc} (set PLANNER_DB_PATH or DATABASE_URL)")
+        _open_store().close()
     with multiprocess_dir():
         uvicorn.run(
             "api.main:create_app",

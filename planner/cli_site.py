@@ -1,6 +1,8 @@
 """`planner calibrate --profile ID --observations FILE --site NAME`: a site's observations in, a calibrated
-profile out. A shell: it reads observation bodies the way the API reads an estimate request (`api.convert`),
-calls `planner.calibration.site.calibrate_site`, and prints. No math here.
+profile out. A shell: it reads observation bodies the way `POST /v1/observations` reads them
+(`api.observation_schemas.ObservationRequest`, `api.convert.observation_run`), calls
+`planner.calibration.site.calibrate_site`, and prints. No math here. (Without --observations the command
+calibrates on the database's stored observations: `api.calibrate`.)
 """
 
 from __future__ import annotations
@@ -8,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from rich.table import Table
 
-from api.convert import cluster_spec, layout_from, resolve_model
-from api.schemas import EstimateRequest
-from planner.calibration.published import PublishedRun, gpu_kind_of
+from api.convert import observation_run as convert_observation_run
+from api.observation_schemas import ObservationRequest
+from planner.calibration.published import PublishedRun
 from planner.calibration.site import calibrate_site
 from planner.calibration.site_report import SiteCalibration
 from planner.cli_output import console
@@ -22,7 +24,7 @@ from planner.profiles import HardwareProfile, get_profile
 from planner.rules import rule_set
 from planner.validate import layout_violations
 
-__all__ = ["MeasuredIn", "observation_run", "print_site_calibration", "site_calibration"]
+__all__ = ["observation_run", "print_site_calibration", "site_calibration"]
 
 Schema = TypeVar("Schema", bound=BaseModel)
 
@@ -33,15 +35,6 @@ class Validator(Protocol):
     def __call__(self, schema: type[Schema], body: Any, where: str = "") -> Schema: ...
 
 
-class MeasuredIn(BaseModel):
-    """What was measured; the fit reads the step time. Other measured figures (peak memory, tokens/s) are
-    accepted and not used."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
-
-    step_time_s: float = Field(gt=0, le=1e7, allow_inf_nan=False, description="Measured seconds per step.")
-
-
 def _root(profile_id: str) -> str:
     return profile_id.split("@")[0]
 
@@ -49,50 +42,38 @@ def _root(profile_id: str) -> str:
 def observation_run(
     body: Any, i: int, base: HardwareProfile, profiles: Mapping[str, HardwareProfile], validated: Validator
 ) -> PublishedRun:
-    """Observation `i` (an estimate request's fields plus `measured`, optionally `id`) as a run to fit on.
+    """Observation `i` of a file (an observation body as `POST /v1/observations` takes it, optionally with an
+    `id`) as a run to fit on.
 
     It must name `base` (or another site version of it) with no overrides, and its layout must use
     exactly the job's GPUs and break no rule of its framework (memory aside: it ran).
     """
     where = f"observations[{i}]"
     if not isinstance(body, dict):
-        raise InvalidSpecError(where, "must be an object: an estimate request's fields plus measured")
+        raise InvalidSpecError(where, "must be an object: an observation (estimate request fields plus measured)")
     fields = dict(body)
-    measured = validated(MeasuredIn, fields.pop("measured", None), f"{where}.measured")
     run_id = fields.pop("id", None)
     if run_id is not None and not (isinstance(run_id, str) and 0 < len(run_id) <= 200):
         raise InvalidSpecError(f"{where}.id", "must be a string of 1 to 200 characters")
-    request = validated(EstimateRequest, fields, where)
+    request = validated(ObservationRequest, fields, where)
     if request.cluster.profile is None or _root(request.cluster.profile) != _root(base.id) or request.cluster.overrides:
         raise InvalidSpecError(
             f"{where}.cluster.profile", f"must name {base.id!r} (or a site version of it) without overrides"
         )
-    cluster = cluster_spec(request.cluster, profiles)
-    model, layout = resolve_model(request.model).model, layout_from(request.layout)
-    if layout.world_size != cluster.num_gpus:
+    run = convert_observation_run(request, profiles, run_id=run_id or f"observation-{i + 1}")
+    layout = run.layout
+    if layout.world_size != run.num_gpus:
         raise InvalidSpecError(
             f"{where}.layout",
-            f"tp*pp*dp*cp = {layout.world_size} GPUs but cluster.num_gpus = {cluster.num_gpus}: an observed run"
+            f"tp*pp*dp*cp = {layout.world_size} GPUs but cluster.num_gpus = {run.num_gpus}: an observed run"
             " uses every GPU of its job",
         )
     broken = layout_violations(
-        layout, model, request.training, layout.world_size, rule_set(request.framework, request.framework_version)
+        layout, run.model, request.training, layout.world_size, rule_set(request.framework, request.framework_version)
     )
     if broken:
         raise InvalidSpecError(f"{where}.layout", "; ".join(v.message for v in broken))
-    return PublishedRun(
-        id=run_id or f"observation-{i + 1}",
-        group="observations",
-        variant="observed",
-        gpu_kind=gpu_kind_of(cluster.profile.gpu.name),
-        model=model,
-        training=request.training,
-        layout=layout,
-        num_gpus=layout.world_size,
-        tflops_per_gpu=None,
-        step_time_s=measured.step_time_s,
-        source=where,
-    )
+    return run
 
 
 def site_calibration(

@@ -50,6 +50,13 @@ async function init() {
   }
   showKind(modelKind());
   $("#plan-form").addEventListener("submit", (e) => { e.preventDefault(); submitPlan(); });
+  const calib = $("#calib-profile");
+  for (const p of profiles) calib.add(new Option(p.id, p.id));
+  const site = profiles.find((p) => p.id.includes("@"));
+  calib.value = site ? site.id : profile.value;
+  $("#calib-button").addEventListener("click", () => showCalibration(calib.value));
+  calib.addEventListener("change", () => showCalibration(calib.value));
+  showCalibration(calib.value);
 }
 
 function numberOrNull(id) {
@@ -464,6 +471,107 @@ function renderLaunch(launch) {
     launchBlock(`NeMo (${launch.nemo.framework_version})`, launch.nemo.command, launch.nemo.notes),
   ];
   $("#launch").replaceChildren(...blocks);
+}
+
+// --- Site calibration: GET /v1/hardware-profiles/{id}/calibration and the profile's observations ---
+
+let calibSeq = 0; // answers for a profile no longer selected are dropped
+
+function pct(x) { return `${x >= 0 ? "+" : ""}${fmt(100 * x, 1)}%`; }
+
+async function showCalibration(profileId) {
+  const seq = ++calibSeq;
+  $("#calib-status").textContent = "loading…";
+  const id = encodeURIComponent(profileId);
+  const [calib, observations] = await Promise.all([
+    fetch(`/v1/hardware-profiles/${id}/calibration`).then((r) => (r.ok ? r.json() : null)),
+    getJson(`/v1/observations?profile=${id}&limit=200`),
+  ]);
+  if (seq !== calibSeq) return;
+  $("#calib-status").textContent = "";
+  renderCalibration(profileId, calib, observations);
+}
+
+function renderCalibration(profileId, calib, observations) {
+  const summary = $("#calib-summary");
+  if (calib) {
+    const r = calib.report;
+    summary.textContent = `${calib.profile_id} version ${calib.version}, fitted on ${r.rows.length} observations`
+      + ` by ${calib.owner} (${calib.created_at.slice(0, 10)}): mean |error| before ${fmt(100 * r.before.mean_abs, 1)}%,`
+      + ` after ${fmt(100 * r.after.mean_abs, 1)}%, leave-one-out ${fmt(100 * r.loo.mean_abs, 1)}%`
+      + (r.unidentified.length ? `; kept at the base's value: ${r.unidentified.join(", ")}` : "")
+      + (calib.skipped.length ? `; ${calib.skipped.length} observation(s) skipped` : "") + ".";
+    renderConstants(r.constants);
+    renderRows(r.rows);
+  } else {
+    summary.textContent = `${profileId}: no stored calibration (built-in constants).`
+      + ` ${observations.total} observation(s) name this profile.`;
+    $("#calib-constants").replaceChildren();
+    $("#calib-rows").replaceChildren();
+  }
+  const points = calib
+    ? calib.report.rows.flatMap((row) => [
+        { id: row.id, measured: row.measured_step_s, predicted: row.predicted_before_s, kind: "before" },
+        { id: row.id, measured: row.measured_step_s, predicted: row.predicted_after_s, kind: "after" }])
+    : observations.items.map((o) => (
+        { id: o.id, measured: o.measured.step_time_s, predicted: o.predicted.step_time_s, kind: "arrival" }));
+  renderScatter(points);
+}
+
+function renderConstants(constants) {
+  const table = el("table", { class: "calib-constants" },
+    el("tr", {}, ...["constant", "before", "after", "range", "fitted", "why"].map((h) => el("th", {}, h))));
+  for (const c of constants) {
+    const after = `${sig3(c.after)}${c.at_bound ? ` (at ${c.at_bound} bound)` : ""}`;
+    table.append(el("tr", { "data-constant": c.name }, el("td", {}, `${c.name} (${c.unit})`),
+      el("td", { class: "num" }, sig3(c.before)), el("td", { class: "num" }, after),
+      el("td", { class: "num" }, `${sig3(c.lower)}–${sig3(c.upper)}`), el("td", {}, c.fitted ? "yes" : "no"),
+      el("td", {}, c.reason)));
+  }
+  $("#calib-constants").replaceChildren(table);
+}
+
+function renderRows(rows) {
+  const table = el("table", { class: "calib-rows" },
+    el("tr", {}, ...["run", "layout", "measured s", "before s", "after s", "leave-one-out s", "before", "after", "leave-one-out"]
+      .map((h) => el("th", {}, h))));
+  for (const r of rows) {
+    table.append(el("tr", {}, el("td", {}, r.id.slice(0, 12)), el("td", {}, el("code", { class: "layout" }, r.layout)),
+      ...[r.measured_step_s, r.predicted_before_s, r.predicted_after_s, r.predicted_loo_s].map((v) => el("td", { class: "num" }, sig3(v))),
+      ...[r.error_before, r.error_after, r.error_loo].map((v) => el("td", { class: "num" }, pct(v)))));
+  }
+  $("#calib-rows").replaceChildren(table);
+}
+
+const SCATTER_COLORS = { before: "#bab0ac", after: "#4e79a7", arrival: "#f28e2b" };
+const SCATTER_LABELS = { before: "built-in constants", after: "calibrated", arrival: "predicted on arrival" };
+
+// Measured (x) against predicted (y) step time on log axes, with the line y = x: a point above it is predicted slow.
+function renderScatter(points) {
+  const size = 320, pad = 44;
+  if (!points.length) { $("#calib-scatter").replaceChildren(el("p", {}, "No observations to plot.")); return; }
+  const values = points.flatMap((p) => [p.measured, p.predicted]);
+  const lo = Math.log10(Math.min(...values)) - 0.05, hi = Math.log10(Math.max(...values)) + 0.05;
+  const at = (v) => pad + ((Math.log10(v) - lo) / (hi - lo)) * (size - 2 * pad);
+  const svg = svgEl("svg", { viewBox: `0 0 ${size} ${size}`, class: "calib-scatter", role: "img",
+    "aria-label": `${points.length} points: predicted against measured step time` });
+  svg.appendChild(svgEl("rect", { x: pad, y: pad, width: size - 2 * pad, height: size - 2 * pad, fill: "white", stroke: "#d0d4da" }));
+  svg.appendChild(svgEl("line", { x1: pad, y1: size - pad, x2: size - pad, y2: pad, stroke: "#5b5b5b", "stroke-dasharray": "4 3", class: "identity" }));
+  for (const p of points) {
+    const dot = svgEl("circle", { cx: at(p.measured), cy: size - at(p.predicted), r: 4, fill: SCATTER_COLORS[p.kind],
+      class: `point ${p.kind}`, "fill-opacity": 0.85 });
+    dot.appendChild(svgEl("title", {}, `${p.id.slice(0, 12)}: measured ${sig3(p.measured)} s, ${SCATTER_LABELS[p.kind]} ${sig3(p.predicted)} s`));
+    svg.appendChild(dot);
+  }
+  svg.appendChild(svgEl("text", { x: size / 2, y: size - 10, "font-size": 12, "text-anchor": "middle" }, "measured step (s, log)"));
+  svg.appendChild(svgEl("text", { x: 12, y: size / 2, "font-size": 12, "text-anchor": "middle",
+    transform: `rotate(-90 12 ${size / 2})` }, "predicted step (s, log)"));
+  const kinds = [...new Set(points.map((p) => p.kind))];
+  kinds.forEach((k, i) => {
+    svg.appendChild(svgEl("circle", { cx: pad + 8, cy: 16 + 14 * i, r: 4, fill: SCATTER_COLORS[k] }));
+    svg.appendChild(svgEl("text", { x: pad + 16, y: 20 + 14 * i, "font-size": 11 }, SCATTER_LABELS[k]));
+  });
+  $("#calib-scatter").replaceChildren(svg);
 }
 
 document.addEventListener("DOMContentLoaded", () => { init().catch((err) => showError("form", String(err))); });

@@ -12,8 +12,9 @@ routes under test:
 - positive_data_acceptance: a schema-valid body may still be refused with 422
   for rules a JSON schema cannot state (an unknown preset or profile id, hidden_size
   not divisible by heads, interleaving needing divisible micro-batches).
-- missing_required_header, on /v1/observations only: this server has no write token, so
-  every write is 403 whatever the Authorization header (see CONFIG).
+- missing_required_header, on the write routes only (/v1/observations, the calibration
+  routes): this server has no write token, so every write is 403 whatever the
+  Authorization header (see CONFIG).
 negative_data_rejection is on: the input models are strict (no `"8"` or `true` for
 an integer), so every schema-violating body must be refused.
 """
@@ -77,7 +78,7 @@ include-path-regex = "^/v1/(hardware-profiles|models)/"
 generation.max-examples = 60
 
 [[operations]]
-include-path-regex = "^/v1/observations"
+include-path-regex = "^/v1/(observations|hardware-profiles/[^/]+/calibrat)"
 # This server has no write token configured: every write is 403 (no credential could help, RFC 9110 15.5.4),
 # not the 401 this check expects for a missing Authorization header. With tokens configured the check
 # holds (tests/api/test_observations_http.py).

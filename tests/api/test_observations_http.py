@@ -85,6 +85,7 @@ values = {json.dumps(sorted(load_profiles()))}
 "body.model.preset" = {{ dictionary = "presets", probability = 0.8 }}
 "body.cluster.profile" = {{ dictionary = "profiles", probability = 0.8 }}
 "query.profile" = {{ dictionary = "profiles", probability = 0.5 }}
+"path.profile_id" = {{ dictionary = "profiles", probability = 0.7 }}
 
 [checks.positive_data_acceptance]
 enabled = false
@@ -114,7 +115,8 @@ def without_token(server: str) -> schemathesis.BaseSchema:
     return _schema(server, CONFIG)
 
 
-OBSERVATIONS = "^/v1/observations"
+OBSERVATIONS = r"^/v1/(observations|hardware-profiles/\{profile_id\}/calibrat)"
+"""The observation routes and the calibration routes over what they store."""
 
 
 @schemathesis.pytest.from_fixture("with_token").include(path_regex=OBSERVATIONS).parametrize()

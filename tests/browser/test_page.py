@@ -26,9 +26,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+WRITE_TOKEN = "page-test-token-0123456789"
+
+
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with local_service() as url:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("page") / "planner.db"
+    with local_service(env={"PLANNER_DB_PATH": str(db), "PLANNER_WRITE_TOKENS": f"page:{WRITE_TOKEN}"}) as url:
         yield url
 
 
@@ -355,3 +359,57 @@ def test_shape_form_keeps_its_own_sequence_length(page) -> None:  # type: ignore
     assert "seq_length" in page.locator('.field-error[data-for="shape"]').inner_text()
     page.fill("#seq_length", "8192")
     page.check('input[name="model-kind"][value="preset"]')
+
+
+CALIBRATION_RUNS = [  # one 8-GPU node each (dgx-h100): eta and t0 are identified, the network is not
+    ({"tp": 1, "pp": 1, "dp": 8, "micro_batch_size": 2}, 64),
+    ({"tp": 2, "pp": 1, "dp": 4, "sequence_parallel": True}, 64),
+    ({"tp": 8, "pp": 1, "dp": 1, "sequence_parallel": True}, 16),
+    ({"tp": 4, "pp": 2, "dp": 1, "sequence_parallel": True}, 32),
+]
+
+
+def test_a_site_calibration_shows_its_constants_and_scatter(page, server: str) -> None:  # type: ignore[no-untyped-def]
+    """Four runs measured 15% slower than predicted on dgx-h100, calibrated as dgx-h100@page, then shown."""
+    auth = {"Authorization": f"Bearer {WRITE_TOKEN}"}
+    shape = {"num_layers": 16, "hidden_size": 1024, "num_attention_heads": 8, "vocab_size": 32000, "seq_length": 2048}
+    for layout, batch in CALIBRATION_RUNS:
+        run = {
+            "model": shape,
+            "cluster": {"profile": "dgx-h100", "num_gpus": 8},
+            "training": {"global_batch_size": batch},
+            "layout": layout,
+        }
+        predicted = page.request.post(server + "/v1/estimate", data=run).json()["estimate"]["step_time_s"]
+        posted = page.request.post(
+            server + "/v1/observations", data={**run, "measured": {"step_time_s": 1.15 * predicted}}, headers=auth
+        )
+        assert posted.status == 201, posted.text()
+    made = page.request.post(server + "/v1/hardware-profiles/dgx-h100/calibrate", data={"site": "page"}, headers=auth)
+    assert made.status == 201, made.text()
+
+    page.goto(server + "/")
+    page.wait_for_selector('#calib-profile option[value="dgx-h100@page"]', state="attached")
+    assert page.locator("#calib-profile").input_value() == "dgx-h100@page"  # a site profile is shown first
+    page.wait_for_selector("svg.calib-scatter circle.point.after")
+    summary = page.locator("#calib-summary").inner_text()
+    assert summary.startswith("dgx-h100@page version 1, fitted on 4 observations by page"), summary
+    assert "kept at the base's value: network_efficiency" in summary
+    assert page.locator("#calib-constants tr[data-constant]").count() == 3
+    eta = page.locator('#calib-constants tr[data-constant="gemm_peak_efficiency"] td').nth(2).inner_text()
+    assert 0.3 <= float(eta.split()[0]) < 0.65  # 15% slower than the stock eta 0.65 predicts
+    assert page.locator("svg.calib-scatter circle.point.before").count() == 4
+    assert page.locator("svg.calib-scatter circle.point.after").count() == 4
+    assert page.locator("#calib-rows tr").count() == 1 + 4
+    # The planning form offers the calibrated profile too.
+    assert page.locator('#profile option[value="dgx-h100@page"]').count() == 1
+    page.locator("#calibration").screenshot(path=str(OUTPUT / "calibration.png"))
+
+    # A built-in profile: no stored calibration, its observations as predicted on arrival.
+    page.select_option("#calib-profile", "dgx-h100")
+    page.wait_for_function("document.querySelector('#calib-summary').textContent.startsWith('dgx-h100:')")
+    assert "no stored calibration" in page.locator("#calib-summary").inner_text()
+    assert "4 observation(s)" in page.locator("#calib-summary").inner_text()
+    assert page.locator("svg.calib-scatter circle.point.arrival").count() == 4
+    assert page.locator("#calib-constants tr").count() == 0
+    page.wait_for_selector('#model-preset option[value="gpt3-175b"]', state="attached")  # the form is ready again
