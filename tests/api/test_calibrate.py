@@ -28,6 +28,7 @@ from planner.calibration.fit import (
 from planner.calibration.site import grid
 from planner.cli import app
 from planner.profiles import HardwareProfile, load_profiles
+from planner.store import add_observation, open_store
 
 TOKEN = "calibrating-token-0123456789"
 AS_LAB = {"Authorization": f"Bearer {TOKEN}"}
@@ -205,3 +206,40 @@ def test_the_command_line_refuses_without_a_site(database_url: str, monkeypatch:
     monkeypatch.setenv("DATABASE_URL", database_url)
     result = CliRunner().invoke(app, ["calibrate", "--profile", "dgx-h100"])
     assert result.exit_code == 2 and result.output.startswith("error: site"), result.output
+
+
+def test_only_the_newest_observations_are_fitted(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("api.calibrate.MAX_CALIBRATION_RUNS", 3)
+    ids = _post_all(client)
+    answer = client.post("/v1/hardware-profiles/dgx-h100/calibrate", json={"site": "lab"}, headers=AS_LAB).json()
+    assert answer["observations"] == ids[-3:]
+    assert "2 older observation(s) left out: a calibration fits the newest 3" in answer["report"]["notes"]
+
+
+def test_stored_observations_this_planner_cannot_read_are_skipped(client: TestClient, database_url: str) -> None:
+    """Rows written by another planner version: a preset since removed, a key the schema no longer has."""
+    ids = _post_all(client)
+    predicted = client.get(f"/v1/observations/{ids[0]}").json()["predicted"]
+    store = open_store(database_url)
+    try:
+        gone, odd = (
+            add_observation(
+                store,
+                owner="lab",
+                profile_id="dgx-h100",
+                request={**{k: v for k, v in _body(*LAYOUTS[0]).items() if k != "measured"}, **patch},
+                measured={"step_time_s": 0.1},
+                predicted=predicted,
+                source=None,
+                planner_version="0.0.1",
+            ).id
+            for patch in ({"model": {"preset": "a-removed-preset"}}, {"retired_field": 1})
+        )
+    finally:
+        store.close()
+    answer = client.post("/v1/hardware-profiles/dgx-h100/calibrate", json={"site": "lab"}, headers=AS_LAB).json()
+    assert answer["observations"] == ids
+    reasons = {s["id"]: s["reason"] for s in answer["skipped"]}
+    assert reasons[gone].startswith("it no longer resolves") and "a-removed-preset" in reasons[gone]
+    assert reasons[odd].startswith("its request no longer validates")
+    assert client.get("/v1/observations", params={"profile": "dgx-h100"}).json()["total"] == len(ids) + 2
