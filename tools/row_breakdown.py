@@ -11,7 +11,7 @@ import sys
 
 from planner.calibration.breakdown import row_breakdown
 from planner.calibration.published import published_runs
-from planner.calibration.report import VALIDATION_PROFILES
+from planner.calibration.report import validation_profile_id
 from planner.profiles import load_profiles
 
 
@@ -20,7 +20,7 @@ def main(filters: list[str]) -> None:
     for run in published_runs():
         if filters and not any(f in run.id for f in filters):
             continue
-        b = row_breakdown(run, profiles, VALIDATION_PROFILES[run.gpu_kind])
+        b = row_breakdown(run, profiles, validation_profile_id(run))
         parts = " ".join(f"{k}={v:.3f}" for k, v in b.step_parts_s.items() if v > 5e-4)
         print(
             f"{b.id:42s} published {b.published_step_s:8.3f} s  predicted {b.predicted_step_s:8.3f} s"

@@ -20,7 +20,7 @@ from planner.profiles import ClusterSpec, HardwareProfile
 from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 from planner.units import TERA
 
-__all__ = ["DATA_FILE", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
+__all__ = ["DATA_FILE", "FSDP_ERA", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "published_runs.json"
 
@@ -63,6 +63,17 @@ Scalability') names --overlap-grad-reduce --overlap-param-gather and default PP
 overlap; TP overlap (--tp-comm-overlap) is per row (`runtime.tp_comm_overlap`).
 """
 
+FSDP_ERA = "composer-fsdp-2023"
+"""`runtime.era` of the PyTorch FSDP rows (MosaicML llm-foundry's MPT benchmarks, Composer, torch 2.0/2.1).
+
+Their rows state every `RuntimeFeatures` flag in `runtime.features` and the gradient dtype in
+`runtime.grad_reduce_in_fp32`, each chosen from the benchmark's configuration (the row's notes say why):
+FSDP FULL_SHARD prefetches the next unit's all-gather (`overlap_param_gather`) and reduce-scatters each
+unit's gradients from its post-backward hook on its own stream (`overlap_grad_reduce`), unlike DeepSpeed's
+ZeRO-3 of 2021 (`_narayanan`); eager PyTorch with MPT's Triton flash attention, no Transformer Engine and no
+CUDA graphs; Composer's FSDP mixed precision DEFAULT reduces in fp32, PURE in bf16.
+"""
+
 _PRECISIONS = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8, "mxfp8": Precision.FP8}
 """Published precision -> GEMM format. MXFP8 (block-scaled FP8, Blackwell) runs at the FP8 peak."""
 
@@ -88,6 +99,8 @@ class PublishedRun:
     tflops_per_gpu: float | None
     step_time_s: float | None
     source: str
+    gpu: str = ""
+    """The GPU as the row names it (A100-SXM4-40GB, ...): picks the validation profile where a kind has two."""
 
     def cluster(self, profile: HardwareProfile) -> ClusterSpec:
         return ClusterSpec(profile=profile, num_gpus=self.num_gpus)
@@ -165,6 +178,7 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
             tflops_per_gpu=row["measured"]["tflops_per_gpu"],
             step_time_s=None,
             source=row["source"]["citation"],
+            gpu=row["hardware"]["gpu"],
         )
     ]
 
@@ -193,6 +207,7 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
             tflops_per_gpu=None,
             step_time_s=seconds,
             source=row["source"]["citation"],
+            gpu=row["hardware"]["gpu"],
         )
         for variant, recompute, sp, seconds in arms
     ]
@@ -217,6 +232,8 @@ def _published_step_s(row: dict[str, Any], model: ModelSpec) -> float:
     measured, lay = row["measured"], row["layout"]
     if "step_time_s" in measured:
         return float(measured["step_time_s"])
+    if "tokens_per_s" in measured:
+        return float(lay["global_batch_seqs"] * model.seq_length / measured["tokens_per_s"])
     if "tokens_per_s_per_gpu" in measured:
         return float(lay["global_batch_seqs"] * model.seq_length / (measured["tokens_per_s_per_gpu"] * lay["gpus"]))
     assert measured["flops_convention"] == "megatron_model_flops", row["id"]
@@ -246,6 +263,35 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
             tflops_per_gpu=None,
             step_time_s=_published_step_s(row, model),
             source=row["source"]["citation"],
+            gpu=row["hardware"]["gpu"],
+        )
+    ]
+
+
+def _fsdp(row: dict[str, Any]) -> list[PublishedRun]:
+    """A PyTorch FSDP row (`FSDP_ERA`): ZeRO-3, no tensor or pipeline parallelism, its runtime as stated."""
+    lay, runtime = row["layout"], row["runtime"]
+    training = TrainingSpec(
+        global_batch_size=lay["global_batch_seqs"],
+        precision=_PRECISIONS[row["precision"]],
+        runtime=RuntimeFeatures(**runtime["features"]),
+        grad_reduce_in_fp32=runtime["grad_reduce_in_fp32"],
+    )
+    model = _model(row)
+    return [
+        PublishedRun(
+            id=row["id"],
+            group=row["group"],
+            variant=row["precision"],
+            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
+            model=model,
+            training=training,
+            layout=_layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], lay["zero_stage"]),
+            num_gpus=lay["gpus"],
+            tflops_per_gpu=None,
+            step_time_s=_published_step_s(row, model),
+            source=row["source"]["citation"],
+            gpu=row["hardware"]["gpu"],
         )
     ]
 
@@ -260,6 +306,8 @@ def published_runs() -> tuple[PublishedRun, ...]:
             runs += _narayanan(row)
         elif row["group"] == "Korthikanti2022":
             runs += _korthikanti(row)
+        elif row.get("runtime", {}).get("era") == FSDP_ERA:
+            runs += _fsdp(row)
         elif "runtime" in row:
             runs += _modern(row)
     return tuple(runs)

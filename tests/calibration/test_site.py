@@ -26,6 +26,7 @@ from planner.calibration.fit import (
     with_constants,
 )
 from planner.calibration.published import PublishedRun, published_runs
+from planner.calibration.report import HOLDOUT_ONLY_SOURCES
 from planner.calibration.site import calibrate_site, grid, identify
 from planner.calibration.site_report import SiteCalibration
 from planner.cli import app
@@ -167,7 +168,8 @@ def test_a100_published_runs_leave_one_out_below_the_error_before() -> None:
 
 
 def test_h100_published_runs_recalibrate_a_wrong_prior() -> None:
-    runs = [r for r in published_runs() if r.gpu_kind == "H100"]
+    # the Megatron-era H100 rows; the MosaicML FSDP rows (HOLDOUT_ONLY_SOURCES) would pull eta to 0.47
+    runs = [r for r in published_runs() if r.gpu_kind == "H100" and r.group not in HOLDOUT_ONLY_SOURCES]
     wrong = with_constants(_profile("dgx-h100"), {GEMM_PEAK_EFFICIENCY: 0.9, GEMM_OVERHEAD_US: 0.0})
     report = calibrate_site(wrong, runs, "eos")
     assert report.before.mean_abs > 0.25

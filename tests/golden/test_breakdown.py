@@ -7,7 +7,7 @@ import pytest
 from planner.calibration.breakdown import row_breakdown
 from planner.calibration.fit import predict
 from planner.calibration.published import PublishedRun, published_runs
-from planner.calibration.report import VALIDATION_PROFILES
+from planner.calibration.report import VALIDATION_PROFILES, validation_profile_id
 from planner.profiles import load_profiles
 
 PROFILES = load_profiles()
@@ -16,7 +16,7 @@ RUNS = [r for r in published_runs() if r.gpu_kind in VALIDATION_PROFILES]
 
 @pytest.mark.parametrize("run", RUNS, ids=[f"{r.id}-{r.variant}" for r in RUNS])
 def test_parts_add_up_to_the_validated_prediction(run: PublishedRun) -> None:
-    profile_id = VALIDATION_PROFILES[run.gpu_kind]
+    profile_id = validation_profile_id(run)
     b = row_breakdown(run, PROFILES, profile_id)
     _, step = predict(run, PROFILES[profile_id])
     assert b.predicted_step_s == pytest.approx(step, rel=1e-12)

@@ -55,6 +55,18 @@ def test_bridge_row_step_time_from_tokens_per_second() -> None:
     assert run.training.precision == Precision.FP8 and run.model.gated_mlp
 
 
+def test_mosaicml_row_step_time_from_tokens_per_second() -> None:
+    # MPT-70B on 64 H100: GlobalBatchSize (T) 4194304 = 2048 x 2048 over Throughput (T/s) 66523; micro 8 x accum 4 x 64.
+    run = _run("mosaicml_mpt_h100_70b_s2048_g64_b8")
+    assert run.step_time_s == pytest.approx(4194304 / 66523, rel=1e-12)
+    assert run.training.global_batch_size == 8 * 4 * 64 and run.layout.zero_stage == 3
+    assert run.layout.recompute == Recompute.FULL and run.training.grad_reduce_in_fp32  # MP mode DEFAULT
+    pure = _run("mosaicml_mpt_a100-80gb_70b_s2048_g64_b8")  # precision bf16, MP mode PURE: bf16 reduce
+    assert pure.training.grad_reduce_in_fp32 is False and pure.gpu == "A100-SXM4-80GB"
+    assert (run.model.hidden_size, run.model.num_layers, run.model.vocab_size) == (8192, 80, 50368)
+    assert run.model.learned_position_embeddings and run.model.linear_bias and run.model.tied_embeddings
+
+
 def test_mxfp8_runs_at_the_fp8_peak_and_stated_step_time_is_kept() -> None:
     assert _run("bridge_26.04.01_gb200_llama3_70b_mxfp8").training.precision == Precision.FP8
     nemotron = _run("nemotron4_340b_6144")
@@ -63,4 +75,4 @@ def test_mxfp8_runs_at_the_fp8_peak_and_stated_step_time_is_kept() -> None:
 
 def test_every_run_has_a_source_and_a_kind() -> None:
     for run in published_runs():
-        assert run.source and run.gpu_kind in {"A100", "H100", "GB200"}
+        assert run.source and run.gpu_kind in {"A100", "H100", "GB200"} and run.gpu

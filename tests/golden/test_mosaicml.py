@@ -1,0 +1,122 @@
+"""MosaicML llm-foundry's MPT training benchmarks (PyTorch FSDP FULL_SHARD) as predictions.
+
+Source: mosaicml/llm-foundry scripts/train/benchmarking/README.md at commit 061f2c7, tables "H100 80GB BF16",
+"A100 80GB ..." and "A100 40GB with 1600 Gbps node-node interconnect (RoCE)"; shapes from
+scripts/train/yamls/pretrain/mpt-<size>.yaml. No row enters a fit (`HOLDOUT_ONLY_SOURCES`). The bars are
+regression bars: today's figures plus a small slack, not targets. Today every row but six (A100 80 GB 7B-30B at
+full recompute and 512-4096 tokens, 4-11% slow) is predicted too fast, by up to 2.5x at 16k-64k tokens; see the
+README's accuracy section.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from statistics import mean
+
+import pytest
+
+from planner.calibration.fit import FIT_SETS
+from planner.calibration.published import FSDP_ERA, PublishedRun, published_runs
+from planner.calibration.report import HOLDOUT_ONLY_SOURCES, Report, RunRow, build_report, validation_profile_id
+from planner.costmodel.params import total_params
+from planner.profiles import load_profiles
+from planner.specs import Recompute
+
+MOSAICML = "MosaicML_llmfoundry_MPT"
+GPUS = {"H100": "H100-SXM5-80GB", "A100-80GB": "A100-SXM4-80GB", "A100-40GB": "A100-SXM4-40GB"}
+ROWS = {"H100": 52, "A100-80GB": 61, "A100-40GB": 78}
+"""Every row of the three BF16 tables at the commit (FP8 table left out: see the README)."""
+BARS = {
+    # GPU: (mean |error|, max |error|) at most; today's figures in the comment
+    "H100": (0.50, 1.50),  # 48.7% / 148.6% (1B, 64k tokens, full recompute)
+    "A100-80GB": (0.35, 1.17),  # 34.0% / 114.9% (350M, 64k tokens)
+    "A100-40GB": (0.24, 1.00),  # 23.3% / 98.0% (125M, 32k tokens)
+}
+LOSO_BARS = {
+    # kind: (mean, max) with constants refitted on the kind's other sources; today's in the comment
+    "A100": (0.325, 1.23),  # 31.4% / 121.4% (eta 0.756, t0 0)
+    "H100": (0.51, 1.51),  # 49.9% / 149.3% (eta 0.676, t0 20)
+}
+SHORT_SEQUENCE_BAR = 0.175
+"""Mean |error| of the 107 rows at 512-2048 tokens, all three tables: today 16.5%."""
+
+
+@cache
+def report() -> Report:
+    return build_report(load_profiles())
+
+
+def _runs(gpu: str) -> list[PublishedRun]:
+    return [r for r in published_runs() if r.group == MOSAICML and r.gpu == GPUS[gpu]]
+
+
+def _rows(gpu: str) -> list[RunRow]:
+    ids = {r.id for r in _runs(gpu)}
+    return [r for r in report().runs if r.id in ids]
+
+
+@pytest.mark.parametrize("gpu", list(GPUS))
+def test_every_row_is_a_prediction(gpu: str) -> None:
+    rows = _rows(gpu)
+    assert len(rows) == ROWS[gpu]
+    assert not any(r.in_fit for r in rows)
+    assert MOSAICML in HOLDOUT_ONLY_SOURCES and all(MOSAICML not in groups for groups in FIT_SETS.values())
+
+
+@pytest.mark.parametrize("gpu", list(GPUS))
+def test_mean_and_max_error_regression_bar(gpu: str) -> None:
+    errors = [abs(r.error) for r in _rows(gpu)]
+    mean_bar, max_bar = BARS[gpu]
+    assert mean(errors) <= mean_bar
+    assert max(errors) <= max_bar
+
+
+@pytest.mark.parametrize("kind", list(LOSO_BARS))
+def test_leave_one_source_out_regression_bar(kind: str) -> None:
+    holdout = next(h for h in report().kind(kind).holdouts if h.source == MOSAICML)
+    assert MOSAICML not in holdout.fitted_on_sources
+    assert holdout.mean_abs_error <= LOSO_BARS[kind][0]
+    assert holdout.max_abs_error <= LOSO_BARS[kind][1]
+
+
+def test_other_sources_never_fit_on_these_rows() -> None:
+    for kind in report().kinds:
+        assert all(MOSAICML not in h.fitted_on_sources for h in kind.holdouts)
+
+
+def test_short_sequences_carry_less_error() -> None:
+    seq = {r.id: r.model.seq_length for r in published_runs()}
+    short = [r for gpu in GPUS for r in _rows(gpu) if seq[r.id] <= 2048]
+    assert len(short) == 107
+    assert mean(abs(r.error) for r in short) <= SHORT_SEQUENCE_BAR
+
+
+@pytest.mark.parametrize("gpu", list(GPUS))
+def test_layout_and_runtime_as_the_benchmark_ran(gpu: str) -> None:
+    for run in _runs(gpu):
+        x = run.layout
+        assert (x.tp, x.pp, x.cp, x.vp, x.zero_stage, x.dp) == (1, 1, 1, 1, 3, run.num_gpus)
+        assert run.training.global_batch_size % (x.micro_batch_size * x.dp) == 0
+        rt = run.training.runtime
+        assert rt.overlap_param_gather and rt.overlap_grad_reduce and rt.flash_attention
+        assert not (rt.fused_kernels or rt.cuda_graphs or rt.tp_comm_overlap)
+        assert run.layout.recompute in (Recompute.FULL, Recompute.NONE)
+
+
+def test_a100_40gb_rows_run_on_the_40gb_profile() -> None:
+    assert {validation_profile_id(r) for r in _runs("A100-40GB")} == {"dgx-a100-40gb"}
+    assert {r.capacity_gib for r in _rows("A100-40GB")} == {40}
+    assert {validation_profile_id(r) for r in _runs("A100-80GB")} == {"dgx-a100-80gb"}
+
+
+def test_era_names_the_fsdp_rows() -> None:
+    import json
+
+    from planner.calibration.published import DATA_FILE
+
+    rows = [r for r in json.loads(DATA_FILE.read_text())["runs"] if r["group"] == MOSAICML]
+    assert len(rows) == sum(ROWS.values()) and {r["runtime"]["era"] for r in rows} == {FSDP_ERA}
+    # NumParams as published = the planner's count with learned positions (max_seq_len x d_model) and biases
+    by_id = {r.id: r for r in published_runs()}
+    for row in rows:
+        assert total_params(by_id[row["id"]].model) == row["measured"]["num_params"], row["id"]
