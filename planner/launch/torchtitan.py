@@ -22,11 +22,11 @@ spells the negation `--section.no-key`); the TOML form in `config` keeps them.
 
 from __future__ import annotations
 
-import math
 import shlex
 
-from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, stage_layers, torchrun_command
+from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, torchrun_command
 from planner.launch.inputs import LaunchInputs
+from planner.launch.torchtitan_layout import dp_degrees, pipeline_split
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -38,49 +38,8 @@ TORCHTITAN_VERSION = "TorchTitan v0.2.2 (commit 73a0e6979dd1, 2026-02-20)"
 _CHECKPOINTING = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
 
 
-def _dp_degrees(layout: Layout) -> tuple[int, int]:
-    """(data_parallel_replicate_degree, data_parallel_shard_degree)."""
-    if layout.zero_stage >= 1:
-        return 1, layout.dp
-    # Experts shard out of dp_shard * cp (ETP = TP), so ep must divide it: the least such shard degree.
-    shard = layout.ep // math.gcd(layout.ep, layout.cp)
-    return layout.dp // shard, shard
-
-
-def _module_names(layout: Layout, stages: tuple[int, ...]) -> list[list[str]]:
-    """Module FQNs per virtual stage in TorchTitan's looped order (stage s on rank s % pp)."""
-    per_chunk = [n // layout.vp for n in stages]
-    parts: list[list[str]] = []
-    layer = 0
-    for _ in range(layout.vp):
-        for count in per_chunk:
-            parts.append([f"layers.{i}" for i in range(layer, layer + count)])
-            layer += count
-    parts[0].insert(0, "tok_embeddings")
-    parts[-1] += ["norm", "output"]
-    return parts
-
-
-def _split(model: ModelSpec, layout: Layout) -> dict[str, object]:
-    """Layers per stage. TorchTitan counts the embedding and the output as `*_less_layers` layer slots."""
-    stages = stage_layers(model, layout)
-    first, last = stages[0], stages[-1]
-    middle = stages[1] if layout.pp > 2 else max(first, last)
-    if len(set(stages)) == 1:
-        per_virtual = model.num_layers // (layout.pp * layout.vp)
-        return {"pipeline_parallel_layers_per_stage": per_virtual} | _less(0, 0)
-    if layout.vp == 1 and first <= middle and last <= middle:
-        return {"pipeline_parallel_layers_per_stage": middle} | _less(middle - first, middle - last)
-    # Uneven and interleaved (or a heavier end stage): name every stage's modules (TOML only).
-    return {"module_fqns_per_model_part": _module_names(layout, stages)}
-
-
-def _less(first: int, last: int) -> dict[str, object]:
-    return {"pipeline_parallel_first_stage_less_layers": first, "pipeline_parallel_last_stage_less_layers": last}
-
-
 def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
-    replicate, shard = _dp_degrees(layout)
+    replicate, shard = dp_degrees(layout)
     section: dict[str, object] = {
         "data_parallel_replicate_degree": replicate,
         "data_parallel_shard_degree": shard,
@@ -95,7 +54,7 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
     if layout.pp > 1:
         section["pipeline_parallel_schedule"] = "Interleaved1F1B" if layout.vp > 1 else "1F1B"
         section["pipeline_parallel_microbatch_size"] = layout.micro_batch_size
-        section |= _split(model, layout)
+        section |= pipeline_split(model, layout, "output")
     return section
 
 
