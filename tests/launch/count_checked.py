@@ -18,7 +18,8 @@ def main() -> None:
     megatron = {p.launch.megatron.command for p in check._MEGATRON}
     torchtitan = {p.launch.torchtitan.command for p in check._TORCHTITAN}
     print(f"Megatron-LM {check.CHECKED_MEGATRON}: {len(megatron)} distinct commands from {len(check._MEGATRON)} plans")
-    print(f"TorchTitan 0.2.2: {len(torchtitan)} distinct commands from {len(check._TORCHTITAN)} plans")
+    titan = f"TorchTitan {check.CHECKED_TORCHTITAN}"
+    print(f"{titan}: {len(torchtitan)} distinct commands from {len(check._TORCHTITAN)} plans")
 
 
 if __name__ == "__main__":
