@@ -38,7 +38,7 @@ from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, p
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["TORCHTITAN_V03", "torchtitan_v03_launch"]
+__all__ = ["TORCHTITAN_V03", "config_function", "flag", "overrides", "torchtitan_v03_launch", "v03_config"]
 
 TORCHTITAN_V03 = "TorchTitan v0.3.0 (torchtitan-0.3.0-py3-none-any.whl sha256 5563ccf9a295)"
 """The registry's newest release: Python config (`--module`/`--config`), tyro overrides, no TOML."""

@@ -91,7 +91,8 @@ def test_torchtitan03_accepts_the_launch_and_derives_the_plan(p: Planned) -> Non
     assert par.pipeline_parallel_schedule == ("Interleaved1F1B" if x.vp > 1 else "1F1B") or x.pp == 1
     if x.tp > 1:
         assert par.enable_sequence_parallel == x.sequence_parallel
-    if not placeholder:
+    if not placeholder:  # the shipped function's model is the planned shape
+        assert (model.dim, model.vocab_size) == (p.model.hidden_size, p.model.vocab_size)
         assert tc.has_float8(config) == (p.training.precision is Precision.FP8)
         assert tc.has_flex_attention(config)  # CP needs FlexAttention under the spmd_types backend
 
@@ -125,3 +126,14 @@ def test_the_matrix_is_broad() -> None:
         "deepseek_v3_671b_float8",
     }
     assert any(x.zero_stage == 0 and x.tp * x.pp > 1 for x in layouts)
+
+
+def test_the_mesh_refuses_experts_that_do_not_fit_the_shard_dimension() -> None:
+    """Why ZeRO 0 with ep keeps a shard degree (planner/launch/torchtitan_layout.py dp_degrees): TorchTitan's
+    sparse mesh needs ep to divide dp_shard * cp * tp, which pure replication (dp_shard 1) breaks."""
+    from torchtitan.distributed.parallel_dims import ParallelDims
+
+    with tc.fake_world(32), pytest.raises(ValueError, match="product of mesh_sizes"):  # efsdp = 1 // 4 = 0
+        ParallelDims(dp_replicate=32, dp_shard=1, cp=1, tp=1, pp=1, ep=4, world_size=32).build_mesh()
+    with tc.fake_world(32):
+        ParallelDims(dp_replicate=8, dp_shard=4, cp=1, tp=1, pp=1, ep=4, world_size=32).build_mesh()
