@@ -163,7 +163,13 @@ def overrides(config: dict[str, object]) -> list[str]:
 
 def _notes(training: TrainingSpec, inputs: LaunchInputs, shipped: tuple[str, str] | None) -> list[str]:
     notes: list[str] = []
-    if shipped is None:
+    if shipped is not None:
+        notes.append(
+            f"Starts from TorchTitan's {shipped[0]} config function {shipped[1]}: its optimizer, LR schedule, steps,"
+            " checkpointing, profiler and metrics settings stay; the overrides set the planned layout, batches,"
+            " sequence length, precision and recomputation."
+        )
+    else:
         fp8 = " with a Float8LinearConverter in its model spec" if training.precision is Precision.FP8 else ""
         notes.append(
             "--module MODULE --config CONFIG are placeholders: no TorchTitan v0.3.0 config_registry function ships"

@@ -187,14 +187,15 @@ def test_sample_data_and_given_data() -> None:
     sample = _titan(LLAMA8, layout, 64)
     assert _value(sample, "--dataloader.dataset") == "c4_test"
     assert _value(sample, "--hf-assets-path") == "./tests/assets/tokenizer"
-    assert sample.notes[0].startswith("Smoke test on TorchTitan's sample data")
+    assert sample.notes[0].startswith("Starts from TorchTitan's llama3 config function llama3_8b: its optimizer")
+    assert sample.notes[1].startswith("Smoke test on TorchTitan's sample data")
     given = LaunchInputs(data_path="/data/c4 en", tokenizer=TokenizerInputs(model="/assets/llama"))
     real = _titan(LLAMA8, layout, 64, inputs=given)
     assert _value(real, "--dataloader.dataset-path") == "/data/c4 en" and "--dataloader.dataset" not in real.args
     assert _value(real, "--hf-assets-path") == "/assets/llama"
-    assert real.notes[0] == "Trains on dataloader.dataset_path and hf_assets_path as given."
+    assert real.notes[1] == "Trains on dataloader.dataset_path and hf_assets_path as given."
     half = _titan(LLAMA8, layout, 64, inputs=LaunchInputs(data_path="/d"))
-    assert "--hf-assets-path TOKENIZER_DIR (the test tokenizer is used)" in half.notes[0]
+    assert "--hf-assets-path TOKENIZER_DIR (the test tokenizer is used)" in half.notes[1]
 
 
 def test_fp16_and_bf16_gradient_reduce_are_noted() -> None:
