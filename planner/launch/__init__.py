@@ -39,6 +39,6 @@ def launch_args(
     inputs, versions = inputs or LaunchInputs(), versions or {}
     return LaunchArgs(
         megatron=megatron_launch(model, training, layout, nodes, inputs, versions.get("megatron")),
-        torchtitan=torchtitan_launch(model, training, layout, nodes, inputs),
+        torchtitan=torchtitan_launch(model, training, layout, nodes, inputs, versions.get("torchtitan")),
         nemo=nemo_launch(model, training, layout, nodes, inputs),
     )

@@ -41,7 +41,8 @@ class FrameworkLaunch:
     command: str
     """A ready-to-run shell command line."""
     config: dict[str, object]
-    """Structured form: Megatron-LM flag -> value; TorchTitan TOML sections; NeMo override key -> value."""
+    """Structured form: Megatron-LM flag -> value; TorchTitan 0.2.2 TOML sections, 0.3.0 overrides by section (with
+    `module`, `config` and the `activation_checkpoint` subcommand); NeMo override key -> value."""
     notes: list[str]
     """What the launch is: the data it runs on (mock data unless told otherwise, placeholders named) and where it
     departs from the planned model or layout."""

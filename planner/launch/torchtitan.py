@@ -1,14 +1,15 @@
-"""TorchTitan JobConfig overrides (TOML sections and `--section.key` CLI flags) for one plan.
+"""TorchTitan launches: v0.2.2's JobConfig overrides (TOML sections and `--section.key` CLI flags) here, v0.3.0's
+Python config in planner/launch/torchtitan_v03.py; `torchtitan_launch` picks by release.
 
 Every key is checked against `tests/data/torchtitan_config_keys.txt`, the dotted keys of
-`torchtitan/config/job_config.py` at TORCHTITAN_VERSION. Not expressible exactly in TorchTitan:
+`torchtitan/config/job_config.py` at v0.2.2. Not expressible exactly in TorchTitan:
 
 - rank order: its device mesh is (pp, dp, cp, tp), pp outermost; the planner places tp, cp, pp, dp.
 - ZeRO stages: TorchTitan shards with FSDP2 over dp_shard * cp. ZeRO 1 and 2 map to FSDP keeping
   parameters gathered after forward (`fsdp_reshard_after_forward = "never"`), ZeRO 3 to resharding
   them (`"always"`); ZeRO 0 to replication (DDP), except that cp > 1 and ep > 1 still need FSDP
   (experts are sharded out of dp_shard * cp), so the smallest such shard degree is used. Plain DDP
-  refuses > 1-D parallelism (rule ddp_one_dimensional in `planner.rules`, set "torchtitan").
+  refuses > 1-D parallelism (rule ddp_one_dimensional in `planner.rules`, torchtitan 0.2.2).
 - selective recomputation: TorchTitan's per-op SAC (`selective_ac_option = "op"`) is the closest to
   Megatron's attention-core recompute.
 - fp16: no fp16 mixed precision; bfloat16 is used. fp8: the float8 Linear converter (torchao).
@@ -22,65 +23,31 @@ spells the negation `--section.no-key`); the TOML form in `config` keeps them.
 
 from __future__ import annotations
 
-import math
 import shlex
 
-from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, stage_layers, torchrun_command
+from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, torchrun_command
 from planner.launch.inputs import LaunchInputs
+from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, pipeline_split
+from planner.launch.torchtitan_v03 import TORCHTITAN_V03, torchtitan_v03_launch
 from planner.layout import Layout
+from planner.rules import default_version
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["TORCHTITAN_VERSION", "torchtitan_launch"]
+__all__ = ["TORCHTITAN_VERSION", "TORCHTITAN_VERSIONS", "torchtitan_launch"]
 
-TORCHTITAN_VERSION = "TorchTitan v0.2.2 (commit 73a0e6979dd1, 2026-02-20)"
-"""The last TorchTitan release with the TOML JobConfig and `--job.config_file`; later ones configure in Python."""
+TORCHTITAN_VERSIONS = {
+    "0.3.0": TORCHTITAN_V03,
+    "0.2.2": "TorchTitan v0.2.2 (commit 73a0e6979dd1, 2026-02-20)",
+}
+"""Release id (`planner.rules.VERSIONS["torchtitan"]`) -> version stamp. v0.2.2 is the last release with the TOML
+JobConfig and `--job.config_file`; v0.3.0 configures in Python (planner/launch/torchtitan_v03.py)."""
+TORCHTITAN_VERSION = TORCHTITAN_VERSIONS[default_version("torchtitan")]
 
 _CHECKPOINTING = {Recompute.NONE: "none", Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
 
 
-def _dp_degrees(layout: Layout) -> tuple[int, int]:
-    """(data_parallel_replicate_degree, data_parallel_shard_degree)."""
-    if layout.zero_stage >= 1:
-        return 1, layout.dp
-    # Experts shard out of dp_shard * cp (ETP = TP), so ep must divide it: the least such shard degree.
-    shard = layout.ep // math.gcd(layout.ep, layout.cp)
-    return layout.dp // shard, shard
-
-
-def _module_names(layout: Layout, stages: tuple[int, ...]) -> list[list[str]]:
-    """Module FQNs per virtual stage in TorchTitan's looped order (stage s on rank s % pp)."""
-    per_chunk = [n // layout.vp for n in stages]
-    parts: list[list[str]] = []
-    layer = 0
-    for _ in range(layout.vp):
-        for count in per_chunk:
-            parts.append([f"layers.{i}" for i in range(layer, layer + count)])
-            layer += count
-    parts[0].insert(0, "tok_embeddings")
-    parts[-1] += ["norm", "output"]
-    return parts
-
-
-def _split(model: ModelSpec, layout: Layout) -> dict[str, object]:
-    """Layers per stage. TorchTitan counts the embedding and the output as `*_less_layers` layer slots."""
-    stages = stage_layers(model, layout)
-    first, last = stages[0], stages[-1]
-    middle = stages[1] if layout.pp > 2 else max(first, last)
-    if len(set(stages)) == 1:
-        per_virtual = model.num_layers // (layout.pp * layout.vp)
-        return {"pipeline_parallel_layers_per_stage": per_virtual} | _less(0, 0)
-    if layout.vp == 1 and first <= middle and last <= middle:
-        return {"pipeline_parallel_layers_per_stage": middle} | _less(middle - first, middle - last)
-    # Uneven and interleaved (or a heavier end stage): name every stage's modules (TOML only).
-    return {"module_fqns_per_model_part": _module_names(layout, stages)}
-
-
-def _less(first: int, last: int) -> dict[str, object]:
-    return {"pipeline_parallel_first_stage_less_layers": first, "pipeline_parallel_last_stage_less_layers": last}
-
-
 def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
-    replicate, shard = _dp_degrees(layout)
+    replicate, shard = dp_degrees(layout)
     section: dict[str, object] = {
         "data_parallel_replicate_degree": replicate,
         "data_parallel_shard_degree": shard,
@@ -95,7 +62,7 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
     if layout.pp > 1:
         section["pipeline_parallel_schedule"] = "Interleaved1F1B" if layout.vp > 1 else "1F1B"
         section["pipeline_parallel_microbatch_size"] = layout.micro_batch_size
-        section |= _split(model, layout)
+        section |= pipeline_split(model, layout, "output")
     return section
 
 
@@ -167,22 +134,31 @@ def _overrides(config: dict[str, object], prefix: str = "") -> list[str]:
 
 
 def _data_notes(inputs: LaunchInputs) -> list[str]:
-    if not inputs.data_path and not inputs.tokenizer_model:
-        return [_SAMPLE_DATA]
-    left = [] if inputs.data_path else ["--training.dataset_path DATA (the sample dataset c4_test is used)"]
-    if not inputs.tokenizer_model:
-        left.append("--model.hf_assets_path TOKENIZER_DIR (the test tokenizer is used)")
-    given = "training.dataset_path" if inputs.data_path else "model.hf_assets_path"
-    if inputs.data_path and inputs.tokenizer_model:
-        given = "training.dataset_path and model.hf_assets_path"
-    tail = f"; placeholders left: {', '.join(left)}" if left else ""
-    return [f"Trains on {given} as given{tail}."]
+    keys = DataKeys(
+        "training.dataset_path", "--training.dataset_path", "model.hf_assets_path", "--model.hf_assets_path"
+    )
+    return data_notes(inputs, _SAMPLE_DATA, keys)
 
 
 def torchtitan_launch(
-    model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes, inputs: LaunchInputs | None = None
+    model: ModelSpec,
+    training: TrainingSpec,
+    layout: Layout,
+    nodes: Nodes,
+    inputs: LaunchInputs | None = None,
+    version: str | None = None,
 ) -> FrameworkLaunch:
-    """For a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
+    """The launch for TorchTitan at `version` (a TORCHTITAN_VERSIONS id; default the newest targeted)."""
+    inputs = inputs or LaunchInputs()
+    if (version or default_version("torchtitan")) == "0.3.0":
+        return torchtitan_v03_launch(model, training, layout, nodes, inputs)
+    return _v02_launch(model, training, layout, nodes, inputs)
+
+
+def _v02_launch(
+    model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes, inputs: LaunchInputs
+) -> FrameworkLaunch:
+    """v0.2.2: for a model TorchTitan ships, the overrides name its flavor and start from JobConfig's defaults
 
     (no train config file: the shipped ones turn on features, e.g. float8 for 405B, that the CLI
     cannot turn off). Otherwise, or when the stage split names every stage's modules (uneven and
@@ -190,7 +166,6 @@ def torchtitan_launch(
     CONFIG.toml, which must hold `config` (and, for a shape TorchTitan does not ship, a [model]
     section naming a flavor registered for it).
     """
-    inputs = inputs or LaunchInputs()
     config = _config(model, training, layout, inputs)
     args = _overrides(config)
     known = known_model(model)
@@ -200,7 +175,7 @@ def torchtitan_launch(
     config_file = [] if shipped and not toml_only else ["--job.config_file", "CONFIG.toml"]
     command = torchrun_command(nodes, ["-m", "torchtitan.train", *config_file, *args])
     return FrameworkLaunch(
-        framework_version=TORCHTITAN_VERSION,
+        framework_version=TORCHTITAN_VERSIONS["0.2.2"],
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config=config,

@@ -12,13 +12,16 @@ carries megatron/training/arguments.py); core_v0.16.1 is the newest the framewor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from planner.costmodel.candidates import BoolArray
+import numpy as np
+
+from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
-from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule
+from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
 from planner.specs import ModelSpec, Precision
 
 __all__ = [
@@ -29,7 +32,10 @@ __all__ = [
     "QUERY_GROUPS_SPLIT",
     "RULE_SETS",
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
+    "TORCHTITAN_03_SEQ_LEN_DIVISIBLE",
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
+    "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
+    "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
     "RuleSet",
     "default_version",
@@ -71,6 +77,7 @@ _MEGATRON_16 = "Megatron-LM core_v0.16.1"
 _MEGATRON_19 = "Megatron-LM core_v0.19.2"
 _NEMO = "NeMo main (commit 8cfedd720346) with Megatron-LM b615e731080e"
 _TORCHTITAN = "TorchTitan v0.2.2"
+_TORCHTITAN_03 = "TorchTitan v0.3.0"
 
 MEGATRON_FSDP_NEEDS_NO_PP = Rule(
     name="megatron_fsdp_needs_pp_1",
@@ -141,7 +148,9 @@ TORCHTITAN_DDP_ONE_DIMENSIONAL = Rule(
         ),
     ),
     source=f"{_TORCHTITAN} torchtitan/models/llama3/infra/parallelize.py parallelize_llama (and the other"
-    " models' parallelize): 'DDP has not supported > 1D parallelism' when the dp_replicate mesh is not the world",
+    " models' parallelize): 'DDP has not supported > 1D parallelism' when the dp_replicate mesh is not the world."
+    f" Gone in {_TORCHTITAN_03}: torchtitan/models/llama3/parallelize.py parallelize_llama (and deepseek_v3's)"
+    " always runs apply_fsdp_to_decoder (HSDP over dp_replicate x dp_shard), with no DDP path",
 )
 
 
@@ -163,7 +172,10 @@ TORCHTITAN_FLEX_ATTENTION_NO_CP = Rule(
     clauses=(Clause(lambda c, j: (c["cp"] > 1) & _flex_attention(j.model), _flex_message),),
     source=f"{_TORCHTITAN} torchtitan/models/deepseek_v3/infra/parallelize.py parallelize_deepseekv3 ('Context"
     " Parallel only supports SDPA attention'); torchtitan/models/deepseek_v3/__init__.py flavors 16B/236B/671B"
-    " set attn_type='flex'",
+    f" set attn_type='flex'. Reversed in {_TORCHTITAN_03}: torchtitan/distributed/full_dtensor.py validate_config"
+    " refuses CP with SDPA or varlen attention ('Use FlexAttention + CP'), and"
+    " torchtitan/models/common/config_utils.py get_attention_config has no SDPA for language models; the"
+    " llama3 and deepseek_v3 model_registry default to attn_backend='flex', so CP is accepted",
 )
 
 TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS = Rule(
@@ -181,7 +193,81 @@ TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS = Rule(
     source=f"{_TORCHTITAN} torchtitan/config/job_config.py Parallelism: the stage split is"
     " pipeline_parallel_layers_per_stage / module_fqns_per_model_part (first/last_stage_less_layers trim"
     " whole layers); there is no account_for_embedding/loss option. This planner's TorchTitan launch writes"
-    " the split as transformer layers per stage (planner/launch/torchtitan.py), which these layouts would break",
+    " the split as transformer layers per stage (planner/launch/torchtitan.py), which these layouts would break."
+    f" Not in {_TORCHTITAN_03}: torchtitan/config/configs.py ParallelismConfig.module_fqns_per_model_part is a"
+    " CLI key (one comma-separated list per stage), and torchtitan/distributed/pipeline_parallel.py"
+    " _generate_llm_fqn_per_model_part with first/last_stage_less_layers = 1 is Megatron's embedding/loss"
+    " counted as a layer, so the v0.3.0 launch writes these splits (planner/launch/torchtitan_v03.py)",
+)
+
+
+def _seq_len_divisor_v02(c: Columns) -> IntArray:
+    divisor: IntArray = c["tp"] * 2 * c["cp"]
+    return divisor
+
+
+def _seq_len_divisor_v03(c: Columns) -> IntArray:
+    sp: IntArray = np.where((c["sequence_parallel"] != 0) & (c["tp"] > 1), c["tp"], 1)
+    divisor: IntArray = sp * np.where(c["cp"] > 1, 2 * c["cp"], 1)
+    return divisor
+
+
+def _seq_len_rule(release: str, divisor: Callable[[Columns], IntArray], spelled: str, source: str) -> Rule:
+    """TorchTitan's sequence-length divisor, which moved between releases: one rule, parameterised."""
+    return Rule(
+        name="torchtitan_seq_len_divisible",
+        axes=("tp", "cp", "sequence_parallel"),
+        clauses=(
+            Clause(
+                lambda c, j: j.model.seq_length % divisor(c) != 0,
+                lambda x, j: (
+                    f"seq_length({j.model.seq_length}) % {spelled}"
+                    f" = {j.model.seq_length % int(divisor(layout_columns([x]))[0])}, must be 0"
+                    f" (tp({x.tp}), cp({x.cp}))"
+                ),
+            ),
+        ),
+        source=f"{release} {source}",
+    )
+
+
+TORCHTITAN_SEQ_LEN_DIVISIBLE = _seq_len_rule(
+    _TORCHTITAN,
+    _seq_len_divisor_v02,
+    "(tp * 2 * cp)",
+    "torchtitan/models/llama3/infra/parallelize.py parallelize_llama (and the other models' parallelize):"
+    " training.seq_len % ParallelDims.seq_len_divisor (tp * cp * 2) == 0",
+)
+TORCHTITAN_03_SEQ_LEN_DIVISIBLE = _seq_len_rule(
+    _TORCHTITAN_03,
+    _seq_len_divisor_v03,
+    "((tp if sequence parallel) * (2 * cp if cp > 1))",
+    "torchtitan/trainer.py Trainer.__init__ ('Training sequence length ... must be divisible by'"
+    " (tp if parallelism.enable_sequence_parallel else 1) * (2 * cp if cp > 1 else 1))",
+)
+
+
+def _experts_split_over_tp(c: Columns, j: Job) -> BoolArray:
+    broken: BoolArray = (c["ep"] > 1) & (c["tp"] > 1) & (j.model.moe is not None)
+    return broken
+
+
+TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL = Rule(
+    name="torchtitan_no_expert_tensor_parallel",
+    axes=("tp", "ep"),
+    clauses=(
+        Clause(
+            _experts_split_over_tp,
+            lambda x, j: (
+                f"ep({x.ep}) > 1 with tp({x.tp}) > 1: TorchTitan v0.3.0 has no expert tensor parallelism, so each"
+                f" expert is whole on its rank ({x.tp}x the expert weights the plan prices, split over tp)"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN_03} torchtitan/models/common/moe_sharding.py _routed_experts_sharding_configs: with EP"
+    " the routed experts' weights are expert_param_placement_sparse (sharded over ep only, no tp);"
+    " torchtitan/config/configs.py ParallelismConfig has no expert_tensor_parallel_degree (EP borrows ranks from"
+    " FSDP and TP: efsdp = dp_shard * cp * tp / ep). The cost model prices experts split over tp * ep",
 )
 
 _MEGATRON_15_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL)
@@ -190,7 +276,9 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_DDP_ONE_DIMENSIONAL,
     TORCHTITAN_FLEX_ATTENTION_NO_CP,
     TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
+    TORCHTITAN_SEQ_LEN_DIVISIBLE,
 )
+_TORCHTITAN_03_RULES = (TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL, TORCHTITAN_03_SEQ_LEN_DIVISIBLE)
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
     "core": {"planner": ("planner", ())},
@@ -200,16 +288,18 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
         "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
     },
     "nemo": {"2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT))},
-    "torchtitan": {"0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
+    "torchtitan": {"0.3.0": (_TORCHTITAN_03, _TORCHTITAN_03_RULES), "0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
 }
 """Per framework, the releases targeted (newest first; the first is the default): release id -> (what it is,
 the rules it adds to the core). Megatron-LM core_v0.16 dropped validate_args' fp16 expert-parallel and
 grouped-GEMM checks and let num_query_groups divide tp; Megatron-FSDP still needs pp = 1 in core_v0.19.2.
 NeMo trains through Megatron-Core (FSDP adapter and TransformerConfig at the Megatron-LM commit its manifest
 pins) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check. TorchTitan 0.3.0
-(the registry's newest) configures a job in Python (`--module M --config FN`, a config_registry function
-returning Trainer.Config) instead of the TOML JobConfig; its launch is not built yet, so 0.2.2 is the one
-release targeted."""
+(the registry's newest) configures a job in Python (`--module M --config FN`); it dropped plain DDP (so
+ddp_one_dimensional), needs flex attention for CP instead of refusing it (flex_attention_no_cp), spells any
+stage split on the CLI (so torchtitan_split_by_transformer_layers: Megatron's embedding/loss-in-split is
+first/last_stage_less_layers = 1), lost expert tensor parallelism (torchtitan_no_expert_tensor_parallel) and
+moved the sequence-length divisor (torchtitan_seq_len_divisible, one rule per release's divisor)."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

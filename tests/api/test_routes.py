@@ -316,7 +316,7 @@ def test_launch_data_and_tokenizer_reach_the_launches(client: TestClient) -> Non
     assert "--data-path /lustre/corpus_text_document" in megatron["command"]
     assert "--mock-data" not in megatron["command"]
     assert "--tokenizer-model meta-llama/Llama-3.1-8B" in megatron["command"]
-    assert body["plans"][0]["launch"]["torchtitan"]["config"]["training"]["dataset_path"] == launch["data_path"]
+    assert body["plans"][0]["launch"]["torchtitan"]["config"]["dataloader"]["dataset_path"] == launch["data_path"]
     for bad, field in (
         ({"data_path": "a\nb"}, "data_path"),
         ({"data_path": "x" * 4097}, "data_path"),

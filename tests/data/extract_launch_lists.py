@@ -19,6 +19,16 @@ ArgumentGroupFactory), so the list is read by running that release's own `add_me
 empty argparse parser (with the installed torch and megatron-core) and listing its option strings, not by
 reading add_argument calls. Python 3.11 runs core_v0.19.2's parser once `typing.override` (3.12) is taken
 from typing_extensions; nothing else of that release is run.
+
+TorchTitan v0.3.0 flags (`torchtitan_flags.v0.3.0.txt`), from its wheel, with an interpreter that can import it
+(the tests/launch/test_torchtitan03_check.py venv: requirements/torchtitan03.lock):
+
+    /work/venv-tt3/bin/python tests/data/extract_launch_lists.py --torchtitan03 torchtitan-0.3.0-py3-none-any.whl
+
+v0.3.0 has no key file to read: ConfigManager hands `--section.key` overrides to tyro, which builds its parser
+from the `Trainer.Config` a config_registry function returns. The list is that parser's option strings (tyro's
+spelling, `--training.seq-len`), its activation-checkpoint subcommands and their options, for each config
+function the launch names, plus ConfigManager's own `--module` and `--config`.
 """
 
 from __future__ import annotations
@@ -210,7 +220,62 @@ def megatron_flags_from_parser(release: str, source: str) -> list[str]:
     return [header, *out.split()]
 
 
+_TYRO_FLAGS = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import tyro, tyro.extras
+import torchtitan.components.quantization.float8 as float8
+from torchtitan.config.manager import ConfigManager, custom_registry
+
+float8.has_cuda_capability = lambda major, minor: True  # the float8 configs build their converter on a GPU only
+
+def walk(parser, out):
+    for action in parser._actions:
+        out.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action.choices, dict):  # a subparsers action (tyro's own argparse backend)
+            for choice, sub in action.choices.items():
+                out.add(choice)
+                walk(sub, out)
+
+manager, names = ConfigManager(), {"--module", "--config"}
+for pair in sys.argv[1:]:
+    module, function = pair.split(":")
+    config, _ = manager._load_config(["--module", module, "--config", function])
+    walk(tyro.extras.get_parser(type(config), default=config, registry=custom_registry), names)
+print(tyro.__version__)
+print("\\n".join(sorted(names)))
+"""
+
+TORCHTITAN03_CONFIGS = (
+    "llama3:llama3_8b",
+    "llama3:llama3_70b",
+    "llama3:llama3_405b",
+    "deepseek_v3:deepseek_v3_671b",
+    "deepseek_v3:deepseek_v3_671b_float8",
+    "llama3:llama3_debugmodel",
+)
+"""The config functions planner/launch/torchtitan_v03.py names, and the stand-in the real-code check uses for a
+shape TorchTitan does not ship."""
+
+
+def torchtitan03_flags(wheel: str) -> list[str]:
+    """Every option string tyro's parser for v0.3.0's Trainer.Config registers (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root, origin = _unpacked(wheel, Path(tmp))
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        args = [sys.executable, "-W", "ignore", "-c", _TYRO_FLAGS, *TORCHTITAN03_CONFIGS]
+        tyro, *names = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout.split()
+    header = (
+        f"# TorchTitan v0.3.0: {origin} torchtitan/config/manager.py: ConfigManager's parser (tyro {tyro}) option"
+        f" strings and subcommands for --module/--config {' '.join(TORCHTITAN03_CONFIGS)}"
+    )
+    return [header, *names]
+
+
 def main(argv: list[str]) -> None:
+    if argv and argv[0] == "--torchtitan03":
+        (HERE / "torchtitan_flags.v0.3.0.txt").write_text("\n".join(torchtitan03_flags(argv[1])) + "\n")
+        return
     if argv and argv[0] == "--megatron":
         for pair in argv[1::2]:
             release, source = pair.split("=", 1)

@@ -17,11 +17,13 @@ import pytest
 from planner.launch import FrameworkLaunch, launch_args
 from planner.launch.megatron import MEGATRON_VERSIONS
 from planner.launch.nemo import NEMO_VERSION
-from planner.launch.torchtitan import TORCHTITAN_VERSION
+from planner.launch.torchtitan import TORCHTITAN_VERSIONS
+from planner.launch.torchtitan_v03 import flag
 from tests.launch.shell import torchrun_argv
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TORCHTITAN_FILE, NEMO_FILE = ("torchtitan_config_keys.txt", "nemo_strategy_params.txt")
+TORCHTITAN03_FILE = "torchtitan_flags.v0.3.0.txt"
 MEGATRON_FILES = {release: f"megatron_lm_flags.{release}.txt" for release in MEGATRON_VERSIONS}
 
 
@@ -56,7 +58,7 @@ def _dotted(config: dict[str, Any], prefix: str = "") -> list[str]:
     [
         (MEGATRON_FILES["core_v0.15.0"], MEGATRON_VERSIONS["core_v0.15.0"]),
         (MEGATRON_FILES["core_v0.16.1"], MEGATRON_VERSIONS["core_v0.16.1"]),
-        (TORCHTITAN_FILE, TORCHTITAN_VERSION),
+        (TORCHTITAN_FILE, TORCHTITAN_VERSIONS["0.2.2"]),
         (NEMO_FILE, NEMO_VERSION),
     ],
 )
@@ -69,12 +71,30 @@ def test_list_names_its_source_and_matches_the_version_stamp(name: str, version:
     assert len(names) > 100
 
 
-def test_wheel_list_names_its_wheel() -> None:
-    """core_v0.19.2 is read from the registry's wheel (Python >= 3.12: not installable here), named with its hash."""
-    first = _lines(MEGATRON_FILES["core_v0.19.2"])[0][0]
-    assert re.match(r"# Megatron-LM core_v0\.19\.2: megatron_core-0\.19\.2-\S+\.whl sha256 [0-9a-f]{64} ", first), first
+@pytest.mark.parametrize(
+    ("name", "pattern", "version"),
+    [
+        (
+            MEGATRON_FILES["core_v0.19.2"],
+            r"# Megatron-LM core_v0\.19\.2: megatron_core-0\.19\.2-\S+\.whl sha256 [0-9a-f]{64} ",
+            MEGATRON_VERSIONS["core_v0.19.2"],
+        ),
+        (
+            TORCHTITAN03_FILE,
+            r"# TorchTitan v0\.3\.0: torchtitan-0\.3\.0-py3-none-any\.whl sha256 [0-9a-f]{64} ",
+            TORCHTITAN_VERSIONS["0.3.0"],
+        ),
+    ],
+)
+def test_wheel_list_names_its_wheel(name: str, pattern: str, version: str) -> None:
+    """Lists read from a registry wheel (Megatron-LM core_v0.19.2: Python >= 3.12, not installable here;
+    TorchTitan v0.3.0: its tyro parser) name the wheel with its hash, which the version stamp repeats."""
+    headers, names = _lines(name)
+    first = headers[0]
+    assert re.match(pattern, first), first
     digest = re.search(r"sha256 ([0-9a-f]{64})", first)
-    assert digest is not None and f"sha256 {digest[1][:12]}" in MEGATRON_VERSIONS["core_v0.19.2"]
+    assert digest is not None and f"sha256 {digest[1][:12]}" in version
+    assert len(names) > 100
 
 
 @pytest.mark.parametrize("release", list(MEGATRON_FILES))
@@ -101,7 +121,10 @@ def test_megatron_flags_exist(case: Any, release: str) -> None:
 
 
 def test_torchtitan_keys_exist(case: Any) -> None:
-    launch: FrameworkLaunch = case.launch().torchtitan
+    versions = {"torchtitan": "0.2.2"}
+    args = launch_args(case.model, case.training, case.layout, case.num_gpus, case.gpus_per_node, None, versions)
+    launch: FrameworkLaunch = args.torchtitan
+    assert launch.framework_version == TORCHTITAN_VERSIONS["0.2.2"]
     known = _names(TORCHTITAN_FILE)
     from_args = [f.removeprefix("--") for f in _flags(launch.args)]
     from_command = [f.removeprefix("--") for f in _flags(_after(launch.command, "torchtitan.train"))]
@@ -121,3 +144,33 @@ def test_nemo_keys_exist(case: Any) -> None:
     for keys in (from_args, from_command, list(launch.config)):
         assert keys
         assert [k for k in keys if k not in known] == []
+
+
+def _v03_flags(config: dict[str, Any]) -> list[str]:
+    """The flag each `config` entry sets: `--section.key` (False as `--section.no-key`), the subcommand."""
+    flags: list[str] = []
+    for key, value in config.items():
+        if key == "activation_checkpoint":
+            flags.append(f"activation-checkpoint:{value}")
+        elif isinstance(value, dict):
+            flags += [flag(f"{key}.{k}" if v is not False else f"{key}.no_{k}") for k, v in value.items()]
+        else:
+            flags.append(flag(key))
+    return flags
+
+
+def _v03_names(tokens: list[str]) -> list[str]:
+    return [t for t in tokens if t.startswith(("--", "activation-checkpoint:"))]
+
+
+def test_torchtitan03_flags_exist(case: Any) -> None:
+    """Every flag, subcommand and `config` entry of the v0.3.0 launch is in its tyro parser's recorded list."""
+    launch: FrameworkLaunch = case.launch().torchtitan
+    assert launch.framework_version == TORCHTITAN_VERSIONS["0.3.0"]
+    known = _names(TORCHTITAN03_FILE)
+    program = _after(launch.command, "torchtitan.train")
+    for names in (_v03_names(program), _v03_names(launch.args), _v03_flags(launch.config)):
+        assert names
+        assert [n for n in names if n not in known] == []
+    assert program[-1].startswith("activation-checkpoint:")  # tyro reads what follows a subcommand as its options
+    assert program[:4] == ["--module", launch.config["module"], "--config", launch.config["config"]]

@@ -2,35 +2,37 @@
 
 Runs with the `launch-check` extra (`pip install -e ".[launch-check]"`); skipped without it, unless
 PLANNER_REQUIRE_LAUNCH_CHECK=1 (as .ci/run sets), which turns the skip into a failure. The matrix is
-the ranked plans and baselines of real searches (dense, GQA, MoE with EP, CP, interleaved, uneven,
-every ZeRO stage and recompute mode, fp16/bf16/fp8, partial nodes, NVL72) plus the hand-made cases
-of conftest.py; see framework_check.py for which parts are the frameworks' code.
+tests/launch/plan_matrix.py's; see framework_check.py for which parts are the frameworks' code. TorchTitan is
+checked here at 0.2.2 (the extra's release); 0.3.0 in test_torchtitan03_check.py.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import warnings
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
 
 import pytest
 
 from planner.costmodel.topology import count_crossings
-from planner.launch import LaunchArgs, launch_args
+from planner.launch import launch_args
 from planner.launch.common import stage_layers
-from planner.layout import Layout
-from planner.presets import get_preset
-from planner.profiles import ClusterSpec, load_profiles
 from planner.rules import rule_set
-from planner.search.plan import plan
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
-from tests.launch.conftest import CASES
+from planner.specs import Precision, Recompute
+from tests.launch.plan_matrix import Planned, microbatches, planned
 from tests.launch.shell import option, processes_per_node, torchrun_argv
 
-_EXTRA = all(importlib.util.find_spec(m) is not None for m in ("torch", "megatron.core", "torchtitan"))
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # find_spec("megatron.core") imports megatron first
+        return False
+
+
+_EXTRA = all(_found(m) for m in ("torch", "megatron.core", "torchtitan"))
+_EXTRA = _EXTRA and importlib.metadata.version("torchtitan") == "0.2.2"  # 0.3.0: test_torchtitan03_check.py
 if not _EXTRA:
     if os.environ.get("PLANNER_REQUIRE_LAUNCH_CHECK") == "1":
         raise RuntimeError("PLANNER_REQUIRE_LAUNCH_CHECK=1 but the launch-check extra is not installed")
@@ -48,87 +50,20 @@ pytestmark = [
 ]
 
 
-@dataclass(frozen=True)
-class Planned:
-    id: str
-    model: ModelSpec
-    training: TrainingSpec
-    layout: Layout
-    num_gpus: int
-    gpus_per_node: int
-    nvlink_domain_gpus: int
-    num_microbatches: int | None
-
-    @property
-    def launch(self) -> LaunchArgs:
-        return _launch(self)
-
-
 CHECKED_MEGATRON = "core_v0.16.1"
 """The Megatron-LM release whose Megatron-Core the launch-check extra installs (megatron-core 0.16.1: the newest
 on Python 3.11). core_v0.19.2, the default, needs Python >= 3.12; its rules and emitted flags equal 0.16.1's
 (test_the_default_release_launches_as_the_checked_one), so this check covers it as far as 0.16.1's code can."""
 
 
-@cache
-def _launch(p: Planned) -> LaunchArgs:
-    versions = {"megatron": CHECKED_MEGATRON}
-    return launch_args(p.model, p.training, p.layout, p.num_gpus, p.gpus_per_node, None, versions)
+CHECKED_TORCHTITAN = "0.2.2"
+"""The TorchTitan release the launch-check extra installs; 0.3.0 (the default) is checked in its own venv by
+test_torchtitan03_check.py."""
 
 
-# (preset, profile, GPUs, global batch, precision, constraints)
-_SEARCHES: list[tuple[str, str, int, int, Precision, dict[str, Any]]] = [
-    ("llama3-8b", "dgx-h100", 64, 512, Precision.BF16, {}),
-    ("llama3-8b", "dgx-h100", 100, 400, Precision.BF16, {}),
-    ("llama3-8b", "dgx-h100", 12, 96, Precision.FP8, {}),
-    ("llama3-8b", "dgx-a100-80gb", 64, 512, Precision.FP16, {"zero_stage": [0, 1]}),
-    ("llama3-70b", "dgx-h100", 512, 1024, Precision.BF16, {"vp": [2, 4, 5]}),
-    ("llama3-70b", "dgx-h100", 100, 1000, Precision.BF16, {}),
-    ("llama3-70b", "dgx-h100", 256, 512, Precision.BF16, {"cp": [2, 4]}),
-    ("llama3-70b", "gb200-nvl72", 144, 1152, Precision.BF16, {}),
-    ("llama3-70b", "gb200-nvl72", 72, 576, Precision.FP8, {"recompute": "selective"}),
-    ("llama3-405b", "dgx-h100", 1024, 2048, Precision.BF16, {"zero_stage": [2, 3], "pp": 1}),
-    ("llama3-405b", "dgx-h100", 1024, 2048, Precision.BF16, {"recompute": "full"}),
-    ("gpt3-175b", "dgx-a100-80gb", 1024, 1536, Precision.FP16, {}),
-    ("gpt3-175b", "dgx-a100-80gb", 1000, 1500, Precision.BF16, {}),
-    ("mixtral-8x7b", "dgx-h100", 256, 512, Precision.BF16, {"ep": [2, 4, 8]}),
-    ("mixtral-8x7b", "dgx-h100", 64, 256, Precision.FP8, {}),
-    ("deepseek-v3", "dgx-h100", 1024, 2048, Precision.BF16, {"ep": [8, 16, 32, 64]}),
-    ("nemotron4-15b", "hgx-h200", 64, 256, Precision.BF16, {"recompute": "none"}),
-    ("gpt-neox-20b", "dgx-a100-40gb", 96, 384, Precision.BF16, {}),
-    ("bloom-176b", "dgx-a100-80gb", 384, 2048, Precision.BF16, {}),
-    ("megatron-1.7b", "dgx-a100-80gb", 40, 320, Precision.FP16, {}),
-]
-
-
-def _planned(framework: str) -> list[Planned]:
-    profiles = load_profiles()
-    rules = rule_set(framework, CHECKED_MEGATRON if framework == "megatron" else None)
-    out: list[Planned] = []
-    for preset, profile_id, gpus, batch, precision, constraints in _SEARCHES:
-        model, profile = get_preset(preset).model, profiles[profile_id]
-        training = TrainingSpec(global_batch_size=batch, precision=precision)
-        result = plan(model, ClusterSpec(profile=profile, num_gpus=gpus), training, constraints, 8, rules=rules)
-        baselines = (result.baseline, result.modern_baseline)
-        plans = [*result.plans] + [b.plan for b in baselines if b is not None and b.plan is not None]
-        node, domain = profile.node.gpus_per_node, profile.node.nvlink_domain_gpus
-        for i, p in enumerate(plans):
-            e = p.estimate
-            pid = f"{preset}-{profile_id}-{gpus}-{precision.value}-{i}"
-            out.append(Planned(pid, model, training, p.layout, p.num_gpus, node, domain, e.num_microbatches))
-    for c in CASES:
-        out.append(Planned(c.id, c.model, c.training, c.layout, c.num_gpus, c.gpus_per_node, c.gpus_per_node, None))
-    return out
-
-
-_MEGATRON = _planned("megatron")
-_TORCHTITAN = _planned("torchtitan")
-
-
-def _microbatches(p: Planned) -> int:
-    n = p.training.global_batch_size // (p.layout.micro_batch_size * p.layout.dp)
-    assert p.num_microbatches in (None, n)
-    return n
+_MEGATRON = planned("megatron", CHECKED_MEGATRON)
+_TORCHTITAN = planned("torchtitan", CHECKED_TORCHTITAN)
+_microbatches = microbatches
 
 
 # --- Megatron-Core ---------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""Launch arguments carry the plan: right flags with right values, node counts, shell-safe commands."""
+"""Launch arguments carry the plan: right flags with right values, node counts, shell-safe commands.
+
+The TorchTitan assertions here are v0.2.2's (TOML JobConfig), so every launch pins that release; v0.3.0's form
+is tested in test_launch_torchtitan03.py.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ import pytest
 
 import planner.launch
 from planner.errors import InvalidSpecError
-from planner.launch import FrameworkLaunch, LaunchArgs, LaunchInputs, TokenizerInputs, launch_args
+from planner.launch import FrameworkLaunch, LaunchArgs, LaunchInputs, TokenizerInputs
+from planner.launch import launch_args as _launch_args
 from planner.launch.common import moe_layer_pattern, stage_layers
 from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
@@ -25,6 +30,26 @@ LLAMA70 = get_preset("llama3-70b").model
 GPT3 = get_preset("gpt3-175b").model
 DEEPSEEK = get_preset("deepseek-v3").model
 LLAMA3_8B = get_preset("llama3-8b").model
+TORCHTITAN = "0.2.2"
+"""The TorchTitan release these tests read (test_launch_torchtitan03.py covers 0.3.0)."""
+
+
+def launch_args(
+    model: ModelSpec,
+    training: TrainingSpec,
+    layout: Layout,
+    num_gpus: int,
+    gpus_per_node: int,
+    inputs: LaunchInputs | None = None,
+    versions: dict[str, str] | None = None,
+) -> LaunchArgs:
+    """planner.launch.launch_args with TorchTitan pinned to TORCHTITAN."""
+    versions = {"torchtitan": TORCHTITAN} | (versions or {})
+    return _launch_args(model, training, layout, num_gpus, gpus_per_node, inputs, versions)
+
+
+def _case(case: Any) -> LaunchArgs:
+    return launch_args(case.model, case.training, case.layout, case.num_gpus, case.gpus_per_node)
 
 
 def _flags(launch: FrameworkLaunch) -> dict[str, list[str]]:
@@ -108,7 +133,7 @@ def test_same_plan_for_torchtitan_and_nemo() -> None:
 
 
 def test_num_query_groups_never_without_group_query_attention(case: Any) -> None:
-    flags = _flags(case.launch().megatron)
+    flags = _flags(_case(case).megatron)
     assert ("--num-query-groups" in flags) == ("--group-query-attention" in flags)
     gqa = case.model.num_query_groups < case.model.num_attention_heads
     assert ("--group-query-attention" in flags) == gqa
@@ -117,7 +142,7 @@ def test_num_query_groups_never_without_group_query_attention(case: Any) -> None
 
 
 def test_no_virtual_pipeline_size_flag_anywhere(case: Any) -> None:
-    megatron = case.launch().megatron
+    megatron = _case(case).megatron
     assert megatron.script is not None
     for text in (" ".join(megatron.args), megatron.command, megatron.script):
         assert "--virtual-pipeline-model-parallel-size" not in text
@@ -125,7 +150,7 @@ def test_no_virtual_pipeline_size_flag_anywhere(case: Any) -> None:
 
 def test_torchrun_puts_ranks_on_nodes_as_the_plan_places_them(case: Any) -> None:
     """Full nodes of gpus_per_node in rank order, the last node partly used: what topology.count_crossings prices."""
-    launch = case.launch()
+    launch = _case(case)
     full, last = divmod(case.num_gpus, case.gpus_per_node)
     expected = [case.gpus_per_node] * full + ([last] if last else [])
     assert launch.megatron.script is not None
@@ -143,7 +168,7 @@ def test_torchrun_puts_ranks_on_nodes_as_the_plan_places_them(case: Any) -> None
 
 
 def test_sbatch_script_matches_the_torchrun_line(case: Any) -> None:
-    megatron = case.launch().megatron
+    megatron = _case(case).megatron
     script = megatron.script
     assert script is not None and script.startswith("#!/bin/bash\n")
     command = torchrun_argv(megatron.command, 0)
@@ -161,14 +186,14 @@ def test_sbatch_script_matches_the_torchrun_line(case: Any) -> None:
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_script_and_commands_parse_as_shell(case: Any) -> None:
-    launch = case.launch()
+    launch = _case(case)
     assert launch.megatron.script is not None
     for text in (launch.megatron.script, launch.megatron.command, launch.torchtitan.command, launch.nemo.command):
         subprocess.run(["bash", "-n"], input=text, text=True, check=True)
 
 
 def test_args_appear_verbatim_in_the_command(case: Any) -> None:
-    launch = case.launch()
+    launch = _case(case)
     megatron = shlex.split(launch.megatron.command)
     start = megatron.index("pretrain_gpt.py") + 1
     assert megatron[start : start + len(launch.megatron.args)] == launch.megatron.args
@@ -181,7 +206,7 @@ def test_args_appear_verbatim_in_the_command(case: Any) -> None:
 
 def test_parallel_sizes_are_the_layouts(case: Any) -> None:
     x = case.layout
-    launch = case.launch()
+    launch = _case(case)
     flags = _flags(launch.megatron)
     assert flags["--tensor-model-parallel-size"] == [str(x.tp)]
     assert flags["--pipeline-model-parallel-size"] == [str(x.pp)]
@@ -200,7 +225,7 @@ def test_parallel_sizes_are_the_layouts(case: Any) -> None:
 
 
 def test_megatron_config_is_the_args(case: Any) -> None:
-    megatron = case.launch().megatron
+    megatron = _case(case).megatron
     flags = _flags(megatron)
     assert list(megatron.config) == list(flags)
     for flag, values in flags.items():
@@ -210,7 +235,7 @@ def test_megatron_config_is_the_args(case: Any) -> None:
 
 def test_torchtitan_batch_gives_the_planned_micro_batches(case: Any) -> None:
     x, batch = case.layout, case.training.global_batch_size
-    titan = case.launch().torchtitan.config
+    titan = _case(case).torchtitan.config
     training, par = titan["training"], titan["parallelism"]
     assert training["global_batch_size"] == batch and training["seq_len"] == case.model.seq_length
     accumulation = batch // (training["local_batch_size"] * x.dp)
@@ -224,7 +249,7 @@ def test_torchtitan_batch_gives_the_planned_micro_batches(case: Any) -> None:
 
 
 def test_torchtitan_expert_parallel_fits_in_its_fsdp_dimension(case: Any) -> None:
-    par = case.launch().torchtitan.config["parallelism"]
+    par = _case(case).torchtitan.config["parallelism"]
     fsdp = par["data_parallel_shard_degree"] * par["context_parallel_degree"]
     etp = par["expert_tensor_parallel_degree"]
     assert etp in (1, par["tensor_parallel_degree"])
@@ -236,7 +261,7 @@ def test_torchtitan_stage_split_is_the_planned_one(case: Any) -> None:
     x = case.layout
     if x.pp == 1:
         return
-    par = case.launch().torchtitan.config["parallelism"]
+    par = _case(case).torchtitan.config["parallelism"]
     stages = stage_layers(case.model, x)
     expected = [n // x.vp for _ in range(x.vp) for n in stages]
     if "module_fqns_per_model_part" in par:
@@ -262,7 +287,7 @@ def _titan_split(num_layers: int, num_stages: int, par: dict[str, int]) -> list[
 
 
 def test_nemo_sets_every_parallel_key_even_at_its_default(case: Any) -> None:
-    keys = set(case.launch().nemo.config)
+    keys = set(_case(case).nemo.config)
     s = "trainer.strategy."
     for name in (
         "tensor_model_parallel_size",
@@ -664,7 +689,7 @@ def test_recipe_flags(
 
 
 def test_every_launch_says_it_is_a_smoke_test_and_names_the_placeholders(case: Any) -> None:
-    launch = case.launch()
+    launch = _case(case)
     placeholders = {
         "megatron": ("DATA_PREFIX", "TOKENIZER"),
         "torchtitan": ("DATA", "TOKENIZER_DIR"),

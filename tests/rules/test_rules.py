@@ -228,7 +228,7 @@ FRAMEWORK_CASES = [
         "ep(2) > 1 is refused in fp16 training; use ep = 1 or bf16",
     ),
     (
-        "torchtitan",
+        "torchtitan@0.2.2",
         "ddp_one_dimensional",
         job(),
         Layout(tp=1, pp=1, dp=8),
@@ -236,7 +236,7 @@ FRAMEWORK_CASES = [
         "zero_stage(0) runs plain DDP, which has no > 1-D parallelism: tp(2) * pp(1) = 2, must be 1",
     ),
     (
-        "torchtitan",
+        "torchtitan@0.2.2",
         "flex_attention_no_cp",
         job(DSV3, gbs=64, gpus=16),
         Layout(tp=8, pp=1, dp=2, zero_stage=1),
@@ -244,7 +244,7 @@ FRAMEWORK_CASES = [
         "cp(2) > 1 needs SDPA attention; TorchTitan's DeepSeek-V3 uses flex attention",
     ),
     (
-        "torchtitan",
+        "torchtitan@0.2.2",
         "torchtitan_split_by_transformer_layers",
         job(),
         Layout(tp=1, pp=2, dp=4, zero_stage=1),
@@ -259,11 +259,38 @@ FRAMEWORK_CASES = [
         "the embedding or the loss counted as a pipeline layer is Megatron-Core's split;"
         " the TorchTitan launch assigns whole transformer layers to stages, so it is not offered",
     ),
+    (
+        "torchtitan@0.2.2",
+        "torchtitan_seq_len_divisible",
+        job(gpus=16),
+        Layout(tp=4, pp=1, dp=2, cp=2, zero_stage=1),
+        Layout(tp=8, pp=1, dp=1, cp=2, zero_stage=1),
+        "seq_length(16) % (tp * 2 * cp) = 16, must be 0 (tp(8), cp(2))",
+    ),
+    (
+        "torchtitan",
+        "torchtitan_seq_len_divisible",
+        job(gpus=16),
+        Layout(tp=8, pp=1, dp=1, cp=2, zero_stage=1),
+        Layout(tp=8, pp=1, dp=1, cp=2, sequence_parallel=True, zero_stage=1),
+        "seq_length(16) % ((tp if sequence parallel) * (2 * cp if cp > 1)) = 16, must be 0 (tp(8), cp(2))",
+    ),
+    (
+        "torchtitan",
+        "torchtitan_no_expert_tensor_parallel",
+        job(MOE),
+        Layout(tp=1, pp=1, dp=8, ep=2, zero_stage=1),
+        Layout(tp=2, pp=1, dp=4, ep=2, zero_stage=1),
+        "ep(2) > 1 with tp(2) > 1: TorchTitan v0.3.0 has no expert tensor parallelism, so each expert is whole on"
+        " its rank (2x the expert weights the plan prices, split over tp)",
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("framework", "name", "j", "kept", "removed", "message"), FRAMEWORK_CASES, ids=[c[1] for c in FRAMEWORK_CASES]
+    ("framework", "name", "j", "kept", "removed", "message"),
+    FRAMEWORK_CASES,
+    ids=[f"{c[0]}-{c[1]}" for c in FRAMEWORK_CASES],
 )
 def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed: Layout, message: str) -> None:
     framework, _, release = framework.partition("@")
@@ -289,16 +316,42 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "fp16_no_expert_parallel",
     )
     assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
-    assert rule_set("torchtitan").names[9:] == (
+    assert rule_set("torchtitan").version == "0.3.0"
+    assert rule_set("torchtitan").names[9:] == ("torchtitan_no_expert_tensor_parallel", "torchtitan_seq_len_divisible")
+    assert rule_set("torchtitan", "0.2.2").names[9:] == (
         "ddp_one_dimensional",
         "flex_attention_no_cp",
         "torchtitan_split_by_transformer_layers",
+        "torchtitan_seq_len_divisible",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
         rule_set("jax")
     with pytest.raises(ValueError, match="accepted: core_v0.19.2, core_v0.16.1, core_v0.15.0"):
         rule_set("megatron", "core_v0.14.0")
+
+
+def test_torchtitan_releases_differ_where_their_source_does() -> None:
+    """0.3.0 has no plain DDP, runs CP on flex attention and writes Megatron's embedding-in-split; 0.2.2 refuses
+    all three. 0.3.0 refuses experts with tp > 1 (no expert tensor parallelism), which 0.2.2 accepts."""
+    embedding = Layout(
+        tp=1,
+        pp=2,
+        dp=4,
+        zero_stage=1,
+        account_for_embedding_in_pipeline_split=True,
+        account_for_loss_in_pipeline_split=True,
+    )
+    cases = [
+        (job(), Layout(tp=2, pp=1, dp=4), True),
+        (job(DSV3, gbs=64, gpus=16), Layout(tp=8, pp=1, dp=1, cp=2, zero_stage=1), True),
+        (job(), embedding, True),
+        (job(MOE), Layout(tp=2, pp=1, dp=4, ep=2, zero_stage=1), False),
+    ]
+    for j, layout, newer_accepts in cases:
+        older = layout_violations(layout, j.model, j.training, j.num_gpus, rule_set("torchtitan", "0.2.2"))
+        newer = layout_violations(layout, j.model, j.training, j.num_gpus, rule_set("torchtitan", "0.3.0"))
+        assert (not newer, not older) == (newer_accepts, not newer_accepts), layout
 
 
 def test_megatron_releases_differ_where_their_source_does() -> None:
