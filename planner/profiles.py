@@ -74,6 +74,12 @@ class GpuSection(BaseModel):
         description="Published throughput of the fused attention kernel the frameworks run on this GPU "
         "(long sequence, head dim 128, 16-bit); null: the attention core runs at the GEMM efficiency.",
     )
+    flash2_attention_tflops: FusedAttentionTflops | None = Field(
+        default=None,
+        description="Published throughput of FlashAttention-2 on this GPU (long sequence, head dim 128, 16-bit),"
+        " for runs with training.runtime.attention_kernel = flash2; null: such runs price the attention core"
+        " at the GEMM efficiency.",
+    )
 
 
 class NodeSection(BaseModel):
@@ -209,6 +215,9 @@ class HardwareProfile(BaseModel):
             fused_attention_flop_per_s=(
                 (fa.forward * TERA, fa.backward * TERA) if (fa := self.gpu.fused_attention_tflops) else None
             ),
+            flash2_attention_flop_per_s=(
+                (f2.forward * TERA, f2.backward * TERA) if (f2 := self.gpu.flash2_attention_tflops) else None
+            ),
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
@@ -260,6 +269,9 @@ class Hardware:
     fused_attention_flop_per_s: tuple[float, float] | None = None
     """(forward, backward) flop/s of the fused attention kernel as published (`GpuSection.fused_attention_tflops`);
     None: priced like a GEMM (`compute.tensor_core_time_s`)."""
+    flash2_attention_flop_per_s: tuple[float, float] | None = None
+    """(forward, backward) flop/s of FlashAttention-2 as published (`GpuSection.flash2_attention_tflops`); None:
+    priced like a GEMM."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     sm_count: int = 1

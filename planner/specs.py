@@ -168,12 +168,30 @@ class ModelSpec(BaseModel):
         return self.num_layers - self.num_moe_layers
 
 
+class AttentionKernel(StrEnum):
+    """The fused attention kernel that runs the attention core (with `RuntimeFeatures.flash_attention`)."""
+
+    CUDNN = "cudnn"
+    """cuDNN's fused attention: what Transformer Engine's DotProductAttention runs on Hopper (Megatron-Core,
+    NeMo)."""
+    FLASH2 = "flash2"
+    """FlashAttention-2 (Dao 2023, arXiv 2307.08691): the flash-attn package and PyTorch SDPA's flash backend,
+    as PyTorch FSDP stacks without Transformer Engine run it."""
+
+
 class RuntimeFeatures(BaseModel):
     """Framework features that change time or memory. Defaults: current Megatron-Core practice."""
 
     model_config = _FROZEN
 
     flash_attention: bool = Field(default=True, description="Fused attention; no s x s scores in memory.")
+    attention_kernel: AttentionKernel = Field(
+        default=AttentionKernel.CUDNN,
+        strict=False,
+        description="Which fused attention kernel runs (with flash_attention): cudnn (Transformer Engine, the"
+        " Megatron-Core default) or flash2 (FlashAttention-2: flash-attn, PyTorch SDPA's flash backend), each at"
+        " the profile's published rate for it (gpu.fused_attention_tflops, gpu.flash2_attention_tflops).",
+    )
     overlap_grad_reduce: bool = Field(default=True, description="DP gradient reduction overlaps backward.")
     overlap_param_gather: bool = Field(default=True, description="ZeRO/FSDP parameter gathers overlap compute.")
     tp_comm_overlap: bool = Field(

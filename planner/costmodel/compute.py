@@ -39,7 +39,7 @@ from planner.costmodel.gemms import (
 from planner.costmodel.host import host_s_per_kernel, layer_kernels
 from planner.numerics import Numerics
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, RuntimeFeatures
+from planner.specs import AttentionKernel, ModelSpec, RuntimeFeatures
 
 __all__ = [
     "LayerTimes",
@@ -181,18 +181,20 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
     return np.asarray(per_element_s * inputs, dtype=np.float64), np.asarray(per_element_s * grads, dtype=np.float64)
 
 
-def _fused_attention_s(flop: FloatArray, hw: Hardware) -> tuple[FloatArray, FloatArray]:
+def _fused_attention_s(flop: FloatArray, hw: Hardware, kernel: AttentionKernel) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) seconds of a fused (flash) attention core of `flop` forward flop on one GPU.
 
-    At the kernel's published throughput where the profile gives it (`Hardware.fused_attention_flop_per_s`:
-    the online-softmax kernel runs below the GEMM rate, its exponentials and rescaling between two
-    matmuls; FlashAttention-3, Shah et al. 2024, arXiv 2407.08608, Sec. 3 and Figs. 5-6), else like a
-    GEMM at the bf16 peak (`tensor_core_time_s`). Backward does `FLASH_BACKWARD_FACTOR` times the flop.
+    At `kernel`'s published throughput where the profile gives it (`Hardware.fused_attention_flop_per_s` for
+    cuDNN, `Hardware.flash2_attention_flop_per_s` for FlashAttention-2: the online-softmax kernel runs below
+    the GEMM rate, its exponentials and rescaling between two matmuls; FlashAttention-3, Shah et al. 2024,
+    arXiv 2407.08608, Sec. 3 and Figs. 5-6, which measures both), else like a GEMM at the bf16 peak
+    (`tensor_core_time_s`). Backward does `FLASH_BACKWARD_FACTOR` times the flop.
     """
     backward_flop = FLASH_BACKWARD_FACTOR * flop
-    if hw.fused_attention_flop_per_s is None:
+    rates = hw.fused_attention_flop_per_s if kernel == AttentionKernel.CUDNN else hw.flash2_attention_flop_per_s
+    if rates is None:
         return tensor_core_time_s(flop, hw, False), tensor_core_time_s(backward_flop, hw, False)
-    forward_rate, backward_rate = hw.fused_attention_flop_per_s
+    forward_rate, backward_rate = rates
     forward = np.asarray(flop / forward_rate, dtype=np.float64)
     return forward, np.asarray(backward_flop / backward_rate, dtype=np.float64)
 
@@ -214,7 +216,7 @@ def _attention_core_s(
     """
     flop = attention_core_flop(model, c.micro_batch_size) / (c.tp * c.cp)
     if rt.flash_attention:  # causal blocks only (`gemms.attention_core_flop`)
-        return _fused_attention_s(flop, hw)
+        return _fused_attention_s(flop, hw, rt.attention_kernel)
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp

@@ -11,7 +11,7 @@ from planner.costmodel.candidates import Candidates
 from planner.costmodel.gemms import GemmRole, layer_gemms, logits_gemm
 from planner.layout import Layout
 from planner.profiles import Hardware, load_profiles
-from planner.specs import ModelSpec, MoESpec, Precision, RuntimeFeatures
+from planner.specs import AttentionKernel, ModelSpec, MoESpec, Precision, RuntimeFeatures
 from planner.units import TERA
 
 BF16 = Hardware(
@@ -90,3 +90,24 @@ def test_fused_attention_at_its_published_rate() -> None:
     hw = _replace(BF16, fused_attention_flop_per_s=(100.0, 50.0))
     fwd, bwd = compute._attention_core_s(TINY, c, hw, RuntimeFeatures())
     np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 100.0, 2.5 * 256 / 50.0], rtol=1e-12)
+
+
+def test_the_runtime_picks_the_attention_kernel_and_its_rate() -> None:
+    # The same 256 flop core: cuDNN at 100 / 50 flop/s, FlashAttention-2 at 40 / 20 flop/s.
+    c = _one(Layout(tp=1, pp=1, dp=1))
+    hw = replace(BF16, fused_attention_flop_per_s=(100.0, 50.0), flash2_attention_flop_per_s=(40.0, 20.0))
+    fwd, bwd = compute._attention_core_s(TINY, c, hw, RuntimeFeatures(attention_kernel=AttentionKernel.FLASH2))
+    np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 40.0, 2.5 * 256 / 20.0], rtol=1e-12)
+    fwd, bwd = compute._attention_core_s(TINY, c, hw, RuntimeFeatures())  # cudnn by default
+    np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 100.0, 2.5 * 256 / 50.0], rtol=1e-12)
+    # A kernel the profile has no rate for runs like a GEMM at the bf16 peak, as with no rate at all.
+    bare = replace(BF16, fused_attention_flop_per_s=(100.0, 50.0))
+    flash2 = compute._attention_core_s(TINY, c, bare, RuntimeFeatures(attention_kernel=AttentionKernel.FLASH2))
+    gemm_like = compute._attention_core_s(TINY, c, BF16, RuntimeFeatures())
+    np.testing.assert_allclose(np.ravel(flash2), np.ravel(gemm_like), rtol=1e-12)
+
+
+def test_the_h100_profile_carries_both_published_kernels() -> None:
+    hw = load_profiles()["dgx-h100"].hardware(Precision.BF16)
+    assert hw.fused_attention_flop_per_s == (609 * TERA, 499 * TERA)  # cuDNN, FlashAttention-3 paper Figs. 5-6
+    assert hw.flash2_attention_flop_per_s == (368 * TERA, 310 * TERA)  # FlashAttention-2, the same charts
