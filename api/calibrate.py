@@ -30,8 +30,6 @@ left out (leave-one-out), each over every run, so its time grows with about the 
 constants on this project's 2-core machine. 24 keeps a calibration request near 10 s of one worker's time;
 24 runs of one cluster pin three constants well. The report's notes say when older ones were left out."""
 
-_PAGE = 200
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SkippedObservation:
@@ -52,13 +50,11 @@ def split_profile_id(profile_id: str, site: str | None) -> tuple[str, str]:
     return base, chosen
 
 
-def _stored(store: Store, profile_id: str) -> list[Observation]:
-    found: list[Observation] = []
-    while True:
-        page = list_observations(store, profile=profile_id, limit=_PAGE, offset=len(found))
-        found.extend(page.items)
-        if not page.items or len(found) >= page.total:
-            return found
+def _newest(store: Store, profile_id: str) -> tuple[int, list[Observation]]:
+    """(how many observations name `profile_id`, the newest `MAX_CALIBRATION_RUNS` of them): reads no more."""
+    total = list_observations(store, profile=profile_id, limit=0).total
+    offset = max(0, total - MAX_CALIBRATION_RUNS)
+    return total, list_observations(store, profile=profile_id, limit=MAX_CALIBRATION_RUNS, offset=offset).items
 
 
 def _runs(
@@ -105,13 +101,10 @@ def calibrate_stored(
     version does not compound the previous one's fit). Raises `InvalidSpecError` naming the field."""
     base_id, chosen = split_profile_id(profile_id, site)
     base = get_profile(profiles, base_id)
-    if "@" in base.id:
-        raise InvalidSpecError("profile_id", f"{base.id!r}: the base of a site profile is a built-in profile")
-    observations = sorted(
-        _stored(store, base_id) + _stored(store, f"{base_id}@{chosen}"), key=lambda o: (o.created_at, o.id)
-    )
-    older = max(0, len(observations) - MAX_CALIBRATION_RUNS)
-    runs, ids, skipped = _runs(observations[older:], profiles)
+    (base_total, of_base), (site_total, of_site) = _newest(store, base_id), _newest(store, f"{base_id}@{chosen}")
+    newest = sorted(of_base + of_site, key=lambda o: (o.created_at, o.id))[-MAX_CALIBRATION_RUNS:]
+    older = base_total + site_total - len(newest)
+    runs, ids, skipped = _runs(newest, profiles)
     if len(runs) < 2:
         raise InvalidSpecError(
             "observations",
