@@ -201,6 +201,13 @@ def _training(text: str, config: Mapping[str, Any], global_batch: int, tp: int) 
     return training
 
 
+_SPLIT_NOTE = (
+    "stage split: TorchTitan 0.3.0 gives each virtual stage (layers + first/last_stage_less_layers) / stages layers,"
+    " the embedding and the loss counting as one layer each by default (pipeline_parallel.py"
+    " _generate_llm_fqn_per_model_part); the layout records an even split of the transformer layers"
+)
+
+
 def _pipeline(
     lines: Sequence[str], config: Mapping[str, Any], release: str, batch: tuple[int, int, int]
 ) -> tuple[int, int]:
@@ -273,4 +280,5 @@ def parse_torchtitan(
         timing=steady_state(intervals, skip),
         peak_memory_gib=max(float(m.group(2)) for m in steps) if steps else None,
         file=file,
+        notes=[_SPLIT_NOTE] if release == "0.3.0" and mesh[0] > 1 else [],
     )
