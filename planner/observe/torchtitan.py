@@ -76,7 +76,7 @@ def step_time_s(tps: float, global_batch_size: int, seq_len: int, world_size: in
     """Seconds per step from TorchTitan's tps: a step loads B*s/dp tokens per rank, and tps divides by tp*pp*cp.
 
     Source: TorchTitan v0.2.2 torchtitan/components/metrics.py `MetricsProcessor.log` (tps = ntokens_since_last_log
-    / (time_delta * non_data_parallel_size)); so step time = B * s / (tps * world_size).
+    / (time_delta * non_data_parallel_size)), unchanged in v0.3.0; so step time = B * s / (tps * world_size).
     """
     return global_batch_size * seq_len / (tps * world_size)
 
@@ -162,7 +162,8 @@ def _virtual_stages(config: Mapping[str, Any], num_layers: int, pp: int) -> int:
 def _zero_stage(config: Mapping[str, Any], dp_shard: int, pp: int) -> int:
     """FSDP2 over dp_shard: `fsdp_reshard_after_forward` always -> ZeRO 3, never -> 2, default -> 3 unless pp > 1.
 
-    Source: torchtitan/models/llama3/infra/parallelize.py `apply_fsdp` (default: reshard_after_forward = not pp).
+    Source: v0.2.2 torchtitan/models/llama3/infra/parallelize.py `apply_fsdp`, v0.3.0 torchtitan/distributed/fsdp.py
+    `get_fsdp_reshard_after_forward_policy` (both: default reshard_after_forward = not pp).
     """
     if dp_shard == 1:
         return 0
