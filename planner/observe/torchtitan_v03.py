@@ -20,7 +20,10 @@ Formats (TorchTitan v0.3.0):
   `nvfp4.py` `NVFP4LinearConverter.convert`: `Converted Linear layers to MXFP8Linear` / `NVFP4Linear`.
 - `torchtitan/components/metrics.py` `MetricsProcessor.log`: v0.2.2's step line, with `mfu: N/A` when a
   quantization converter is active; tps = tokens this rank loaded since the last log / (seconds since the last
-  log x non_data_parallel_size (cp*tp*pp)), logged at step 1 and every `metrics.log_freq` steps.
+  log x non_data_parallel_size (cp*tp*pp)), logged at step 1 and every `metrics.log_freq` steps. The seconds run
+  from the end of the previous `log` (or `log_validation`, which also resets the token count), so an interval
+  holds its steps' checkpoint saves; step 1's run from `MetricsProcessor.__init__`, before the model is
+  parallelised and initialised (warm-up). memory is the interval's peak reserved GiB.
 - `torchtitan/trainer.py` `Trainer.Config.maybe_log`: `Running with configs: {JSON}` with `debug.print_config`,
   and the same JSON saved to `debug.save_config_file` (the file `--config` takes for v0.3.0; a job's own config
   is a Python function, not a TOML file).
