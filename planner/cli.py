@@ -544,7 +544,10 @@ def observe(
     config: Annotated[
         Path | None,
         typer.Option(
-            exists=True, dir_okay=False, help="Megatron-Bridge's saved config YAML, or TorchTitan's job TOML."
+            exists=True,
+            dir_okay=False,
+            help="Megatron-Bridge's saved config YAML, TorchTitan 0.2.2's job TOML, or TorchTitan 0.3.0's saved"
+            " config JSON (debug.save_config_file).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The observation bodies (a JSON list) only.")] = False,
@@ -553,7 +556,7 @@ def observe(
         str | None, typer.Option(envvar="PLANNER_TOKEN", help="Bearer token for --post (or $PLANNER_TOKEN).")
     ] = None,
 ) -> None:
-    """Read a training log (Megatron-LM, NeMo 2 / Megatron-Bridge, TorchTitan) and make an observation of it.
+    """Read a training log (Megatron-LM, NeMo 2 / Megatron-Bridge, TorchTitan 0.2.2 or 0.3.0) and observe it.
 
     The step time is the median over the logged intervals after warm-up. A log whose layout cannot be
     recovered, that holds fewer than 3 intervals after warm-up, or that holds more than one run is refused.

@@ -218,7 +218,8 @@ def print_observation(observation: Observation) -> None:
     """What a training log yielded: layout, model shape, step time with its spread, the intervals used."""
     request, t = observation.request, observation.timing
     model, layout, training = request["model"], request["layout"], request["training"]
-    table = Table(title=f"Recovered from {observation.file or 'the log'} ({observation.log_format.value})")
+    release = f" {request['framework_version']}" if "framework_version" in request else ""
+    table = Table(title=f"Recovered from {observation.file or 'the log'} ({observation.log_format.value}{release})")
     table.add_column("item")
     table.add_column("value")
     shape = f"{model['num_layers']} layers, hidden {model['hidden_size']}, heads {model['num_attention_heads']}"

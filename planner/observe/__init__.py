@@ -65,7 +65,7 @@ def _check_legal(observation: Observation) -> None:
         **fields | {"recompute": Recompute(fields["recompute"])},
         layers_per_stage=tuple(stages) if stages is not None else None,
     )
-    rules = rule_set(request["framework"])
+    rules = rule_set(request["framework"], request.get("framework_version"))
     violations = layout_violations(layout, model, training, request["cluster"]["num_gpus"], rules)
     if violations:
         refuse("the recovered layout breaks " + "; ".join(f"{v.rule}: {v.message}" for v in violations))

@@ -24,7 +24,7 @@ class LogFormat(StrEnum):
     NEMO = "nemo"
     """NeMo 2 / Megatron-Bridge: the task configuration YAML and the same Megatron-style iteration lines."""
     TORCHTITAN = "torchtitan"
-    """TorchTitan `torchtitan.train`: device-mesh line, model args, `step: N ... tps: ...` lines."""
+    """TorchTitan `torchtitan.train` (v0.2.2, v0.3.0): device-mesh line, the model, `step: N ... tps: ...` lines."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,7 @@
 """TorchTitan logs: the device mesh, the model arguments, the trainer's batch line and the per-step metric lines.
 
-Formats (TorchTitan v0.2.2):
+Reads the logs of TorchTitan v0.2.2 and v0.3.0 (`torchtitan_release` tells them apart; what v0.3.0 logs
+differently is in `planner.observe.torchtitan_v03`). Formats (TorchTitan v0.2.2):
 - `torchtitan/distributed/parallel_dims.py` `ParallelDims.build_mesh`: `Building device mesh with parallelism:
   pp=P, dp_replicate=R, dp_shard=S, cp=C, tp=T, ep=E, etp=X`.
 - `torchtitan/train.py` `Trainer.__init__`: `Building NAME FLAVORwith {model args as JSON}`; `Trainer is
@@ -13,6 +14,8 @@ Formats (TorchTitan v0.2.2):
   rank loaded since the last log over (elapsed seconds x tp*pp*cp), and memory is the peak reserved.
 - `torchtitan/config/job_config.py` `JobConfig.maybe_log`: `Running with configs: {JSON}` with
   `job.print_config`; else the job's TOML (`--job.config_file`) gives the settings the lines above lack.
+Settings neither release logs (FSDP resharding policy, v0.2.2's pipeline schedule, v0.3.0's
+`enable_sequence_parallel`) come from those configs, else the release's defaults.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 from planner.observe.observation import LogFormat, Observation, refuse
 from planner.observe.timing import Interval, steady_state
+from planner.observe.torchtitan_v03 import llama3_model, pipeline_schedule, torchtitan_release
 
 __all__ = ["MESH", "llama_ffn_hidden_size", "parse_torchtitan", "step_time_s"]
 
@@ -43,7 +47,17 @@ _STEP = re.compile(r"(?<!validate )step:\s*(\d+)\s+loss:.*?memory:\s*([0-9.]+)\s
 _CONFIGS = re.compile(r"Running with configs: (\{)")
 _SINGLE_STAGE = {"1F1B", "GPipe"}
 """Schedules with one stage per rank (torchtitan/distributed/pipeline_parallel.py: PipelineScheduleSingle)."""
-_RECOMPUTE = {"none": "none", "selective": "selective", "full": "full"}
+_LLAMA_TRAITS = {"gated_mlp": True, "tied_embeddings": False, "linear_bias": False}
+"""v0.2.2 torchtitan/models/llama3/model/model.py, v0.3.0 torchtitan/models/llama3/__init__.py: SwiGLU, RMSNorm,
+no biases, RoPE, a separate output layer (lm_head)."""
+_RECOMPUTE = {"none": "none", "selective": "selective", "full": "full", "SelectiveAC": "selective", "FullAC": "full"}
+"""v0.2.2 logs the mode, v0.3.0 the policy class (torchtitan/distributed/activation_checkpoint.py)."""
+_UNMODELLED = {
+    re.compile(r"Selected \S+ budget option"): "memory-budget activation checkpointing is not modelled",
+    re.compile(r"Converted Linear layers to MXFP8Linear"): "MXFP8 training is not modelled",
+    re.compile(r"Converted Linear layers to NVFP4Linear"): "NVFP4 training is not modelled",
+}
+"""v0.3.0 lines naming a setting the planner cannot express (see planner.observe.torchtitan_v03)."""
 
 
 def llama_ffn_hidden_size(dim: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
@@ -62,7 +76,7 @@ def step_time_s(tps: float, global_batch_size: int, seq_len: int, world_size: in
     """Seconds per step from TorchTitan's tps: a step loads B*s/dp tokens per rank, and tps divides by tp*pp*cp.
 
     Source: TorchTitan v0.2.2 torchtitan/components/metrics.py `MetricsProcessor.log` (tps = ntokens_since_last_log
-    / (time_delta * non_data_parallel_size)); so step time = B * s / (tps * world_size).
+    / (time_delta * non_data_parallel_size)), unchanged in v0.3.0; so step time = B * s / (tps * world_size).
     """
     return global_batch_size * seq_len / (tps * world_size)
 
@@ -79,6 +93,12 @@ def _json_after(text: str, pattern: re.Pattern[str], what: str) -> tuple[re.Matc
 
 
 def _config(text: str, config_text: str | None) -> dict[str, Any]:
+    if config_text is not None and config_text.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(config_text)
+        except json.JSONDecodeError as exc:
+            return refuse(f"--config is not valid JSON ({exc})")
+        return parsed if isinstance(parsed, dict) else refuse("--config JSON is not an object")
     if config_text is not None:
         try:
             return tomllib.loads(config_text)
@@ -102,7 +122,9 @@ def _mesh(lines: Sequence[str]) -> tuple[int, ...]:
     return meshes.pop()
 
 
-def _model(text: str, seq_len: int) -> dict[str, Any]:
+def _model(lines: Sequence[str], text: str, seq_len: int, release: str) -> dict[str, Any]:
+    if release == "0.3.0":
+        return llama3_model(lines) | _LLAMA_TRAITS | {"seq_length": seq_len}
     found = _json_after(text, _MODEL, "model arguments")
     if found is None:
         refuse("no 'Building MODEL FLAVORwith {...}' line in the log: the model shape cannot be recovered")
@@ -122,8 +144,7 @@ def _model(text: str, seq_len: int) -> dict[str, Any]:
         }
     except (KeyError, TypeError, ValueError) as exc:
         return refuse(f"the model arguments lack or garble {exc}")
-    # torchtitan/models/llama3/model/model.py: SwiGLU, RMSNorm, no biases, RoPE, a separate output layer.
-    return model | {"seq_length": seq_len, "gated_mlp": True, "tied_embeddings": False, "linear_bias": False}
+    return model | {"seq_length": seq_len} | _LLAMA_TRAITS
 
 
 def _virtual_stages(config: Mapping[str, Any], num_layers: int, pp: int) -> int:
@@ -141,7 +162,8 @@ def _virtual_stages(config: Mapping[str, Any], num_layers: int, pp: int) -> int:
 def _zero_stage(config: Mapping[str, Any], dp_shard: int, pp: int) -> int:
     """FSDP2 over dp_shard: `fsdp_reshard_after_forward` always -> ZeRO 3, never -> 2, default -> 3 unless pp > 1.
 
-    Source: torchtitan/models/llama3/infra/parallelize.py `apply_fsdp` (default: reshard_after_forward = not pp).
+    Source: v0.2.2 torchtitan/models/llama3/infra/parallelize.py `apply_fsdp`, v0.3.0 torchtitan/distributed/fsdp.py
+    `get_fsdp_reshard_after_forward_policy` (both: default reshard_after_forward = not pp).
     """
     if dp_shard == 1:
         return 0
@@ -150,6 +172,7 @@ def _zero_stage(config: Mapping[str, Any], dp_shard: int, pp: int) -> int:
 
 
 def _recompute(lines: Sequence[str], config: Mapping[str, Any]) -> str:
+    """v0.2.2: the config's mode, else the logged one; v0.3.0's config holds the policy's fields, not its name."""
     modes = {m.group(1) for line in lines if (m := _AC.search(line))}
     mode = _get(config, "activation_checkpoint", "mode", modes.pop() if len(modes) == 1 else "none")
     if mode not in _RECOMPUTE:
@@ -158,6 +181,9 @@ def _recompute(lines: Sequence[str], config: Mapping[str, Any]) -> str:
 
 
 def _training(text: str, config: Mapping[str, Any], global_batch: int, tp: int) -> dict[str, Any]:
+    for pattern, why in _UNMODELLED.items():
+        if pattern.search(text):
+            refuse(why)
     converters = _get(config, "model", "converters", [])
     fp8 = "Float8 training active" in text or any("float8" in str(c) for c in converters)
     if _get(config, "training", "mixed_precision_param", "bfloat16") != "bfloat16":
@@ -165,7 +191,10 @@ def _training(text: str, config: Mapping[str, Any], global_batch: int, tp: int) 
     training: dict[str, Any] = {
         "global_batch_size": global_batch,
         "precision": "fp8" if fp8 else "bf16",
-        "runtime": {"tp_comm_overlap": tp > 1 and _get(config, "parallelism", "enable_async_tensor_parallel", False)},
+        "runtime": {
+            "tp_comm_overlap": tp > 1
+            and ("Async TP is enabled" in text or _get(config, "parallelism", "enable_async_tensor_parallel", False))
+        },
     }
     reduce = _get(config, "training", "mixed_precision_reduce", None)
     if reduce is not None:
@@ -173,13 +202,56 @@ def _training(text: str, config: Mapping[str, Any], global_batch: int, tp: int) 
     return training
 
 
+_SPLIT_NOTE = (
+    "stage split: TorchTitan 0.3.0 gives each virtual stage (layers + first/last_stage_less_layers) / stages layers,"
+    " the embedding and the loss counting as one layer each by default (pipeline_parallel.py"
+    " _generate_llm_fqn_per_model_part); the layout records an even split of the transformer layers"
+)
+
+
+def _pipeline(
+    lines: Sequence[str], config: Mapping[str, Any], release: str, batch: tuple[int, int, int]
+) -> tuple[int, int]:
+    """(vp, micro_batch_size): v0.3.0's schedule line, else v0.2.2's configs; `batch` is (local, layers, pp)."""
+    local_batch, num_layers, pp = batch
+    if pp == 1:
+        return 1, local_batch
+    if release == "0.3.0":
+        return pipeline_schedule(lines, local_batch, pp)
+    microbatch = int(_get(config, "parallelism", "pipeline_parallel_microbatch_size", 1))
+    return _virtual_stages(config, num_layers, pp), microbatch
+
+
+def _layout(
+    lines: Sequence[str], config: Mapping[str, Any], release: str, local_batch: int, layers: int
+) -> dict[str, Any]:
+    pp, dp_replicate, dp_shard, cp, tp, ep = _mesh(lines)
+    vp, microbatch = _pipeline(lines, config, release, (local_batch, layers, pp))
+    # v0.3.0 torchtitan/config/configs.py ParallelismConfig.enable_sequence_parallel (default True); v0.2.2: always.
+    sequence_parallel = release != "0.3.0" or _get(config, "parallelism", "enable_sequence_parallel", True) is True
+    return {
+        "tp": tp,
+        "pp": pp,
+        "dp": dp_replicate * dp_shard,
+        "cp": cp,
+        "ep": ep,
+        "vp": vp,
+        "micro_batch_size": microbatch,
+        "recompute": _recompute(lines, config),
+        "sequence_parallel": tp > 1 and sequence_parallel,
+        "zero_stage": _zero_stage(config, dp_shard, pp),
+    }
+
+
 def parse_torchtitan(
     lines: Sequence[str], *, num_gpus: int | None, skip: int | None, file: str, config_text: str | None = None
 ) -> Observation:
-    """The run a TorchTitan log records; `config_text` is the job's TOML (else the logged configs, else defaults)."""
+    """The run a TorchTitan 0.2.2 or 0.3.0 log records; `config_text` is the job's TOML (0.2.2) or saved config
+    JSON (`debug.save_config_file`), else the logged configs, else the release's defaults."""
     text = "\n".join(lines)
-    pp, dp_replicate, dp_shard, cp, tp, ep = _mesh(lines)
-    world_size = pp * dp_replicate * dp_shard * cp * tp
+    release = torchtitan_release(lines)
+    mesh = _mesh(lines)
+    world_size, tp = math.prod(mesh[:5]), mesh[4]
     if num_gpus is not None and num_gpus != world_size:
         refuse(f"the device mesh multiplies to {world_size} GPUs; --num-gpus says {num_gpus}")
     trainer = _TRAINER.search(text)
@@ -187,21 +259,7 @@ def parse_torchtitan(
         refuse("no 'Trainer is initialized with local batch size ...' line: the batch cannot be recovered")
     local_batch, global_batch, seq_len = (int(g) for g in trainer.groups())
     config = _config(text, config_text)
-    model = _model(text, seq_len)
-    layout = {
-        "tp": tp,
-        "pp": pp,
-        "dp": dp_replicate * dp_shard,
-        "cp": cp,
-        "ep": ep,
-        "vp": _virtual_stages(config, model["num_layers"], pp),
-        "micro_batch_size": _get(config, "parallelism", "pipeline_parallel_microbatch_size", 1)
-        if pp > 1
-        else local_batch,
-        "recompute": _recompute(lines, config),
-        "sequence_parallel": tp > 1,
-        "zero_stage": _zero_stage(config, dp_shard, pp),
-    }
+    model = _model(lines, text, seq_len, release)
     steps = [m for line in lines if (m := _STEP.search(line))]
     if any(float(m.group(3).replace(",", "")) <= 0 for m in steps):
         refuse("a step line reports tps 0: no step time can be derived from it")
@@ -213,8 +271,9 @@ def parse_torchtitan(
         "model": model,
         "cluster": {"num_gpus": world_size},
         "training": _training(text, config, global_batch, tp),
-        "layout": layout,
+        "layout": _layout(lines, config, release, local_batch, model["num_layers"]),
         "framework": "torchtitan",
+        "framework_version": release,
     }
     return Observation(
         log_format=LogFormat.TORCHTITAN,
@@ -222,4 +281,5 @@ def parse_torchtitan(
         timing=steady_state(intervals, skip),
         peak_memory_gib=max(float(m.group(2)) for m in steps) if steps else None,
         file=file,
+        notes=[_SPLIT_NOTE] if release == "0.3.0" and mesh[0] > 1 else [],
     )

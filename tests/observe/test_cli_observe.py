@@ -32,7 +32,7 @@ def test_json_is_a_list_of_bodies() -> None:
 def test_table_then_body() -> None:
     result = runner.invoke(app, ["observe", str(DATA / "torchtitan_llama8b.log"), "--profile", "dgx-h100"])
     assert result.exit_code == 0, result.output
-    assert "Recovered from torchtitan_llama8b.log (torchtitan)" in result.output
+    assert "Recovered from torchtitan_llama8b.log (torchtitan 0.2.2)" in result.output
     assert "1.343 s" in result.output and "6 intervals (1 warm-up skipped)" in result.output
     assert json.loads(result.output[result.output.index("[\n") :])[0]["framework"] == "torchtitan"
 
@@ -84,3 +84,15 @@ def test_refused_log_is_one_line_exit_2() -> None:
     assert bridge.exit_code == EXIT_INVALID_INPUT and "give --num-gpus" in bridge.output
     ok = runner.invoke(app, ["observe", str(DATA / "bridge_llama8b.log"), "--profile", "dgx-h100", "--num-gpus", "8"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_torchtitan_v03_named_framework() -> None:
+    log = DATA / "torchtitan_v03_llama8b_pp2.log"
+    result = runner.invoke(app, ["observe", str(log), "--profile", "dgx-h100", "--framework", "torchtitan", "--json"])
+    assert result.exit_code == 0, result.output
+    (body,) = json.loads(result.output)
+    assert body["framework"] == "torchtitan" and body["framework_version"] == "0.3.0"
+    assert body["measured"]["step_time_s"] == pytest.approx(16384 / 5003, rel=1e-12)
+    assert body["source"]["note"].startswith("median of 9 logged intervals (iterations 11-100")
+    table = runner.invoke(app, ["observe", str(log), "--profile", "dgx-h100"])
+    assert "Recovered from torchtitan_v03_llama8b_pp2.log (torchtitan 0.3.0)" in table.output

@@ -3,6 +3,7 @@ its lines), the exact recovered request and the hand-computed median step time; 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from statistics import median
@@ -13,10 +14,12 @@ import pytest
 from api.convert import answer_estimate
 from api.schemas import EstimateRequest
 from planner.errors import InvalidSpecError
-from planner.observe import Interval, LogFormat, Observation, observe_log, steady_state
+from planner.observe import Interval, LogFormat, Observation, detect_format, observe_log, steady_state
 from planner.observe.bridge import CONFIG_START
 from planner.observe.megatron_args import megatron_request, padded_vocab_size
+from planner.observe.observation import log_lines
 from planner.observe.torchtitan import llama_ffn_hidden_size
+from planner.observe.torchtitan_v03 import LLAMA3_FLAVORS, compute_ffn_hidden_dim
 from planner.profiles import load_profiles
 
 DATA = Path(__file__).parent / "data"
@@ -188,3 +191,80 @@ def test_uneven_split_and_moe_pattern() -> None:
         megatron_request(_args(), where="argument dump", world_size=6, vocab_size=50304, framework="megatron")
     with pytest.raises(InvalidSpecError, match="fp32 training is not modelled"):
         megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
+
+
+V03 = "torchtitan_v03_llama8b_pp2.log"
+
+
+def test_torchtitan_v03_log() -> None:
+    """TorchTitan 0.3.0: the shape is the llama3 8B registry flavor, vp and the micro-batch come from the pipeline
+    schedule line (8 microbatches, 4 stages over pp 2), full AC from 'Applied FullAC'."""
+    obs = observe_log(_log(V03), profile="dgx-h100", file=V03)
+    assert obs.log_format is LogFormat.TORCHTITAN and obs.request["framework_version"] == "0.3.0"
+    assert obs.request["model"] == LLAMA8B | {"name": "llama3 8B", "vocab_size": 128256}
+    assert obs.request["cluster"] == {"profile": "dgx-h100", "num_gpus": 16}
+    assert obs.request["layout"] == {
+        "tp": 2, "pp": 2, "dp": 4, "cp": 1, "ep": 1, "vp": 2, "micro_batch_size": 1,
+        "recompute": "full", "sequence_parallel": True, "zero_stage": 2,
+    }  # fmt: skip
+    assert obs.request["training"] == {
+        "global_batch_size": 32, "precision": "bf16", "runtime": {"tp_comm_overlap": False},
+    }  # fmt: skip
+    # Step time = B * s / (tps * world) = 32 * 8192 / (16 tps) = 16384 / tps. Steps 1 and 10 are warm-up
+    # (<= max(ceil(10% of 100), 1)); the nine tps left sorted: 3871 4955 4990 4997 5003 5008 5012 5015 5020.
+    assert obs.timing.step_time_s == pytest.approx(16384 / 5003, rel=1e-12)
+    # Step times sorted ascending are 16384 / (5020, 5015, 5012, ...): q1 is 16384 / 5012, q3 16384 / 4990.
+    assert obs.timing.spread == pytest.approx(5003 * (1 / 4990 - 1 / 5012), rel=1e-9)
+    assert (obs.timing.intervals_used, obs.timing.intervals_skipped) == (9, 2)
+    assert (obs.timing.first_iteration, obs.timing.last_iteration) == (11, 100)
+    assert obs.peak_memory_gib == 52.41
+    assert obs.notes[0].startswith("stage split: TorchTitan 0.3.0 gives each virtual stage")
+    assert _estimate_violations(obs) == []
+
+
+def test_torchtitan_release_detection() -> None:
+    assert detect_format(log_lines(_log(V03))) is LogFormat.TORCHTITAN
+    named = observe_log(_log(V03), profile="dgx-h100", log_format=LogFormat.TORCHTITAN)
+    assert named.request == observe_log(_log(V03), profile="dgx-h100").request
+    assert observe_log(_log("torchtitan_llama8b.log"), profile="dgx-h100").request["framework_version"] == "0.2.2"
+    # Without the version line the mesh line tells: v0.2.2 ends with etp=, v0.3.0 does not.
+    unversioned = re.sub(r"(?m)^.*torchtitan version: .*\n", "", _log(V03))
+    assert observe_log(unversioned, profile="dgx-h100").request["framework_version"] == "0.3.0"
+    dev = _log(V03).replace("version: 0.3.0 (", "version: 0.0.0 (")
+    assert observe_log(dev, profile="dgx-h100").request["framework_version"] == "0.3.0"
+    newer = _log(V03).replace("version: 0.3.0 (", "version: 0.4.0 (")
+    assert _refused(newer) == "torchtitan version 0.4.0: only the logs of TorchTitan 0.3.0 and 0.2.2 are read"
+
+
+def test_torchtitan_v03_settings() -> None:
+    selective = _log(V03).replace("Applied FullAC", "Applied SelectiveAC")
+    assert observe_log(selective, profile="dgx-h100").request["layout"]["recompute"] == "selective"
+    no_ac = re.sub(r"(?m)^.*Applied FullAC.*\n", "", _log(V03))
+    assert observe_log(no_ac, profile="dgx-h100").request["layout"]["recompute"] == "none"
+    saved = json.dumps({"parallelism": {"enable_sequence_parallel": False, "fsdp_reshard_after_forward": "always"}})
+    obs = observe_log(_log(V03), profile="dgx-h100", config_text=saved)
+    assert obs.request["layout"]["sequence_parallel"] is False and obs.request["layout"]["zero_stage"] == 3
+    async_tp = _log(V03).replace("Applied FSDP to the model", "Async TP is enabled", 1)
+    assert observe_log(async_tp, profile="dgx-h100").request["training"]["runtime"]["tp_comm_overlap"] is True
+    fp8 = _log(V03).replace("Building llama3 8B", "Float8 training active with recipe rowwise\n" + "Building llama3 8B")
+    assert observe_log(fp8, profile="dgx-h100").request["training"]["precision"] == "fp8"
+
+
+def test_torchtitan_v03_refusals() -> None:
+    no_schedule = re.sub(r"(?m)^.*Using pipeline schedule.*\n", "", _log(V03))
+    assert _refused(no_schedule).startswith("pp(2) > 1 but no 'Using pipeline schedule ... with N microbatches")
+    no_model = re.sub(r"(?m)^.*Building llama3 8B\n", "", _log(V03))
+    assert _refused(no_model).startswith("no 'Building MODEL FLAVOR' line in the TorchTitan 0.3.0 log")
+    qwen = _log(V03).replace("Building llama3 8B", "Building qwen3 8B")
+    assert "TorchTitan 0.3.0 model qwen3 8B: its log names the model but not its shape" in _refused(qwen)
+    budget = _log(V03).replace("Applied FullAC activation checkpointing to the model", "Selected 0.5 budget option")
+    assert _refused(budget) == "memory-budget activation checkpointing is not modelled"
+    mx = _log(V03).replace("Building llama3 8B", "Converted Linear layers to MXFP8Linear\nBuilding llama3 8B")
+    assert _refused(mx) == "MXFP8 training is not modelled"
+    assert "--num-gpus says 8" in _refused(_log(V03), num_gpus=8)
+
+
+def test_registry_ffn_widths() -> None:
+    """TorchTitan v0.3.0 llama3_configs: compute_ffn_hidden_dim of each flavor."""
+    widths = {k: compute_ffn_hidden_dim(f.dim, f.multiple_of, f.ffn_dim_multiplier) for k, f in LLAMA3_FLAVORS.items()}
+    assert widths == {"debugmodel": 768, "1B": 8192, "3B": 8192, "8B": 14336, "70B": 28672, "405B": 53248}
