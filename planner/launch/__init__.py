@@ -40,5 +40,5 @@ def launch_args(
     return LaunchArgs(
         megatron=megatron_launch(model, training, layout, nodes, inputs, versions.get("megatron")),
         torchtitan=torchtitan_launch(model, training, layout, nodes, inputs, versions.get("torchtitan")),
-        nemo=nemo_launch(model, training, layout, nodes, inputs),
+        nemo=nemo_launch(model, training, layout, nodes, inputs, versions.get("nemo")),
     )

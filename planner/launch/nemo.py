@@ -1,6 +1,7 @@
 """NeMo 2.0 recipe overrides (`nemo llm pretrain --factory RECIPE key=value ...`) for one plan.
 
-Every key is checked against `tests/data/nemo_strategy_params.txt`: MegatronStrategy's parameters
+Every key is checked against the recorded list of the release (`tests/data/nemo_strategy_params.v2.7.3.txt` for
+2.7.3, `tests/data/nemo_strategy_params.txt` for the 2.5.0rc0 commit): MegatronStrategy's parameters
 (trainer.strategy.*), the Megatron-Core dataclasses NeMo builds from (model.config.* from
 TransformerConfig and NeMo's GPTConfig, trainer.strategy.ddp.*, optim.config.*), MockDataModule's
 parameters (data.*), MegatronMixedPrecision's (trainer.plugins.*) and Lightning Trainer's (trainer.*).
@@ -12,11 +13,20 @@ Every parallel setting is written out, even at its default, because recipes set 
   (auto) picks flash or cuDNN fused attention.
 - TP communication overlap: NeMo turns it on through MegatronCommOverlapCallback (a recipe's
   performance mode), not through a plain key.
+
+The releases (`NEMO_RELEASES`) emit the same keys and recipes: 2.7.3's list only adds keys (megatron-core
+0.16.1's new fields, MegatronStrategy's ckpt_optim_fully_reshardable), and the recipe files the launch names are
+unchanged. They differ in two defaults. The distributed optimizer's checkpoint: 2.5.0rc0 saves it
+fully_sharded_model_space (any layout resumes it), 2.7.3 dp_reshardable (MegatronStrategy
+ckpt_optim_fully_reshardable=False; only dp may change on resume), which a note states. The fp8 recipes'
+format: 2.7.3's bf16_with_fp8_mixed sets fp8='e4m3' (was 'hybrid'); the launch writes trainer.plugins.fp8=hybrid
+in both, as the Megatron-LM launch writes --fp8-format hybrid.
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from planner.launch.common import (
     FrameworkLaunch,
@@ -30,12 +40,44 @@ from planner.launch.common import (
 )
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
+from planner.rules import default_version
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["NEMO_VERSION", "equal_nodes", "nemo_launch", "nemo_recipe"]
+__all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
-NEMO_VERSION = "NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e"
-"""NeMo 2.0's newest LLM collection; its requirements/manifest.json pins the Megatron-LM commit."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NemoRelease:
+    """What the NeMo launch needs to know of one targeted release."""
+
+    stamp: str
+    """The launch's framework_version: the release and the Megatron-Core it runs."""
+    optimizer_checkpoint: str
+    """The distributed optimizer's checkpoint format MegatronStrategy saves by default (its sharded_state_dict
+    metadata distrib_optim_sharding_type, without Megatron FSDP)."""
+
+
+NEMO_RELEASES = {
+    "2.7.3": NemoRelease(
+        stamp=(
+            "NeMo 2.7.3 (nemo-toolkit 2.7.3 wheel, sha256 8cbeb10263d7) with megatron-core 0.16.1 and Lightning 2.4.0"
+        ),
+        optimizer_checkpoint="dp_reshardable",
+    ),
+    "2.5.0rc0+8cfedd7": NemoRelease(
+        stamp="NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e",
+        optimizer_checkpoint="fully_sharded_model_space",
+    ),
+}
+"""Release id (`planner.rules.VERSIONS["nemo"]`) -> release. 2.7.3 is the newest 2.x (nemo-toolkit 3.0.0 has no LLM
+collection); its metadata names megatron_core with no version, and 0.16.1 is what it resolves to on Python 3.11.
+2.5.0rc0+8cfedd7 is the main commit whose requirements/manifest.json pins Megatron-LM b615e731080e."""
+
+NEMO_VERSIONS = {release: r.stamp for release, r in NEMO_RELEASES.items()}
+"""Release id -> the stamp a launch carries."""
+
+NEMO_VERSION = NEMO_VERSIONS[default_version("nemo")]
+"""The default (newest targeted) release's stamp."""
 
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 Override = str | int | float | bool | list[int] | None
@@ -199,6 +241,18 @@ def _fp16_notes(training: TrainingSpec) -> list[str]:
     ]
 
 
+def _checkpoint_notes(release: NemoRelease, layout: Layout) -> list[str]:
+    """2.7.3's default distributed-optimizer checkpoint resumes only under the same tp, pp and ep (ZeRO 1; ZeRO 2/3
+    save fsdp_dtensor, ZeRO 0 has no distributed optimizer)."""
+    if release.optimizer_checkpoint != "dp_reshardable" or layout.zero_stage != 1:
+        return []
+    return [
+        "Checkpoints: this release saves the distributed optimizer dp_reshardable (MegatronStrategy"
+        " ckpt_optim_fully_reshardable=False), so a checkpoint resumes only under the same tp, pp and ep; to resume"
+        " under another plan's layout, save with trainer.strategy.ckpt_optim_fully_reshardable=True."
+    ]
+
+
 def _node_notes(nodes: Nodes) -> list[str]:
     if not nodes.partial:
         return []
@@ -211,8 +265,15 @@ def _node_notes(nodes: Nodes) -> list[str]:
 
 
 def nemo_launch(
-    model: ModelSpec, training: TrainingSpec, layout: Layout, nodes: Nodes, inputs: LaunchInputs | None = None
+    model: ModelSpec,
+    training: TrainingSpec,
+    layout: Layout,
+    nodes: Nodes,
+    inputs: LaunchInputs | None = None,
+    version: str | None = None,
 ) -> FrameworkLaunch:
+    """The launch for NeMo at `version` (a NEMO_RELEASES id; default the newest targeted)."""
+    release = NEMO_RELEASES[version or default_version("nemo")]
     nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
@@ -221,7 +282,7 @@ def nemo_launch(
     args = [f"{key}={_format(value)}" for key, value in overrides.items()]
     command = shlex.join(["nemo", "llm", "pretrain", "--factory", nemo_recipe(model), "--yes", *args])
     return FrameworkLaunch(
-        framework_version=NEMO_VERSION,
+        framework_version=release.stamp,
         args=args,
         command=command,
         config=dict(overrides),
@@ -229,6 +290,7 @@ def nemo_launch(
             *_data_notes(inputs or LaunchInputs()),
             *model_notes(model),
             *_node_notes(nodes),
+            *_checkpoint_notes(release, layout),
             *_fp16_notes(training),
         ],
     )

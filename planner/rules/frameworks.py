@@ -76,6 +76,7 @@ _MEGATRON = "Megatron-LM core_v0.15.0"
 _MEGATRON_16 = "Megatron-LM core_v0.16.1"
 _MEGATRON_19 = "Megatron-LM core_v0.19.2"
 _NEMO = "NeMo main (commit 8cfedd720346) with Megatron-LM b615e731080e"
+_NEMO_27 = "NeMo 2.7.3 with megatron-core 0.16.1"
 _TORCHTITAN = "TorchTitan v0.2.2"
 _TORCHTITAN_03 = "TorchTitan v0.3.0"
 
@@ -90,7 +91,9 @@ MEGATRON_FSDP_NEEDS_NO_PP = Rule(
     ),
     source=f"{_MEGATRON} to {_MEGATRON_19} megatron/core/distributed/fsdp/mcore_fsdp_adapter.py _get_dp_tp_mesh:"
     " the mesh is '(dp_cp ep tp)' over the whole world size and must match the DP and TP groups, so no pipeline"
-    " dimension (unchanged in 0.16.1 and 0.19.2)",
+    " dimension (unchanged in 0.16.1 and 0.19.2). NeMo enforces it through the same Megatron-Core:"
+    f" {_NEMO} and {_NEMO_27} (megatron-core 0.16.1 wheel, the same file and function, reached from"
+    " nemo/lightning/megatron_parallel.py MegatronParallel.init_ddp for trainer.strategy.fsdp='megatron')",
 )
 
 QUERY_GROUPS_SPLIT = Rule(
@@ -107,7 +110,10 @@ QUERY_GROUPS_SPLIT = Rule(
     ),
     source=f"{_MEGATRON} megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__"
     " ('num_query_groups ... must be a multiple of tensor_model_parallel_size'); from core_v0.16 on it accepts a"
-    " multiple or a divisor (KV heads replicated), which the core rule tensor_split already states",
+    " multiple or a divisor (KV heads replicated), which the core rule tensor_split already states."
+    f" {_NEMO} builds the same TransformerConfig at Megatron-LM b615e731080e, which refuses a divisor;"
+    f" not in {_NEMO_27}: megatron-core 0.16.1 megatron/core/transformer/transformer_config.py"
+    " TransformerConfig.__post_init__ ('must be a multiple or divisor of tensor_model_parallel_size')",
 )
 
 
@@ -287,14 +293,19 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
         "core_v0.16.1": (_MEGATRON_16, _MEGATRON_16_RULES),
         "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
     },
-    "nemo": {"2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT))},
+    "nemo": {
+        "2.7.3": (_NEMO_27, (MEGATRON_FSDP_NEEDS_NO_PP,)),
+        "2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT)),
+    },
     "torchtitan": {"0.3.0": (_TORCHTITAN_03, _TORCHTITAN_03_RULES), "0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
 }
 """Per framework, the releases targeted (newest first; the first is the default): release id -> (what it is,
 the rules it adds to the core). Megatron-LM core_v0.16 dropped validate_args' fp16 expert-parallel and
 grouped-GEMM checks and let num_query_groups divide tp; Megatron-FSDP still needs pp = 1 in core_v0.19.2.
 NeMo trains through Megatron-Core (FSDP adapter and TransformerConfig at the Megatron-LM commit its manifest
-pins) but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check. TorchTitan 0.3.0
+pins; NeMo 2.7.3: megatron-core 0.16.1, which its Python 3.11 install resolves the unversioned requirement to)
+but not through Megatron-LM's `validate_args`, so it does not inherit the fp16 check; with megatron-core 0.16.1
+NeMo 2.7.3 drops query_groups_split as Megatron-LM core_v0.16 does. TorchTitan 0.3.0
 (the registry's newest) configures a job in Python (`--module M --config FN`); it dropped plain DDP (so
 ddp_one_dimensional), needs flex attention for CP instead of refusing it (flex_attention_no_cp), spells any
 stage split on the CLI (so torchtitan_split_by_transformer_layers: Megatron's embedding/loss-in-split is

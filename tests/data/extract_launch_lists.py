@@ -29,6 +29,13 @@ v0.3.0 has no key file to read: ConfigManager hands `--section.key` overrides to
 from the `Trainer.Config` a config_registry function returns. The list is that parser's option strings (tyro's
 spelling, `--training.seq-len`), its activation-checkpoint subcommands and their options, for each config
 function the launch names, plus ConfigManager's own `--module` and `--config`.
+
+NeMo 2.7.3 keys (`nemo_strategy_params.v2.7.3.txt`), from the registry's wheels (see NEMO_WHEELS), each a .whl
+or an unzipped folder; the same classes as the git list above:
+
+    python tests/data/extract_launch_lists.py --nemo-wheels nemo_toolkit-2.7.3-py3-none-any.whl \
+        megatron_core-0.16.1-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl \
+        lightning-2.4.0-py3-none-any.whl
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -121,65 +128,101 @@ def torchtitan_keys(gitdir: str) -> list[str]:
     return [header, *keys]
 
 
-def _dataclass_fields(gitdir: str, ref: str, path: str, name: str) -> list[str]:
-    tree = _source(gitdir, ref, path)
-    return [field for field, _ in _fields(_class(tree, name))]
+_MCORE = "megatron/core"
+_NEMO_PARTS: tuple[tuple[str, str, str, str, str], ...] = (
+    # (source, path, class, key prefix, what: __init__ parameters or dataclass fields), in the list's header order
+    ("nemo", "nemo/lightning/pytorch/strategies/megatron_strategy.py", "MegatronStrategy", "trainer.strategy.", "init"),
+    ("mcore", f"{_MCORE}/transformer/transformer_config.py", "TransformerConfig", "model.config.", "fields"),
+    ("mcore", f"{_MCORE}/model_parallel_config.py", "ModelParallelConfig", "model.config.", "fields"),
+    (
+        "mcore",
+        f"{_MCORE}/distributed/distributed_data_parallel_config.py",
+        "DistributedDataParallelConfig",
+        "trainer.strategy.ddp.",
+        "fields",
+    ),
+    ("mcore", f"{_MCORE}/optimizer/optimizer_config.py", "OptimizerConfig", "optim.config.", "fields"),
+    ("nemo", "nemo/collections/llm/gpt/model/base.py", "GPTConfig", "model.config.", "fields"),
+    ("nemo", "nemo/collections/llm/gpt/data/mock.py", "MockDataModule", "data.", "init"),
+    ("nemo", "nemo/lightning/pytorch/plugins/mixed_precision.py", "MegatronMixedPrecision", "trainer.plugins.", "init"),
+    ("lightning", "lightning/pytorch/trainer/trainer.py", "Trainer", "trainer.", "init"),
+)
+"""Where NeMo's override keys come from: NeMo's own classes, the Megatron-Core dataclasses NeMo builds its
+configs from, and Lightning's Trainer."""
+
+
+_NEMO_RECIPES = "nemo/collections/llm/recipes/__init__.py"
+
+
+def _dunder_all(tree: ast.Module) -> list[str]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    raise KeyError("__all__")
+
+
+def _nemo_list(
+    read: Callable[[str, str], ast.Module], stamp: Callable[[str, str, str], str], *, recipes: bool = False
+) -> list[str]:
+    """NeMo's key list from `read(source, path)` (a module's AST) and `stamp(source, path, what)` (a header);
+    with `recipes`, also `factory.NAME` for each recipe `nemo llm pretrain --factory` can name (the recipes
+    package's __all__)."""
+    headers: list[str] = []
+    keys: set[str] = set()
+    for source, path, name, prefix, what in _NEMO_PARTS:
+        cls = _class(read(source, path), name)
+        names = _init_params(cls) if what == "init" else [field for field, _ in _fields(cls)]
+        headers.append(stamp(source, path, f"{prefix}*"))
+        keys.update(prefix + n for n in names)
+    if recipes:
+        headers.append(stamp("nemo", _NEMO_RECIPES, "factory.* (__all__: the recipes --factory names)"))
+        keys.update(f"factory.{n}" for n in _dunder_all(read("nemo", _NEMO_RECIPES)))
+    return [*headers, *sorted(keys)]
 
 
 def nemo_keys(megatron_git: str, nemo_git: str, lightning_git: str) -> list[str]:
-    mcore = "megatron/core"
-    strategy = "nemo/lightning/pytorch/strategies/megatron_strategy.py"
-    sources: list[tuple[str, str, str, str, str, list[str]]] = [
-        # (repo, gitdir, ref, path, prefix, names)
-        (
-            "NVIDIA/NeMo",
-            nemo_git,
-            NEMO_REF,
-            strategy,
-            "trainer.strategy.",
-            _init_params(_class(_source(nemo_git, NEMO_REF, strategy), "MegatronStrategy")),
-        ),
-    ]
-    mcore_classes = [
-        (f"{mcore}/transformer/transformer_config.py", "TransformerConfig", "model.config."),
-        (f"{mcore}/model_parallel_config.py", "ModelParallelConfig", "model.config."),
-        (
-            f"{mcore}/distributed/distributed_data_parallel_config.py",
-            "DistributedDataParallelConfig",
-            "trainer.strategy.ddp.",
-        ),
-        (f"{mcore}/optimizer/optimizer_config.py", "OptimizerConfig", "optim.config."),
-    ]
-    for path, name, prefix in mcore_classes:
-        names = _dataclass_fields(megatron_git, NEMO_MEGATRON_REF, path, name)
-        sources.append(("NVIDIA/Megatron-LM", megatron_git, NEMO_MEGATRON_REF, path, prefix, names))
-    gpt = "nemo/collections/llm/gpt/model/base.py"
-    sources.append(
-        (
-            "NVIDIA/NeMo",
-            nemo_git,
-            NEMO_REF,
-            gpt,
-            "model.config.",
-            _dataclass_fields(nemo_git, NEMO_REF, gpt, "GPTConfig"),
-        )
-    )
-    for path, name, prefix in [
-        ("nemo/collections/llm/gpt/data/mock.py", "MockDataModule", "data."),
-        ("nemo/lightning/pytorch/plugins/mixed_precision.py", "MegatronMixedPrecision", "trainer.plugins."),
-    ]:
-        names = _init_params(_class(_source(nemo_git, NEMO_REF, path), name))
-        sources.append(("NVIDIA/NeMo", nemo_git, NEMO_REF, path, prefix, names))
-    trainer = "src/lightning/pytorch/trainer/trainer.py"
-    names = _init_params(_class(_source(lightning_git, LIGHTNING_REF, trainer), "Trainer"))
-    sources.append(("Lightning-AI/pytorch-lightning", lightning_git, LIGHTNING_REF, trainer, "trainer.", names))
+    """The NeMo main-commit list (`nemo_strategy_params.txt`) from git checkouts at the refs above."""
+    repos = {
+        "nemo": ("NVIDIA/NeMo", nemo_git, NEMO_REF, ""),
+        "mcore": ("NVIDIA/Megatron-LM", megatron_git, NEMO_MEGATRON_REF, ""),
+        "lightning": ("Lightning-AI/pytorch-lightning", lightning_git, LIGHTNING_REF, "src/"),
+    }
 
-    headers: list[str] = []
-    keys: set[str] = set()
-    for repo, gitdir, ref, path, prefix, names in sources:
-        headers.append(_stamp(repo, gitdir, ref, path, f"{prefix}*"))
-        keys.update(prefix + n for n in names)
-    return [*headers, *sorted(keys)]
+    def read(source: str, path: str) -> ast.Module:
+        _, gitdir, ref, root = repos[source]
+        return _source(gitdir, ref, root + path)
+
+    def stamp(source: str, path: str, what: str) -> str:
+        repo, gitdir, ref, root = repos[source]
+        return _stamp(repo, gitdir, ref, root + path, what)
+
+    return _nemo_list(read, stamp)
+
+
+NEMO_WHEELS = ("nemo_toolkit-2.7.3", "megatron_core-0.16.1", "lightning-2.4.0")
+"""The wheels of the NeMo 2.7.3 list (`nemo_strategy_params.v2.7.3.txt`). nemo-toolkit 2.7.3's metadata pins
+lightning<=2.4.0,>2.2.1 and names megatron_core with no version (its code needs >= 0.14.0:
+nemo/lightning/megatron_parallel.py); 0.16.1 is the newest megatron-core that installs on Python 3.11, so what
+pip resolves it to here."""
+
+
+def nemo_keys_from_wheels(nemo: str, mcore: str, lightning: str) -> list[str]:
+    """The NeMo list from the three wheels (`NEMO_WHEELS`), each a .whl file (unzipped here) or an unzipped folder
+    (then named by its folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        roots: dict[str, tuple[Path, str]] = {}
+        for source, wheel in (("nemo", nemo), ("mcore", mcore), ("lightning", lightning)):
+            folder = Path(tmp) / source
+            folder.mkdir()
+            roots[source] = _unpacked(wheel, folder)
+
+        def read(source: str, path: str) -> ast.Module:
+            return ast.parse((roots[source][0] / path).read_text())
+
+        def stamp(source: str, path: str, what: str) -> str:
+            return f"# {roots[source][1]} {path}: {what}"
+
+        return _nemo_list(read, stamp, recipes=True)
 
 
 _PARSER_FLAGS = """
@@ -273,6 +316,9 @@ def torchtitan03_flags(wheel: str) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
+    if argv and argv[0] == "--nemo-wheels":
+        (HERE / "nemo_strategy_params.v2.7.3.txt").write_text("\n".join(nemo_keys_from_wheels(*argv[1:4])) + "\n")
+        return
     if argv and argv[0] == "--torchtitan03":
         (HERE / "torchtitan_flags.v0.3.0.txt").write_text("\n".join(torchtitan03_flags(argv[1])) + "\n")
         return

@@ -16,7 +16,7 @@ import pytest
 
 from planner.launch import FrameworkLaunch, launch_args
 from planner.launch.megatron import MEGATRON_VERSIONS
-from planner.launch.nemo import NEMO_VERSION
+from planner.launch.nemo import NEMO_VERSIONS
 from planner.launch.torchtitan import TORCHTITAN_VERSIONS
 from planner.launch.torchtitan_v03 import flag
 from tests.launch.shell import torchrun_argv
@@ -24,6 +24,7 @@ from tests.launch.shell import torchrun_argv
 DATA = Path(__file__).resolve().parents[1] / "data"
 TORCHTITAN_FILE, NEMO_FILE = ("torchtitan_config_keys.txt", "nemo_strategy_params.txt")
 TORCHTITAN03_FILE = "torchtitan_flags.v0.3.0.txt"
+NEMO_FILES = {"2.7.3": "nemo_strategy_params.v2.7.3.txt", "2.5.0rc0+8cfedd7": NEMO_FILE}
 MEGATRON_FILES = {release: f"megatron_lm_flags.{release}.txt" for release in MEGATRON_VERSIONS}
 
 
@@ -59,7 +60,7 @@ def _dotted(config: dict[str, Any], prefix: str = "") -> list[str]:
         (MEGATRON_FILES["core_v0.15.0"], MEGATRON_VERSIONS["core_v0.15.0"]),
         (MEGATRON_FILES["core_v0.16.1"], MEGATRON_VERSIONS["core_v0.16.1"]),
         (TORCHTITAN_FILE, TORCHTITAN_VERSIONS["0.2.2"]),
-        (NEMO_FILE, NEMO_VERSION),
+        (NEMO_FILE, NEMO_VERSIONS["2.5.0rc0+8cfedd7"]),
     ],
 )
 def test_list_names_its_source_and_matches_the_version_stamp(name: str, version: str) -> None:
@@ -84,11 +85,17 @@ def test_list_names_its_source_and_matches_the_version_stamp(name: str, version:
             r"# TorchTitan v0\.3\.0: torchtitan-0\.3\.0-py3-none-any\.whl sha256 [0-9a-f]{64} ",
             TORCHTITAN_VERSIONS["0.3.0"],
         ),
+        (
+            NEMO_FILES["2.7.3"],
+            r"# nemo_toolkit-2\.7\.3-py3-none-any\.whl sha256 [0-9a-f]{64} ",
+            NEMO_VERSIONS["2.7.3"],
+        ),
     ],
 )
 def test_wheel_list_names_its_wheel(name: str, pattern: str, version: str) -> None:
     """Lists read from a registry wheel (Megatron-LM core_v0.19.2: Python >= 3.12, not installable here;
-    TorchTitan v0.3.0: its tyro parser) name the wheel with its hash, which the version stamp repeats."""
+    TorchTitan v0.3.0: its tyro parser; NeMo 2.7.3: no git tag here) name the wheel with its hash, which the version
+    stamp repeats."""
     headers, names = _lines(name)
     first = headers[0]
     assert re.match(pattern, first), first
@@ -136,14 +143,32 @@ def test_torchtitan_keys_exist(case: Any) -> None:
         assert [k for k in keys if k not in known] == []
 
 
-def test_nemo_keys_exist(case: Any) -> None:
-    launch: FrameworkLaunch = case.launch().nemo
-    known = _names(NEMO_FILE)
+@pytest.mark.parametrize("release", list(NEMO_FILES))
+def test_nemo_keys_exist(case: Any, release: str) -> None:
+    versions = {"nemo": release}
+    args = launch_args(case.model, case.training, case.layout, case.num_gpus, case.gpus_per_node, None, versions)
+    launch: FrameworkLaunch = args.nemo
+    assert launch.framework_version == NEMO_VERSIONS[release]
+    known = _names(NEMO_FILES[release])
     from_args = [a.split("=", 1)[0] for a in launch.args]
     from_command = [a.split("=", 1)[0] for a in _after(launch.command, "--yes")]
     for keys in (from_args, from_command, list(launch.config)):
         assert keys
         assert [k for k in keys if k not in known] == []
+
+
+def test_nemo_273_recipe_exists(case: Any) -> None:
+    """2.7.3's list also records the recipes `--factory` can name (nemo/collections/llm/recipes/__init__.py)."""
+    launch: FrameworkLaunch = case.launch().nemo
+    assert launch.framework_version == NEMO_VERSIONS["2.7.3"]
+    assert f"factory.{_after(launch.command, '--factory')[0]}" in _names(NEMO_FILES["2.7.3"])
+
+
+def test_nemo_273_list_only_adds_keys() -> None:
+    """Every key of the 2.5.0rc0 commit's list is in 2.7.3's (megatron-core 0.16.1 and MegatronStrategy add some)."""
+    old, new = _names(NEMO_FILES["2.5.0rc0+8cfedd7"]), _names(NEMO_FILES["2.7.3"])
+    assert old < new
+    assert {"trainer.strategy.ckpt_optim_fully_reshardable", "model.config.cuda_graph_impl"} <= new - old
 
 
 def _v03_flags(config: dict[str, Any]) -> list[str]:

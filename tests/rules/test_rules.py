@@ -315,7 +315,9 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "query_groups_split",
         "fp16_no_expert_parallel",
     )
-    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
+    assert rule_set("nemo").version == "2.7.3"
+    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1",)
+    assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
     assert rule_set("torchtitan").version == "0.3.0"
     assert rule_set("torchtitan").names[9:] == ("torchtitan_no_expert_tensor_parallel", "torchtitan_seq_len_divisible")
     assert rule_set("torchtitan", "0.2.2").names[9:] == (
@@ -352,6 +354,21 @@ def test_torchtitan_releases_differ_where_their_source_does() -> None:
         older = layout_violations(layout, j.model, j.training, j.num_gpus, rule_set("torchtitan", "0.2.2"))
         newer = layout_violations(layout, j.model, j.training, j.num_gpus, rule_set("torchtitan", "0.3.0"))
         assert (not newer, not older) == (newer_accepts, not newer_accepts), layout
+
+
+def test_nemo_releases_differ_where_their_megatron_core_does() -> None:
+    """The 2.5.0rc0 commit's Megatron-LM b615e731080e refuses tp 8 over 4 query groups; 2.7.3's megatron-core 0.16.1
+    accepts it. Both refuse Megatron-FSDP (ZeRO 2) with pp > 1; neither runs validate_args' fp16 ep check."""
+    gqa, moe16 = job(), job(MOE, precision=Precision.FP16)
+    fsdp_pp = Layout(tp=1, pp=2, dp=4, zero_stage=2)
+    for release, refused in (("2.5.0rc0+8cfedd7", True), ("2.7.3", False)):
+        rules = rule_set("nemo", release)
+        gqa_tp8 = layout_violations(Layout(tp=8, pp=1, dp=1), gqa.model, gqa.training, 8, rules)
+        assert [v.rule for v in gqa_tp8] == (["query_groups_split"] if refused else [])
+        ep2 = layout_violations(Layout(tp=1, pp=1, dp=8, ep=2), moe16.model, moe16.training, 8, rules)
+        assert ep2 == []
+        fsdp = layout_violations(fsdp_pp, gqa.model, gqa.training, 8, rules)
+        assert [v.rule for v in fsdp] == ["megatron_fsdp_needs_pp_1"]
 
 
 def test_megatron_releases_differ_where_their_source_does() -> None:
