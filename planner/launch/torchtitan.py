@@ -27,7 +27,7 @@ import shlex
 
 from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, torchrun_command
 from planner.launch.inputs import LaunchInputs
-from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, pipeline_split
+from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
 from planner.launch.torchtitan_v03 import TORCHTITAN_V03, torchtitan_v03_launch
 from planner.layout import Layout
 from planner.rules import default_version
@@ -59,18 +59,13 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
         "expert_parallel_degree": layout.ep,
         "expert_tensor_parallel_degree": layout.tp if layout.ep > 1 else 1,
     }
-    if layout.pp > 1:
-        section["pipeline_parallel_schedule"] = "Interleaved1F1B" if layout.vp > 1 else "1F1B"
-        section["pipeline_parallel_microbatch_size"] = layout.micro_batch_size
-        section |= pipeline_split(model, layout, "output")
-    return section
+    return section | pipeline_keys(model, layout, "output")
 
 
 def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
     """With pp > 1 a step is one pipeline pass over local_batch_size / microbatch micro-batches; else accumulation."""
-    local = training.global_batch_size // layout.dp if layout.pp > 1 else layout.micro_batch_size
     return {
-        "local_batch_size": local,
+        "local_batch_size": local_batch_size(training, layout),
         "global_batch_size": training.global_batch_size,
         "seq_len": model.seq_length,
         "mixed_precision_param": "bfloat16",

@@ -15,9 +15,18 @@ from planner.launch.common import stage_layers
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
 from planner.rules.core import counted_stages
-from planner.specs import ModelSpec
+from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["DataKeys", "data_notes", "dp_degrees", "module_names", "pipeline_split", "virtual_layers"]
+__all__ = [
+    "DataKeys",
+    "data_notes",
+    "dp_degrees",
+    "local_batch_size",
+    "module_names",
+    "pipeline_keys",
+    "pipeline_split",
+    "virtual_layers",
+]
 
 
 def dp_degrees(layout: Layout) -> tuple[int, int]:
@@ -83,6 +92,23 @@ def pipeline_split(model: ModelSpec, layout: Layout, output: str) -> dict[str, o
             "pipeline_parallel_last_stage_less_layers": middle - virtual[-1],
         }
     return {"module_fqns_per_model_part": module_names(virtual, output)}
+
+
+def pipeline_keys(model: ModelSpec, layout: Layout, output: str) -> dict[str, object]:
+    """The `parallelism` keys of a pipelined layout (none for pp = 1): the schedule (Interleaved1F1B for
+    vp > 1, else 1F1B), the micro-batch size and the stage split (`pipeline_split`), the same in both releases."""
+    if layout.pp == 1:
+        return {}
+    return {
+        "pipeline_parallel_schedule": "Interleaved1F1B" if layout.vp > 1 else "1F1B",
+        "pipeline_parallel_microbatch_size": layout.micro_batch_size,
+    } | pipeline_split(model, layout, output)
+
+
+def local_batch_size(training: TrainingSpec, layout: Layout) -> int:
+    """`training.local_batch_size`: with pp > 1 a step is one pipeline pass over local / micro-batch micro-batches
+    (the schedule splits the local batch); else the micro-batch, accumulated to the global batch."""
+    return training.global_batch_size // layout.dp if layout.pp > 1 else layout.micro_batch_size
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from planner.launch.common import (
     torchrun_command,
 )
 from planner.launch.inputs import LaunchInputs
-from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, pipeline_split
+from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
 from planner.layout import Layout
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
@@ -84,17 +84,13 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
     }
     if layout.tp > 1:
         section["enable_sequence_parallel"] = sequence_parallel_on(model, training, layout)
-    if layout.pp > 1:
-        section["pipeline_parallel_schedule"] = "Interleaved1F1B" if layout.vp > 1 else "1F1B"
-        section["pipeline_parallel_microbatch_size"] = layout.micro_batch_size
-        section |= pipeline_split(model, layout, "lm_head")
-    return section
+    return section | pipeline_keys(model, layout, "lm_head")
 
 
 def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, object]:
     """With pp > 1 a step is one pipeline pass over local_batch_size / microbatch micro-batches; else accumulation."""
     section: dict[str, object] = {
-        "local_batch_size": training.global_batch_size // layout.dp if layout.pp > 1 else layout.micro_batch_size,
+        "local_batch_size": local_batch_size(training, layout),
         "global_batch_size": training.global_batch_size,
         "seq_len": model.seq_length,
         "mixed_precision_param": "bfloat16",
