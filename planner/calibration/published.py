@@ -154,6 +154,33 @@ def _training_2021(
     )
 
 
+def _published(
+    row: dict[str, Any],
+    *,
+    variant: str,
+    model: ModelSpec,
+    training: TrainingSpec,
+    layout: Layout,
+    tflops_per_gpu: float | None = None,
+    step_time_s: float | None = None,
+) -> PublishedRun:
+    """One run of `row`: the fields every row states the same way (id, group, GPU, GPUs, source) read here."""
+    return PublishedRun(
+        id=row["id"],
+        group=row["group"],
+        variant=variant,
+        gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
+        model=model,
+        training=training,
+        layout=layout,
+        num_gpus=row["layout"]["gpus"],
+        tflops_per_gpu=tflops_per_gpu,
+        step_time_s=step_time_s,
+        source=row["source"]["citation"],
+        gpu=row["hardware"]["gpu"],
+    )
+
+
 def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     lay = row["layout"]
     zero = lay.get("zero_stage") or 0
@@ -166,19 +193,13 @@ def _narayanan(row: dict[str, Any]) -> list[PublishedRun]:
     # fp16 gradients, reduced so (Narayanan 2021 Sec. 5: fp16 mixed precision)
     training = _training_2021(lay["global_batch_seqs"], Precision.FP16, runtime, grad_reduce_in_fp32=False)
     return [
-        PublishedRun(
-            id=row["id"],
-            group=row["group"],
+        _published(
+            row,
             variant="zero-3" if zero == 3 else "ptd-p",
-            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=_model(row),
             training=training,
             layout=_layout(lay, Recompute.FULL, False, zero),
-            num_gpus=lay["gpus"],
             tflops_per_gpu=row["measured"]["tflops_per_gpu"],
-            step_time_s=None,
-            source=row["source"]["citation"],
-            gpu=row["hardware"]["gpu"],
         )
     ]
 
@@ -195,19 +216,13 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
         ("sp_selective", Recompute.SELECTIVE, True, measured["iter_time_s_present_work"]),
     ]
     return [
-        PublishedRun(
-            id=row["id"],
-            group=row["group"],
+        _published(
+            row,
             variant=variant,
-            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=_model(row),
             training=training,
             layout=_layout(lay, recompute, sp, 0),
-            num_gpus=lay["gpus"],
-            tflops_per_gpu=None,
             step_time_s=seconds,
-            source=row["source"]["citation"],
-            gpu=row["hardware"]["gpu"],
         )
         for variant, recompute, sp, seconds in arms
     ]
@@ -250,20 +265,15 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
         global_batch_size=lay["global_batch_seqs"], precision=_PRECISIONS[row["precision"]], runtime=runtime
     )
     model = _model(row)
+    layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero)
     return [
-        PublishedRun(
-            id=row["id"],
-            group=row["group"],
+        _published(
+            row,
             variant=row["precision"],
-            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=model,
             training=training,
-            layout=_layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero),
-            num_gpus=lay["gpus"],
-            tflops_per_gpu=None,
+            layout=layout,
             step_time_s=_published_step_s(row, model),
-            source=row["source"]["citation"],
-            gpu=row["hardware"]["gpu"],
         )
     ]
 
@@ -278,20 +288,15 @@ def _fsdp(row: dict[str, Any]) -> list[PublishedRun]:
         grad_reduce_in_fp32=runtime["grad_reduce_in_fp32"],
     )
     model = _model(row)
+    layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], lay["zero_stage"])
     return [
-        PublishedRun(
-            id=row["id"],
-            group=row["group"],
+        _published(
+            row,
             variant=row["precision"],
-            gpu_kind=gpu_kind_of(row["hardware"]["gpu"]),
             model=model,
             training=training,
-            layout=_layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], lay["zero_stage"]),
-            num_gpus=lay["gpus"],
-            tflops_per_gpu=None,
+            layout=layout,
             step_time_s=_published_step_s(row, model),
-            source=row["source"]["citation"],
-            gpu=row["hardware"]["gpu"],
         )
     ]
 
