@@ -21,7 +21,6 @@ an integer), so every schema-violating body must be refused.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,37 +29,19 @@ import pytest
 import schemathesis
 
 from api.localserver import local_service
-from planner.presets import load_presets
-from planner.profiles import DEFAULT_PROFILES_DIR, load_profiles
+from tests.api.fuzz_config import fuzz_config
 
 MIN_REQUESTS = 1000
 
 # Fuzzing examples per operation: POSTs get most; parameterless GETs generate only a handful anyway.
-PRESETS = sorted(load_presets())
-PROFILES = sorted(load_profiles(DEFAULT_PROFILES_DIR))
-CONFIG = f"""
-seed = 20240917
-request-timeout = 15
-suppress-health-check = ["all"]
-
-[generation]
-mode = "all"
-deterministic = true
-database = "none"
-max-examples = 25
-
-# Known ids, so that many generated bodies are valid searches rather than 422s for an unknown preset.
-[dictionaries.presets]
-values = {json.dumps(PRESETS)}
-
-[dictionaries.profiles]
-values = {json.dumps(PROFILES)}
-
+CONFIG = (
+    fuzz_config(seed=20240917, max_examples=25)
+    + """
 [parameters]
-"body.model.preset" = {{ dictionary = "presets", probability = 0.8 }}
-"body.cluster.profile" = {{ dictionary = "profiles", probability = 0.8 }}
-"path.preset" = {{ dictionary = "presets", probability = 0.5 }}
-"path.profile_id" = {{ dictionary = "profiles", probability = 0.5 }}
+"body.model.preset" = { dictionary = "presets", probability = 0.8 }
+"body.cluster.profile" = { dictionary = "profiles", probability = 0.8 }
+"path.preset" = { dictionary = "presets", probability = 0.5 }
+"path.profile_id" = { dictionary = "profiles", probability = 0.5 }
 
 [checks.positive_data_acceptance]
 enabled = false
@@ -89,6 +70,7 @@ include-path = "/metrics"
 # Prometheus text format; the route documents application/json (api/routes/health.py, reported).
 checks.content_type_conformance.enabled = false
 """
+)
 
 CALLS: list[tuple[str, int, float]] = []
 """(operation, status, seconds) of every request the fuzzer sent, for the count and the report."""

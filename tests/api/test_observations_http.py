@@ -6,7 +6,6 @@ with a valid token and without one, and no request gets a 5xx or an undocumented
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -17,8 +16,7 @@ import pytest
 import schemathesis
 
 from api.localserver import local_service
-from planner.presets import load_presets
-from planner.profiles import load_profiles
+from tests.api.fuzz_config import fuzz_config
 
 TOKEN = "fuzz-token-0123456789abcdef"
 CLIENTS, POSTS_EACH = 16, 6
@@ -64,32 +62,19 @@ def test_concurrent_writers_lose_nothing(database_url: str) -> None:
     assert sorted(listed) == sorted(created) and page["total"] == CLIENTS * POSTS_EACH
 
 
-CONFIG = f"""
-seed = 20240918
-request-timeout = 15
-suppress-health-check = ["all"]
-
-[generation]
-mode = "all"
-deterministic = true
-database = "none"
-max-examples = 20
-
-[dictionaries.presets]
-values = {json.dumps(sorted(load_presets()))}
-
-[dictionaries.profiles]
-values = {json.dumps(sorted(load_profiles()))}
-
+CONFIG = (
+    fuzz_config(seed=20240918, max_examples=20)
+    + """
 [parameters]
-"body.model.preset" = {{ dictionary = "presets", probability = 0.8 }}
-"body.cluster.profile" = {{ dictionary = "profiles", probability = 0.8 }}
-"query.profile" = {{ dictionary = "profiles", probability = 0.5 }}
-"path.profile_id" = {{ dictionary = "profiles", probability = 0.7 }}
+"body.model.preset" = { dictionary = "presets", probability = 0.8 }
+"body.cluster.profile" = { dictionary = "profiles", probability = 0.8 }
+"query.profile" = { dictionary = "profiles", probability = 0.5 }
+"path.profile_id" = { dictionary = "profiles", probability = 0.7 }
 
 [checks.positive_data_acceptance]
 enabled = false
 """
+)
 WITH_TOKEN = CONFIG + f'\n[auth.openapi.HTTPBearer]\nbearer = "{TOKEN}"\n'
 CALLS: Counter[str] = Counter()
 
