@@ -140,6 +140,7 @@ def _to_estimate(
             int(c.dp[i]),
             int(c.ep[i]),
             cluster.profile.node.nvlink_domain_gpus,
+            cluster.profile.node.gpus_per_node,
         ),
         fits=True,
         violations=[],

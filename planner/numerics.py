@@ -11,8 +11,9 @@ Narayanan et al. 2021) keeps fp16 gradients and the optimizer an fp32 copy of
 them, 2 + 2 + 16 = 20. Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054)
 Sec. 3.1 counts the same states (2 + 2 + 12 = 16 bytes/param with fp16
 gradients and no separate fp32 gradient). FP8 training (Transformer Engine)
-casts to fp8 per GEMM only: weights, activations, gradients and optimizer
-states are held as for bf16.
+casts to fp8 per GEMM: weights, gradients and optimizer states are held as
+for bf16, and so are activations, except what a linear layer saves of its
+input for the weight gradient: its fp8 copy (`saved_gemm_input_bytes`).
 
 Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec`:
 - `grad_reduce_in_fp32` false keeps the gradient buffer in the 16-bit dtype and
@@ -61,6 +62,11 @@ class Numerics:
     """The fp32 gradient the optimizer step reads, whichever buffer holds it."""
     activation_bytes: int
     """Activations between kernels: bf16/fp16 (fp8 GEMMs write bf16 outputs)."""
+    saved_gemm_input_bytes: int
+    """What a linear layer keeps of its input for the weight gradient, per element: the 16-bit input itself, or
+    under FP8 its quantized copy, one byte (Transformer Engine `module/linear.py` `_Linear.forward`: the
+    quantized input is saved with only its column-wise data, "row-wise data ... not needed in backward pass";
+    MXFP8 adds one scale byte per 32 elements, left out)."""
     wire_bytes: int
     """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
     logit_bytes: int
@@ -76,6 +82,13 @@ class Numerics:
         the softmax output (2) and, with attention dropout, its mask (1) and output (2)."""
         dropout = self.attention_dropout_mask_bytes + self.activation_bytes if self.attention_dropout_mask_bytes else 0
         return self.activation_bytes + dropout
+
+    @property
+    def gemm_input_copy_bytes(self) -> int:
+        """Bytes per element a linear layer keeps beside a 16-bit tensor something else saves too (the attention
+        output, which the attention core keeps for its own backward): none under 16-bit GEMMs, where both hold
+        the one tensor, its quantized copy under FP8."""
+        return 0 if self.saved_gemm_input_bytes == self.activation_bytes else self.saved_gemm_input_bytes
 
     @property
     def optimizer_state_bytes(self) -> int:
@@ -104,6 +117,7 @@ _MIXED = Numerics(
     gradient_copy_bytes=0,
     main_gradient_bytes=FP32_BYTES,
     activation_bytes=HALF_BYTES,
+    saved_gemm_input_bytes=HALF_BYTES,
     wire_bytes=HALF_BYTES,
     logit_bytes=FP32_BYTES,
 )
@@ -111,7 +125,7 @@ _MIXED = Numerics(
 
 _NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the optimizer copies to fp32
     Precision.BF16: _MIXED,
-    Precision.FP8: _MIXED,
+    Precision.FP8: replace(_MIXED, saved_gemm_input_bytes=1),
     Precision.FP16: replace(_MIXED, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES),
 }
 

@@ -66,20 +66,25 @@ __all__ = [
 FIT_SETS: dict[str, tuple[str, ...]] = {
     "A100": ("Narayanan2021_Table1",),
     "H100": ("MegatronLM_README_H100_2024",),
+    "GB200": ("MegatronBridge_PerfSummary_26.04.01",),
 }
 """Per GPU kind, the sources (`group`s) its two constants are fitted on. Every other row is a prediction.
 
 A100: Narayanan 2021 Table 1 (10 rows, 1.7B-1T). H100: the Megatron-LM README's
-weak-scaling table (9 rows, 1.7B-462B, July 2024). Nemotron-4 340B and the
-Megatron-Bridge rows on H100 are predictions.
+weak-scaling table (9 rows, 1.7B-462B, July 2024). GB200: the Megatron-Bridge
+performance summary of NeMo 26.04.01 (its 3 GB200 rows without CPU offloading:
+Llama 3 70B MXFP8 on 64 GPUs, Llama 3.1 405B FP8 and MXFP8 on 256). Nemotron-4
+340B and the Megatron-Bridge rows on H100, and the NeMo 25.11 rows on GB200 and
+B200, are predictions.
 """
 
-TRANSFERS: dict[str, str] = {"H200": "H100", "B200": "H100", "GB200": "H100", "MI300X": "H100"}
+TRANSFERS: dict[str, str] = {"H200": "H100", "B200": "GB200", "MI300X": "H100"}
 """GPU kinds with no fit of their own and the kind whose constants they reuse (stated in each profile).
 
-H200 is an H100 die with more, faster HBM; B200 / GB200 (Blackwell) and MI300X
-have no fit set yet, so they take the newest fitted generation. GB200 rows in
-the data file are predictions with these transferred constants.
+H200 is an H100 die with more, faster HBM; B200 is the GB200's Blackwell GPU at a
+lower power limit (each profile states its own peaks, so eta transfers as a
+fraction of them), and its rows (NeMo 25.11) are predictions with GB200's
+constants. MI300X has no fit set and takes the H100's.
 """
 
 GEMM_PEAK_EFFICIENCY = "gemm_peak_efficiency"

@@ -63,6 +63,9 @@ Scalability') names --overlap-grad-reduce --overlap-param-gather and default PP
 overlap; TP overlap (--tp-comm-overlap) is per row (`runtime.tp_comm_overlap`).
 """
 
+MODERN_RUNTIME_KEYS = ("tp_comm_overlap", "cuda_graphs", "overlap_param_gather")
+"""The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row)."""
+
 FSDP_ERA = "composer-fsdp-2023"
 """`runtime.era` of the PyTorch FSDP rows (MosaicML llm-foundry's MPT benchmarks, Composer, torch 2.0/2.1).
 
@@ -126,6 +129,7 @@ def _model(row: dict[str, Any]) -> ModelSpec:
 
 
 def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> Layout:
+    """The row's layout; the embedding and the loss count as pipeline layers where the row says so."""
     return Layout(
         tp=lay["tp"],
         pp=lay["pp"],
@@ -136,6 +140,8 @@ def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> L
         recompute=recompute,
         sequence_parallel=sp,
         zero_stage=zero,
+        account_for_embedding_in_pipeline_split=lay.get("account_for_embedding_in_pipeline_split", False),
+        account_for_loss_in_pipeline_split=lay.get("account_for_loss_in_pipeline_split", False),
     )
 
 
@@ -257,12 +263,20 @@ def _published_step_s(row: dict[str, Any], model: ModelSpec) -> float:
 
 
 def _modern(row: dict[str, Any]) -> list[PublishedRun]:
-    """A Megatron-Core / NeMo era row (H100 and later): settings as published or as listed assumptions."""
-    lay = row["layout"]
+    """A Megatron-Core / NeMo era row (H100 and later): settings as published or as listed assumptions.
+
+    `RUNTIME_2024` holds unless the row's `runtime` states a recipe's own value (`MODERN_RUNTIME_KEYS`:
+    TP overlap always; CUDA graphs and parameter-gather overlap where a Megatron-Bridge recipe sets them)
+    or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default).
+    """
+    lay, stated = row["layout"], row["runtime"]
     zero = 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
-    runtime = RuntimeFeatures(**RUNTIME_2024 | {"tp_comm_overlap": row["runtime"]["tp_comm_overlap"]})
+    runtime = RuntimeFeatures(**RUNTIME_2024 | {k: stated[k] for k in MODERN_RUNTIME_KEYS if k in stated})
     training = TrainingSpec(
-        global_batch_size=lay["global_batch_seqs"], precision=_PRECISIONS[row["precision"]], runtime=runtime
+        global_batch_size=lay["global_batch_seqs"],
+        precision=_PRECISIONS[row["precision"]],
+        runtime=runtime,
+        grad_reduce_in_fp32=stated.get("grad_reduce_in_fp32"),
     )
     model = _model(row)
     layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero)

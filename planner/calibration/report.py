@@ -32,7 +32,12 @@ __all__ = [
     "validation_profile_id",
 ]
 
-VALIDATION_PROFILES: dict[str, str] = {"A100": "dgx-a100-80gb", "H100": "dgx-h100", "GB200": "gb200-nvl72"}
+VALIDATION_PROFILES: dict[str, str] = {
+    "A100": "dgx-a100-80gb",
+    "H100": "dgx-h100",
+    "B200": "hgx-b200",
+    "GB200": "gb200-nvl72",
+}
 """The profile each GPU kind's published runs are predicted on (Selene and the sources' DGX systems)."""
 
 VALIDATION_PROFILES_BY_GPU: dict[str, str] = {"A100-SXM4-40GB": "dgx-a100-40gb"}

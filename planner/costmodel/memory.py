@@ -31,7 +31,7 @@ from planner.costmodel.candidates import (
     tokens_per_microbatch,
 )
 from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
-from planner.costmodel.pipeline import in_flight_microbatches, stage_in_flight_microbatches
+from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
@@ -82,12 +82,21 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     other coefficients mix 16-bit tensors and 1-byte dropout masks and stay as
     published. Without dropout the two hidden masks (1 s b h each) are not kept
     and the scores keep only the softmax output (`Numerics.attention_score_bytes`: 5 -> 2).
+
+    Per token, in 16-bit: the two norms' inputs (2h each) and the QKV and fc1 GEMMs' inputs (2h each, split
+    by tp under SP), Q and the attention output (2h each), K and V (2 kv each), and the MLP's tensors
+    (`_mlp_bytes_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
+    (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
+    by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
     """
     h, kv = model.hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
-    replicated = (8 + 2 * num.hidden_dropout_mask_bytes) * h / np.where(c.sequence_parallel, tp, 1.0)
-    split = (4 * h + 4 * kv + _mlp_bytes_per_token(model)) / tp
+    gemm_in = num.saved_gemm_input_bytes
+    norms_and_inputs = 2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
+    replicated = norms_and_inputs * h / np.where(c.sequence_parallel, tp, 1.0)
+    attention = (2 * num.activation_bytes + num.gemm_input_copy_bytes) * h + 4 * kv
+    split = (attention + _mlp_bytes_per_token(model, num)) / tp
     scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
@@ -95,12 +104,14 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     return np.where(c.recompute == FULL, layer_input, full_layer)
 
 
-def _mlp_bytes_per_token(model: ModelSpec) -> float:
-    """MLP tensors kept per token: 4 ffn (GeLU input and output) or 6 ffn (gate, up, SwiGLU output).
+def _mlp_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
+    """MLP tensors kept per token: 4 ffn (GeLU input and output) or 6 ffn (gate, up, SwiGLU output) in 16-bit;
+    the activation's output is fc2's input, kept as `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn).
 
     MoE: each of the top_k routed copies also keeps its permuted 2h input.
     """
-    per_ffn = 6 if model.gated_mlp else 4
+    activation_input = (2 if model.gated_mlp else 1) * num.activation_bytes
+    per_ffn = activation_input + num.saved_gemm_input_bytes
     dense = float(per_ffn * model.ffn_hidden_size)
     if model.moe is None:
         return dense
@@ -163,6 +174,8 @@ class StageTerms:
     """Parameters of one layer, gathered whole under ZeRO-3 (`stage_memory` turns them into bytes)."""
     last_of_pipeline: BoolArray
     """The last stage of a pipeline with pp > 1 (`pipeline.stage_in_flight_microbatches`)."""
+    middle_of_pipeline: BoolArray
+    """A middle stage (pp > 2): it holds `pipeline.behind_first_stage` fewer micro-batches than the first."""
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> StageTerms:
         """The terms with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
@@ -173,6 +186,7 @@ class StageTerms:
             fixed_activations=fn(self.fixed_activations),
             zero3_buffer=fn(self.zero3_buffer),
             last_of_pipeline=fn(self.last_of_pipeline),
+            middle_of_pipeline=fn(self.middle_of_pipeline),
         )
 
 
@@ -201,6 +215,7 @@ def stage_terms(
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
         last_of_pipeline=np.asarray(output & (c.pp > 1)),
+        middle_of_pipeline=np.asarray(~embedding & ~output & (c.pp > 2)),
     )
 
 
@@ -233,9 +248,12 @@ def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: Flo
 
 def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:
     """Memory of each stage (`StageKind` order) from its terms."""
-    first_stage = in_flight_microbatches(c)
+    first_stage, behind = in_flight_microbatches(c), behind_first_stage(c)
     return tuple(
-        stage_memory(c, num, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp)) for t in terms
+        stage_memory(
+            c, num, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp, t.middle_of_pipeline, behind)
+        )
+        for t in terms
     )
 
 

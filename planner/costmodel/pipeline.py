@@ -6,7 +6,12 @@ point-to-point messages); Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.2.3
 and Megatron-LM `theoretical_memory_usage.py` (first stage holds min(p, m)
 micro-batches; interleaving multiplies by 1 + (p-1)/(p v)). The last stage
 of a 1F1B pipeline runs each micro-batch's backward right after its forward
-(Narayanan 2021 Fig. 4, top), so it holds one.
+(Narayanan 2021 Fig. 4, top), so it holds one. A middle stage holds fewer
+than the first: Megatron-Core's schedules (`pipeline_parallel/schedules.py`)
+warm up rank r with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p
+chunk forwards (interleaved), so rank 1, the most loaded middle stage, holds
+one micro-batch (1F1B) or 2/v of one (interleaved) less than rank 0 once
+m >= p (`behind_first_stage`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import numpy as np
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 
 __all__ = [
+    "behind_first_stage",
     "bubble_fraction",
     "bubble_s",
     "in_flight_microbatches",
@@ -49,14 +55,30 @@ def in_flight_microbatches(c: Candidates) -> FloatArray:
     return base * interleave
 
 
-def stage_in_flight_microbatches(first_stage: FloatArray, last_of_pipeline: BoolArray, vp: IntArray) -> FloatArray:
-    """Micro-batches a stage holds at once: one on the last stage of a 1F1B pipeline, else the first stage's count.
+def behind_first_stage(c: Candidates) -> FloatArray:
+    """Micro-batches the second stage holds fewer than the first: 1 (1F1B) or 2/v (interleaved) once the
+    first stage's warm-up is full (m >= p), else none (every stage then holds all m)."""
+    behind = np.where(c.vp > 1, 2.0 / c.vp, 1.0)
+    return np.asarray(np.where(c.num_microbatches >= c.pp, behind, 0.0), dtype=np.float64)
+
+
+def stage_in_flight_microbatches(
+    first_stage: FloatArray,
+    last_of_pipeline: BoolArray,
+    vp: IntArray,
+    middle_of_pipeline: BoolArray | bool = False,
+    behind_first: FloatArray | float = 0.0,
+) -> FloatArray:
+    """Micro-batches a stage holds at once: one on the last stage of a 1F1B pipeline; on a middle stage
+    (rank 1 stands for them all: it holds the most of them) the first stage's count less `behind_first`
+    (`behind_first_stage`); else the first stage's count.
 
     `first_stage` is `in_flight_microbatches`; `last_of_pipeline` marks the last
     stage of a pipeline with pp > 1. Interleaving (vp > 1) keeps more on the
     last stage too (Korthikanti 2022 Sec. 4.2.3). Broadcasts over all arguments.
     """
-    return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, first_stage), dtype=np.float64)
+    middle = np.where(middle_of_pipeline, first_stage - behind_first, first_stage)
+    return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, middle), dtype=np.float64)
 
 
 def p2p_messages_per_microbatch(c: Candidates) -> FloatArray:

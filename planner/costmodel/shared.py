@@ -152,7 +152,7 @@ def layer_quantities(
         return _spread(x, run)
 
     base = c if run == 1 else c.take(slice(None, None, run))
-    base_placement = place(base, hw.nvlink_domain_gpus)
+    base_placement = place(base, hw.nvlink_domain_gpus, hw.gpus_per_node)
     placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
     base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
     largest = largest_stage_params(base_params)

@@ -26,7 +26,12 @@ import numpy as np
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
 from planner.costmodel.memory import stage_memory
-from planner.costmodel.pipeline import in_flight_microbatches, p2p_messages_per_microbatch, stage_in_flight_microbatches
+from planner.costmodel.pipeline import (
+    behind_first_stage,
+    in_flight_microbatches,
+    p2p_messages_per_microbatch,
+    stage_in_flight_microbatches,
+)
 from planner.costmodel.shared import LayerQuantities
 from planner.costmodel.step import once_per_step_s, step_time_s
 from planner.numerics import training_numerics
@@ -55,6 +60,8 @@ class KeyTables:
     """(stage kind, key): bytes per micro-batch in flight."""
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
+    middle_of_pipeline: BoolArray
+    """(stage kind, key): a middle stage of a pipeline (`pipeline.behind_first_stage`)."""
 
 
 def key_tables(
@@ -91,6 +98,7 @@ def key_tables(
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
         last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
+        middle_of_pipeline=np.stack([t.middle_of_pipeline for t in q.stage_terms]),
     )
 
 
@@ -119,10 +127,12 @@ def grid_step_time_and_peak(
     flat_by_zero = keys[:, key_of_mode] + zero[None, :] * tables.average_stage_s.shape[0]
     step = pipelined[:, key_of_mode] + np.take(tables.once_per_step_s, flat_by_zero)
     in_flight_first = in_flight_microbatches(rows)[:, None]
-    vp = rows.vp[:, None]
+    behind, vp = behind_first_stage(rows)[:, None], rows.vp[:, None]
     peak = None
     for k in range(tables.memory_fixed.shape[0]):
-        in_flight = stage_in_flight_microbatches(in_flight_first, tables.last_of_pipeline[k][keys], vp)
+        in_flight = stage_in_flight_microbatches(
+            in_flight_first, tables.last_of_pipeline[k][keys], vp, tables.middle_of_pipeline[k][keys], behind
+        )
         fixed = np.take(tables.memory_fixed[k], flat_by_zero)
         stage = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
         peak = stage if peak is None else np.maximum(peak, stage)

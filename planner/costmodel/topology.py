@@ -6,7 +6,12 @@ keeps pipeline neighbours close; Megatron-Core accepts that order only when
 pp = 1 or ep = cp (`tp_pp_dp_order`), and otherwise uses its default tp, cp,
 (ep,) dp, pp, with pp outermost. An expert-parallel group takes the same
 stage's cp ranks first, then its dp ranks. NVLink domains are contiguous
-blocks of `nvlink_domain_gpus` ranks.
+blocks of `job_domain_gpus` ranks: the whole domain where a node is one
+domain (DGX) or the job fits in one, else the job's allocation segment
+(an NVL72 rack holds 18 four-GPU trays; Megatron-Bridge's Slurm executor
+asks for `--segment` = the largest divisor of the job's trays up to 18,
+`scripts/performance/utils/executors.py`, so a 64-tray job lands as four
+16-tray blocks, each inside one rack).
 
 For time, a collective runs at the pace of its slowest group, so a kind of
 group is priced as crossing the network when any group of that kind does:
@@ -26,7 +31,39 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, IntArray
 
-__all__ = ["Crossings", "GroupPlacement", "Placement", "count_crossings", "place", "tp_pp_dp_order"]
+__all__ = [
+    "Crossings",
+    "GroupPlacement",
+    "Placement",
+    "count_crossings",
+    "job_domain_gpus",
+    "place",
+    "tp_pp_dp_order",
+]
+
+
+@functools.cache
+def job_domain_gpus(num_gpus: int, gpus_per_node: int, nvlink_domain_gpus: int) -> int:
+    """GPUs per NVLink-domain block of a job's ranks: where the domain boundaries fall for this job.
+
+    A job that fits in one domain, or a profile whose domain is one node, keeps the domain. A larger job
+    on a multi-node domain (GB200 NVL72) is allocated in segments of whole nodes, each inside one domain:
+    Megatron-Bridge's Slurm executor (`scripts/performance/utils/executors.py`, NeMo 26.04) passes
+    `--segment` = the job's node count up to 18 trays, else its largest divisor <= 18, so the ranks
+    fill aligned blocks of segment x gpus_per_node. A job whose node count has no divisor above 1
+    within a domain gets one-node segments: no NVLink between nodes is promised.
+    """
+    if num_gpus <= nvlink_domain_gpus or nvlink_domain_gpus == gpus_per_node or num_gpus % gpus_per_node:
+        return nvlink_domain_gpus
+    nodes, most = num_gpus // gpus_per_node, nvlink_domain_gpus // gpus_per_node
+    return gpus_per_node * next(k for k in range(most, 0, -1) if nodes % k == 0)
+
+
+def _job_domains(num_gpus: IntArray, gpus_per_node: int, nvlink_domain_gpus: int) -> IntArray:
+    """`job_domain_gpus` per candidate (a request has a few distinct GPU counts: computed once each)."""
+    sizes, index = np.unique(num_gpus, return_inverse=True)
+    blocks = np.array([job_domain_gpus(int(n), gpus_per_node, nvlink_domain_gpus) for n in sizes], dtype=np.int64)
+    return blocks[index.reshape(np.shape(num_gpus))]
 
 
 def tp_pp_dp_order(pp: IntArray | int, cp: IntArray | int, ep: IntArray | int) -> np.ndarray:
@@ -73,7 +110,7 @@ class Placement:
         )
 
 
-def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: int) -> GroupPlacement:
+def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: IntArray) -> GroupPlacement:
     block = stride * size
     aligned = (block <= domain) & ((domain % block == 0) | (num_gpus <= domain))
     per_domain = np.where(stride < domain, np.maximum(domain // stride, 1), 1)
@@ -84,7 +121,7 @@ def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: int) ->
     )
 
 
-def _expert_group(c: Candidates, dp_stride: IntArray, num_gpus: IntArray, domain: int) -> GroupPlacement:
+def _expert_group(c: Candidates, dp_stride: IntArray, num_gpus: IntArray, domain: IntArray) -> GroupPlacement:
     """EP ranks: up to cp of them at stride tp, the rest from dp at the dp stride."""
     from_cp = np.minimum(c.ep, c.cp)
     within_cp = _group(c.ep, c.tp, num_gpus, domain)
@@ -101,10 +138,10 @@ def _expert_group(c: Candidates, dp_stride: IntArray, num_gpus: IntArray, domain
     )
 
 
-def place(c: Candidates, nvlink_domain_gpus: int) -> Placement:
-    """Place every group of every candidate on the cluster."""
-    d = nvlink_domain_gpus
+def place(c: Candidates, nvlink_domain_gpus: int, gpus_per_node: int) -> Placement:
+    """Place every group of every candidate on the cluster (domains of `job_domain_gpus` ranks)."""
     n = c.tp * c.cp * c.pp * c.dp
+    d = _job_domains(n, gpus_per_node, nvlink_domain_gpus)
     one = np.ones_like(c.tp)
     pp_inside = tp_pp_dp_order(c.pp, c.cp, c.ep)
     pp_stride = np.where(pp_inside, c.tp * c.cp, c.tp * c.cp * c.dp)
@@ -133,12 +170,16 @@ class Crossings:
 
 
 @functools.lru_cache(maxsize=4096)
-def count_crossings(tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int) -> Crossings:
-    """Exact counts for one layout, from every rank's domain. A pipeline is one (dp, cp, tp) chain of pp ranks.
+def count_crossings(
+    tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int, gpus_per_node: int
+) -> Crossings:
+    """Exact counts for one layout, from every rank's domain (`job_domain_gpus`). A pipeline is one
+    (dp, cp, tp) chain of pp ranks.
 
     Linear in the GPU count, so results are memoised: the plans of one request share a few shapes.
     """
-    ranks = np.arange(tp * cp * pp * dp) // nvlink_domain_gpus
+    n = tp * cp * pp * dp
+    ranks = np.arange(n) // job_domain_gpus(n, gpus_per_node, nvlink_domain_gpus)
     if tp_pp_dp_order(pp, cp, ep):
         domain = ranks.reshape(dp, pp, cp, tp)
     else:

@@ -180,3 +180,28 @@ def test_gradient_dtype_sets_state_bytes(fp32: bool | None, precision: Precision
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=1)], num_layers=2, global_batch_size=8)
     mem = memory_per_gpu(_tiny(), c, _training(precision, FLASH, grad_reduce_in_fp32=fp32))
     np.testing.assert_allclose(mem.parameters + mem.gradients + mem.optimizer_states, [TINY_PARAMS * per_param])
+
+
+# FP8 (Transformer Engine): each linear layer keeps its input's fp8 copy (1 byte) for the weight gradient.
+# GPT shape, no dropout, flash, per token: norms' inputs 2h + 2h, QKV and fc1 inputs 1h + 1h (split by t under
+# SP), Q 2h, K and V 2h + 2h, the attention output 2h kept by the core plus 1h for the output projection,
+# GeLU input 2 ffn, fc2 input 1 ffn: 6h (replicated) + 9h + 3 ffn (split) = 6h + 21h = 27h with ffn = 4h,
+# against 8h + 24h = 32h in bf16.
+FP8_ROWS = [(1, False, 27), (8, False, 6 + 21 / 8), (8, True, 27 / 8)]
+
+
+@pytest.mark.parametrize(("t", "sp", "per_h"), FP8_ROWS, ids=["t1", "t8", "t8-sp"])
+def test_fp8_keeps_gemm_inputs_in_one_byte(t: int, sp: bool, per_h: float) -> None:
+    layout = Layout(tp=t, pp=1, dp=1, micro_batch_size=2, sequence_parallel=sp)
+    fp8, bf16 = numerics(Precision.FP8), numerics(Precision.BF16)
+    assert (fp8.saved_gemm_input_bytes, fp8.gemm_input_copy_bytes) == (1, 1)
+    assert (bf16.saved_gemm_input_bytes, bf16.gemm_input_copy_bytes) == (2, 0)
+    assert _layer_bytes(layout, GPT, FLASH, fp8) == pytest.approx(S * 2 * H * per_h, rel=1e-12)
+    assert _layer_bytes(layout, GPT, FLASH, bf16) == pytest.approx(
+        S * 2 * H * (32 if t == 1 else (8 + 24 / t if not sp else 32 / t)), rel=1e-12
+    )
+
+
+def test_fp8_full_recompute_keeps_the_bf16_layer_input() -> None:
+    layout = Layout(tp=1, pp=1, dp=1, recompute=Recompute.FULL)
+    assert _layer_bytes(layout, GPT, FLASH, numerics(Precision.FP8)) == 2 * S * H

@@ -5,7 +5,12 @@ import pytest
 
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.params import ParamCounts, StageKind, stage_kinds
-from planner.costmodel.pipeline import bubble_s, stage_in_flight_microbatches
+from planner.costmodel.pipeline import (
+    behind_first_stage,
+    bubble_s,
+    in_flight_microbatches,
+    stage_in_flight_microbatches,
+)
 from planner.costmodel.shared import LayerSeconds
 from planner.costmodel.step import TimeBreakdown, assemble_step, updated_params
 from planner.costmodel.zero import ModelState, held_params, shard_group_sizes, sharded_params
@@ -43,6 +48,28 @@ def test_bubble_s_broadcasts() -> None:
 def test_stage_in_flight(first: float, last: bool, vp: int, expected: float) -> None:
     """1F1B's last stage holds one micro-batch; interleaved, it holds as many as the first."""
     assert float(stage_in_flight_microbatches(_a(first), np.asarray([last]), _i(vp))[0]) == expected
+
+
+# Megatron-Core warms rank r up with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p chunk forwards
+# (interleaved), each chunk 1/v of the stage: rank 0 holds p (1F1B) or (v p + p - 1)/v micro-batches, rank 1
+# one (1F1B) or 2/v (interleaved) fewer; with m < p every stage holds all m.
+MIDDLE_ROWS = [
+    # (pp, vp, m, rank 0, rank 1)
+    (4, 1, 8, 4.0, 3.0),
+    (16, 4, 384, (4 * 16 + 15) / 4, (4 * 16 + 13) / 4),
+    (8, 2, 64, (2 * 8 + 7) / 2, (2 * 8 + 5) / 2),
+    (8, 1, 4, 4.0, 4.0),
+]
+
+
+@pytest.mark.parametrize(("pp", "vp", "m", "rank0", "rank1"), MIDDLE_ROWS, ids=["1f1b", "v4", "v2", "m-below-p"])
+def test_middle_stage_holds_what_megatron_warms_up(pp: int, vp: int, m: int, rank0: float, rank1: float) -> None:
+    layers = 8 * pp * vp
+    c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], layers, global_batch_size=m)
+    first = in_flight_microbatches(c)
+    assert float(first[0]) == pytest.approx(rank0, rel=1e-12)
+    middle = stage_in_flight_microbatches(first, np.asarray([False]), c.vp, np.asarray([True]), behind_first_stage(c))
+    assert float(middle[0]) == pytest.approx(rank1, rel=1e-12)
 
 
 def test_stage_in_flight_broadcasts() -> None:

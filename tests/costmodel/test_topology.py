@@ -52,7 +52,9 @@ PLACEMENT_IDS = ["dgx-tp8-pp4", "nvl72-tp8-pp4", "dgx-tp2-pp4", "dgx-tp4-pp4", "
 
 @pytest.mark.parametrize(("hw", "layout", "hops", "tp_crosses", "dp_crosses"), PLACEMENT_ROWS, ids=PLACEMENT_IDS)
 def test_placement(hw: Hardware, layout: Layout, hops: bool, tp_crosses: bool, dp_crosses: bool) -> None:
-    p = place(Candidates.from_layouts([layout], num_layers=16, global_batch_size=64), hw.nvlink_domain_gpus)
+    p = place(
+        Candidates.from_layouts([layout], num_layers=16, global_batch_size=64), hw.nvlink_domain_gpus, hw.gpus_per_node
+    )
     assert bool(p.pp.crosses_network[0]) is hops
     assert bool(p.tp.crosses_network[0]) is tp_crosses
     assert bool(p.dp.crosses_network[0]) is dp_crosses
@@ -80,15 +82,51 @@ def test_pp_hops_dgx_vs_nvl72() -> None:
 
 
 MISALIGNED = [
-    # tp=8, pp=4, dp=3 on 96 GPUs: the third pipeline holds ranks 64..95; its stage 0 (64..71) and
-    # stage 1 (72..79) sit in different 72-GPU domains, so its 8 tp-rank chains each hop the network once.
+    # 96 GB200s are 24 trays, allocated as two 12-tray segments: domain blocks of 48 ranks. tp=8, pp=4, dp=3:
+    # the second pipeline holds ranks 32..63, its stages 1 (40..47) and 2 (48..55) in different blocks, so
+    # its 8 tp-rank chains each hop the network once; the first (0..31) and third (64..95) stay inside one.
     (Layout(tp=8, pp=4, dp=3), 96, "pp_hops_over_network", 8),
-    # tp=16 on 144 GPUs: 72 / 16 is not whole; the group of ranks 64..79 straddles the two domains.
+    # tp=16 on 144 GPUs (36 trays, two 18-tray segments of 72): 72 / 16 is not whole; the group of ranks
+    # 64..79 straddles the two blocks.
     (Layout(tp=16, pp=1, dp=9), 144, "tp_groups_over_network", 1),
-    # dp=3 at stride 32 from offsets 0..31: only offsets 0..7 keep o, o+32, o+64 inside ranks 0..71,
-    # so 32 - 8 = 24 of the 32 dp groups cross, not all of them.
-    (Layout(tp=8, pp=4, dp=3), 96, "dp_groups_over_network", 24),
+    # dp=3 at stride 32 from offsets 0..31: o + 64 is always in the second 48-rank block and o in the first,
+    # so all 32 dp groups cross (in 72-rank blocks only 24 would).
+    (Layout(tp=8, pp=4, dp=3), 96, "dp_groups_over_network", 32),
 ]
+
+
+JOB_DOMAINS = [
+    # (GPUs, GPUs per node, NVLink domain) -> GPUs per domain block of the job
+    (64, 8, 8, 8),  # DGX: a node is the domain, whatever the job
+    (8, 4, 72, 72),  # fits in one rack
+    (72, 4, 72, 72),
+    (256, 4, 72, 64),  # 64 trays: --segment 16
+    (512, 4, 72, 64),  # 128 trays: 16
+    (1152, 4, 72, 72),  # 288 trays: 18
+    (96, 4, 72, 48),  # 24 trays: 12
+    (76, 4, 72, 4),  # 19 trays, prime: one-tray segments
+    (6, 4, 72, 72),  # a partial tray fits in the rack
+    (78, 4, 72, 72),  # not whole trays: no segments to take, the domain as numbered
+]
+
+
+@pytest.mark.parametrize(("gpus", "per_node", "domain", "expected"), JOB_DOMAINS)
+def test_job_domain_follows_the_allocation_segment(gpus: int, per_node: int, domain: int, expected: int) -> None:
+    from planner.costmodel.topology import job_domain_gpus
+
+    assert job_domain_gpus(gpus, per_node, domain) == expected
+
+
+def test_llama405b_pipeline_on_256_gb200_stays_on_nvlink() -> None:
+    # Megatron-Bridge's 405B GB200 layout: tp4 pp16 dp4, tp-cp-pp-dp order, so a pipeline is 64 consecutive
+    # ranks: one 16-tray segment each. In 72-rank blocks 3 of the 4 pipelines would cross a rack boundary.
+    from planner.costmodel.topology import count_crossings
+
+    counts = count_crossings(tp=4, cp=1, pp=16, dp=4, ep=1, nvlink_domain_gpus=72, gpus_per_node=4)
+    assert (counts.pp_hops_over_network, counts.pp_hops) == (0, 15 * 4 * 4)
+    assert counts.dp_groups_over_network == counts.dp_groups == 64
+    p = place(Candidates.from_layouts([Layout(tp=4, pp=16, dp=4)], 128, 1536), 72, 4)
+    assert not bool(p.pp.crosses_network[0]) and bool(p.dp.crosses_network[0])
 
 
 @pytest.mark.parametrize(("layout", "gpus", "field", "expected"), MISALIGNED, ids=["pp-hops", "tp-groups", "dp-groups"])
@@ -100,13 +138,13 @@ def test_dgx_tp4_pp4_counts_one_crossing_hop_per_chain() -> None:
     from planner.costmodel.topology import count_crossings
 
     # 16 ranks, 4 tp chains; stages 0,1 in domain 0 and 2,3 in domain 1: one of three hops crosses per chain.
-    counts = count_crossings(tp=4, cp=1, pp=4, dp=1, ep=1, nvlink_domain_gpus=8)
+    counts = count_crossings(tp=4, cp=1, pp=4, dp=1, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (counts.pp_hops_over_network, counts.pp_hops) == (4, 12)
 
 
 def test_misaligned_tp_group_is_priced_as_crossing() -> None:
     # On NVL72, tp=16 over 144 GPUs: one tp group straddles two domains, so TP traffic pays the network.
-    p = place(Candidates.from_layouts([Layout(tp=16, pp=1, dp=9)], 16, 144), 72)
+    p = place(Candidates.from_layouts([Layout(tp=16, pp=1, dp=9)], 16, 144), 72, 4)
     assert bool(p.tp.crosses_network[0])
 
 
@@ -114,14 +152,14 @@ def test_megatron_default_order_when_tp_pp_dp_mapping_is_refused() -> None:
     # Dense model with cp=2, pp=2: ep(1) != cp(2), so Megatron keeps tp-cp-dp-pp (pp outermost).
     # On 8-GPU domains, tp2 x cp2 x dp2 = 8 ranks share a node and every pipeline hop leaves it.
     layout = Layout(tp=2, cp=2, pp=2, dp=2)
-    p = place(Candidates.from_layouts([layout], 16, 16), 8)
+    p = place(Candidates.from_layouts([layout], 16, 16), 8, 8)
     assert bool(p.pp.crosses_network[0]) and not bool(p.dp.crosses_network[0])
     from planner.costmodel.topology import count_crossings
 
-    counts = count_crossings(tp=2, cp=2, pp=2, dp=2, ep=1, nvlink_domain_gpus=8)
+    counts = count_crossings(tp=2, cp=2, pp=2, dp=2, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (counts.pp_hops_over_network, counts.dp_groups_over_network) == (8, 0)
     # With cp = ep the tp-cp-pp-dp order applies: the pipeline stays inside the node, dp leaves it.
-    same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, nvlink_domain_gpus=8)
+    same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (same.pp_hops_over_network, same.dp_groups_over_network) == (0, 4)
 
 
@@ -140,7 +178,7 @@ def test_crossing_counts_equal_a_min_max_count_of_every_group(domain: int) -> No
             grid = ranks.reshape(dp, pp, cp, tp)
         else:
             grid = ranks.reshape(pp, dp, cp, tp).transpose(1, 0, 2, 3)
-        counts = count_crossings(tp, cp, pp, dp, ep, domain)
+        counts = count_crossings(tp, cp, pp, dp, ep, domain, gpus_per_node=domain)
         assert counts.tp_groups_over_network == _spanning_by_min_max(grid)
         assert counts.cp_groups_over_network == _spanning_by_min_max(grid.transpose(0, 1, 3, 2))
         assert counts.dp_groups_over_network == _spanning_by_min_max(grid.transpose(1, 2, 3, 0))

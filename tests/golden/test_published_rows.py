@@ -76,4 +76,4 @@ def test_mxfp8_runs_at_the_fp8_peak_and_stated_step_time_is_kept() -> None:
 
 def test_every_run_has_a_source_and_a_kind() -> None:
     for run in published_runs():
-        assert run.source and run.gpu_kind in {"A100", "H100", "GB200"} and run.gpu
+        assert run.source and run.gpu_kind in {"A100", "H100", "B200", "GB200"} and run.gpu

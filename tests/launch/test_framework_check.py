@@ -15,7 +15,7 @@ import warnings
 
 import pytest
 
-from planner.costmodel.topology import count_crossings
+from planner.costmodel.topology import count_crossings, job_domain_gpus
 from planner.launch import launch_args
 from planner.launch.common import stage_layers
 from planner.rules import rule_set
@@ -105,7 +105,7 @@ def test_megatron_groups_on_the_launched_nodes_cross_as_the_estimate_says(p: Pla
     x, a = p.layout, fc.megatron_args(p.launch.megatron)
     node = _node_of_rank(p.launch.megatron.command)
     assert len(node) == p.num_gpus == x.world_size
-    per_domain = p.nvlink_domain_gpus // p.gpus_per_node
+    per_domain = job_domain_gpus(p.num_gpus, p.gpus_per_node, p.nvlink_domain_gpus) // p.gpus_per_node
     domain = [n // per_domain for n in node]
     groups = fc.rank_groups(a, p.num_gpus)
     for name, size in (("tp", x.tp), ("cp", x.cp), ("pp", x.pp), ("dp", x.dp)):
@@ -114,7 +114,7 @@ def test_megatron_groups_on_the_launched_nodes_cross_as_the_estimate_says(p: Pla
     def crossing(name: str) -> int:
         return sum(len({domain[r] for r in g}) > 1 for g in groups[name])
 
-    expected = count_crossings(x.tp, x.cp, x.pp, x.dp, x.ep, p.nvlink_domain_gpus)
+    expected = count_crossings(x.tp, x.cp, x.pp, x.dp, x.ep, p.nvlink_domain_gpus, p.gpus_per_node)
     assert crossing("tp") == expected.tp_groups_over_network
     assert crossing("cp") == expected.cp_groups_over_network
     assert crossing("dp") == expected.dp_groups_over_network
