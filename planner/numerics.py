@@ -21,6 +21,14 @@ Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec`:
   `--grad-reduce-in-bf16`); the distributed optimizer then keeps an fp32 copy of
   its shard of them, as under fp16: Megatron-LM `dist_optimizer.md` counts
   "fp16 param, fp16 grads" as 4 + 16/d bytes against 6 + 12/d.
+- The gradient has two roles, each resolved here: the dtype the data-parallel reduction puts on the
+  wire (`gradient_wire_bytes`, from `grad_reduce_in_fp32`) and the buffer held in memory
+  (`gradient_bytes`, from `gradient_layout` too). Megatron-Core holds the buffer it reduces, so the two
+  agree. PyTorch FSDP (`GradientLayout.PYTORCH_FSDP`) reduce-scatters in `reduce_dtype` but holds the
+  sharded gradient in the fp32 sharded parameter's dtype, with no copy: 4 bytes held whatever goes on the
+  wire (FSDP2 `torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py` `foreach_reduce`, FSDP1
+  `torch/distributed/fsdp/_runtime_utils.py` `_cast_grad_to_param_dtype`). The unsharded 16-bit gradient
+  of one FSDP unit is transient and not counted.
 - Dropout masks (1 byte per element, Korthikanti 2022 Table 2) exist only at a
   non-zero rate: PyTorch's `dropout` returns its input unchanged at p = 0
   (`aten/src/ATen/native/Dropout.cpp`, `_dropout_impl`), so autograd saves no mask.
@@ -31,7 +39,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from planner.specs import Precision, TrainingSpec
+from planner.specs import GradientLayout, Precision, TrainingSpec
 
 __all__ = ["FP32_BYTES", "HALF_BYTES", "MASK_BYTES", "Numerics", "numerics", "training_numerics"]
 
@@ -50,14 +58,18 @@ class Numerics:
     weight_bytes: int
     """Model weights as the GEMMs read them and ZeRO-3 gathers them: bf16/fp16 (fp8 keeps bf16 weights)."""
     gradient_bytes: int
-    """Gradient buffer the backward accumulates into and data parallelism reduces: fp32 main grads
-    under bf16/fp8 (Megatron `accumulate_allreduce_grads_in_fp32`), fp16 under fp16."""
+    """Gradient held in memory (ZeRO-2/3 shard it): Megatron's buffer in the reduction dtype (fp32 main grads
+    under bf16/fp8, Megatron `accumulate_allreduce_grads_in_fp32`; fp16 under fp16); PyTorch FSDP's fp32
+    sharded gradient."""
+    gradient_wire_bytes: int
+    """Gradient bytes on the wire of the data-parallel all-reduce / reduce-scatter: the reduction dtype
+    (`TrainingSpec.grad_reduce_in_fp32`; FSDP `MixedPrecision.reduce_dtype`)."""
     master_weight_bytes: int
     """The optimizer's fp32 copy of the weights."""
     adam_moment_bytes: int
     """Adam's first and second moments, fp32 each: 4 + 4."""
     gradient_copy_bytes: int
-    """An fp32 copy of fp16 gradients the optimizer keeps (fp16 only; bf16 already accumulates in fp32)."""
+    """An fp32 copy of 16-bit gradients Megatron's optimizer keeps (fp16, or 16-bit reduction); 0 under FSDP."""
     main_gradient_bytes: int
     """The fp32 gradient the optimizer step reads, whichever buffer holds it."""
     activation_bytes: int
@@ -112,6 +124,7 @@ class Numerics:
 _MIXED = Numerics(
     weight_bytes=HALF_BYTES,
     gradient_bytes=FP32_BYTES,
+    gradient_wire_bytes=FP32_BYTES,
     master_weight_bytes=FP32_BYTES,
     adam_moment_bytes=2 * FP32_BYTES,
     gradient_copy_bytes=0,
@@ -126,7 +139,9 @@ _MIXED = Numerics(
 _NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the optimizer copies to fp32
     Precision.BF16: _MIXED,
     Precision.FP8: replace(_MIXED, saved_gemm_input_bytes=1),
-    Precision.FP16: replace(_MIXED, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES),
+    Precision.FP16: replace(
+        _MIXED, gradient_bytes=HALF_BYTES, gradient_wire_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES
+    ),
 }
 
 
@@ -136,18 +151,15 @@ def numerics(
     grad_reduce_in_fp32: bool | None = None,
     attention_dropout: bool = False,
     hidden_dropout: bool = False,
+    gradient_layout: GradientLayout = GradientLayout.MEGATRON,
 ) -> Numerics:
     """The bytes per element of `precision` under the given recipe; one frozen object per combination.
 
     `grad_reduce_in_fp32` None: the precision's framework default (fp32 main grads under
-    bf16/fp8, Megatron-LM `arguments.py`; fp16 grads under fp16). False: 16-bit gradients,
-    which the optimizer copies to fp32 (`gradient_copy_bytes`).
+    bf16/fp8, Megatron-LM `arguments.py`; fp16 grads under fp16). False: 16-bit reduction.
+    `gradient_layout`: what the held gradient costs (`_gradient_bytes`).
     """
-    num = _NUMERICS[precision]
-    if grad_reduce_in_fp32 is True:
-        num = replace(num, gradient_bytes=FP32_BYTES, gradient_copy_bytes=0)
-    elif grad_reduce_in_fp32 is False:
-        num = replace(num, gradient_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES)
+    num = _gradient_bytes(_NUMERICS[precision], grad_reduce_in_fp32, gradient_layout)
     return replace(
         num,
         attention_dropout_mask_bytes=MASK_BYTES if attention_dropout else 0,
@@ -155,8 +167,31 @@ def numerics(
     )
 
 
+def _gradient_bytes(num: Numerics, grad_reduce_in_fp32: bool | None, layout: GradientLayout) -> Numerics:
+    """`num` with the gradient's wire dtype, held buffer and optimizer copy of one recipe.
+
+    Wire: 4 bytes with fp32 reduction, 2 with 16-bit, the precision's default for None. Held,
+    Megatron (`GradientLayout.MEGATRON`): the buffer it reduces, plus a 4-byte fp32 copy in the
+    optimizer when that is 16-bit (Megatron-LM `dist_optimizer.md`: 4 + 16/d against 6 + 12/d).
+    Held, PyTorch FSDP: the fp32 sharded gradient (4), no copy, whatever the wire carries
+    (FSDP2 `_fsdp_collectives.py` `foreach_reduce`; FSDP1 `_runtime_utils.py` `_cast_grad_to_param_dtype`).
+    """
+    wire = num.gradient_wire_bytes
+    if grad_reduce_in_fp32 is not None:
+        wire = FP32_BYTES if grad_reduce_in_fp32 else HALF_BYTES
+    if layout is GradientLayout.PYTORCH_FSDP:
+        return replace(num, gradient_wire_bytes=wire, gradient_bytes=FP32_BYTES, gradient_copy_bytes=0)
+    copy = 0 if wire == FP32_BYTES else FP32_BYTES
+    return replace(num, gradient_wire_bytes=wire, gradient_bytes=wire, gradient_copy_bytes=copy)
+
+
 def training_numerics(training: TrainingSpec) -> Numerics:
-    """The `Numerics` of a training spec: its precision, gradient dtype and dropout rates (masks only above 0)."""
+    """The `Numerics` of a training spec: its precision, gradient dtypes and layout, and dropout rates (masks
+    only above 0)."""
     return numerics(
-        training.precision, training.grad_reduce_in_fp32, training.attention_dropout > 0, training.hidden_dropout > 0
+        training.precision,
+        training.grad_reduce_in_fp32,
+        training.attention_dropout > 0,
+        training.hidden_dropout > 0,
+        training.gradient_layout,
     )

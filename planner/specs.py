@@ -12,6 +12,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 __all__ = [
+    "GradientLayout",
     "MAX_HIDDEN_SIZE",
     "MAX_LAYERS",
     "MAX_SEQ_LENGTH",
@@ -219,6 +220,28 @@ class RuntimeFeatures(BaseModel):
     )
 
 
+class GradientLayout(StrEnum):
+    """How the gradients are held and reduced: which data-parallel / optimizer-sharding implementation runs.
+
+    The two agree under fp32 reduction (4 bytes held, 4 on the wire, no copy); they differ under 16-bit
+    reduction (`TrainingSpec.grad_reduce_in_fp32` false), which `planner.numerics.training_numerics` resolves.
+    """
+
+    MEGATRON = "megatron"
+    """Megatron-Core's DDP gradient buffer, distributed optimizer and Megatron-FSDP: the buffer is held in the
+    reduction dtype and reduced as held; under 16-bit reduction the optimizer keeps an fp32 copy of its shard
+    (Megatron-LM `docs/source/api-guide/dist_optimizer.md`, `megatron/core/distributed/param_and_grad_buffer.py`)."""
+    PYTORCH_FSDP = "pytorch_fsdp"
+    """PyTorch FSDP (FULL_SHARD / SHARD_GRAD_OP, FSDP2 `fully_shard`) over fp32 sharded parameters, as MosaicML
+    Composer and TorchTitan run it: the unsharded 16-bit gradient of one unit exists only transiently, is
+    reduce-scattered in `MixedPrecision.reduce_dtype`, and the sharded gradient is held in the sharded
+    parameter's dtype (fp32), with no separate copy. Sources: FSDP2
+    `torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py` `foreach_reduce` (reduce-scatter in
+    `reduce_dtype`, the new sharded grad cast to the sharded parameter's `orig_dtype`); FSDP1
+    `torch/distributed/fsdp/_runtime_utils.py` `_cast_grad_to_param_dtype` ("Casts sharded_grad back to the
+    full parameter dtype so that the optimizer step runs with that dtype")."""
+
+
 class TrainingSpec(BaseModel):
     """What one optimizer step processes, in which number format, and the recipe settings that change memory.
 
@@ -236,7 +259,18 @@ class TrainingSpec(BaseModel):
         default=None,
         description="Accumulate and reduce gradients in fp32 (true) or in the 16-bit training dtype (false); "
         "null: the framework default, fp32 under bf16/fp8 and fp16 under fp16 (Megatron-LM "
-        "`--accumulate-allreduce-grads-in-fp32` / `--grad-reduce-in-bf16`, DDP config `grad_reduce_in_fp32`).",
+        "`--accumulate-allreduce-grads-in-fp32` / `--grad-reduce-in-bf16`, DDP config `grad_reduce_in_fp32`; "
+        "PyTorch FSDP `MixedPrecision.reduce_dtype`). It sets the bytes of the data-parallel gradient reduction "
+        "on the wire; `gradient_layout` says what the held gradient costs.",
+    )
+    gradient_layout: GradientLayout = Field(
+        default=GradientLayout.MEGATRON,
+        strict=False,
+        description="Which implementation holds the gradients. megatron (default): Megatron-Core's gradient "
+        "buffer in the reduction dtype, plus an fp32 copy of the optimizer's shard under 16-bit reduction (2 + 4 "
+        "bytes per parameter). pytorch_fsdp: PyTorch FSDP / FSDP2 (MosaicML Composer, TorchTitan), which "
+        "reduce-scatters in the reduction dtype and holds the sharded gradient in fp32, the sharded parameter's "
+        "dtype, with no copy (4 bytes). The two agree under fp32 reduction.",
     )
     attention_dropout: float = Field(
         default=0.0,

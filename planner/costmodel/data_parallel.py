@@ -16,6 +16,8 @@ each layer paying one collective's latency (`comm.ring_latency_s`).
 Overlap: Megatron-Core `overlap_grad_reduce` hides the reduction behind the last
 micro-batch's backward, `overlap_param_gather` the gather behind the first
 forward; ZeRO-3 prefetch overlaps each micro-batch.
+Gradients travel in the reduction dtype (`Numerics.gradient_wire_bytes`), which under PyTorch FSDP need
+not be the dtype they are held in (`planner.numerics`).
 """
 
 from __future__ import annotations
@@ -145,8 +147,8 @@ def dp_collectives_s(
         return out + fn(bytes_per_param * expert, expert_group, hw, collectives, rails=rails) if has_experts else out
 
     return DpCollectives(
-        all_reduce=both(all_reduce_s, num.gradient_bytes),
-        reduce_scatter=both(all_gather_s, num.gradient_bytes),
+        all_reduce=both(all_reduce_s, num.gradient_wire_bytes),
+        reduce_scatter=both(all_gather_s, num.gradient_wire_bytes),
         all_gather=both(all_gather_s, num.weight_bytes),
         unit_gather=both(all_gather_s, num.weight_bytes, units),
     )

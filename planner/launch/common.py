@@ -10,7 +10,7 @@ from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import GradientLayout, ModelSpec, TrainingSpec
 from planner.validate import layout_violations
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Nodes",
     "check_inputs",
     "known_model",
+    "megatron_gradient_notes",
     "model_notes",
     "moe_layer_pattern",
     "node_count",
@@ -174,6 +175,17 @@ def model_notes(model: ModelSpec) -> list[str]:
             " BLOOM, is launched with RoPE: Megatron-LM's --position-embedding-type has no ALiBi choice."
         )
     return notes
+
+
+def megatron_gradient_notes(training: TrainingSpec) -> list[str]:
+    """Megatron-LM's and NeMo's launches run Megatron-Core's gradient buffers, whatever `gradient_layout` says."""
+    if training.gradient_layout is not GradientLayout.PYTORCH_FSDP:
+        return []
+    return [
+        "training.gradient_layout is pytorch_fsdp, which this launch cannot run: Megatron-Core holds gradients in its"
+        " own buffers (under 16-bit reduction a 16-bit buffer plus the optimizer's fp32 copy, 2 bytes per parameter"
+        " more than priced); plans for it refuse pytorch_fsdp (rule megatron_gradient_layout)."
+    ]
 
 
 def known_model(model: ModelSpec) -> KnownModel | None:

@@ -12,6 +12,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    megatron_gradient_notes,
     model_notes,
     sequence_parallel_on,
     stage_layers,
@@ -333,6 +334,6 @@ def megatron_launch(
         args=args,
         command=_command(run, env, nodes),
         config=_config(args),
-        notes=[*_data_notes(inputs), *model_notes(model)],
+        notes=[*_data_notes(inputs), *model_notes(model), *megatron_gradient_notes(training)],
         script=_sbatch(run, env, nodes),
     )

@@ -32,6 +32,7 @@ from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
     known_model,
+    megatron_gradient_notes,
     model_notes,
     moe_layer_pattern,
     sequence_parallel_on,
@@ -292,5 +293,6 @@ def nemo_launch(
             *_node_notes(nodes),
             *_checkpoint_notes(release, layout),
             *_fp16_notes(training),
+            *megatron_gradient_notes(training),
         ],
     )

@@ -196,6 +196,8 @@ def _training(text: str, config: Mapping[str, Any], global_batch: int, tp: int) 
             and ("Async TP is enabled" in text or _get(config, "parallelism", "enable_async_tensor_parallel", False))
         },
     }
+    # FSDP2 holds the fp32 sharded gradient and reduces in mixed_precision_reduce (rule torchtitan_gradient_layout).
+    training["gradient_layout"] = "pytorch_fsdp"
     reduce = _get(config, "training", "mixed_precision_reduce", None)
     if reduce is not None:
         training["grad_reduce_in_fp32"] = reduce == "float32"

@@ -22,11 +22,12 @@ from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
-from planner.specs import ModelSpec, Precision
+from planner.specs import GradientLayout, ModelSpec, Precision
 
 __all__ = [
     "FRAMEWORK_RULES",
     "Framework",
+    "MEGATRON_GRADIENT_LAYOUT",
     "MEGATRON_FSDP_NEEDS_NO_PP",
     "MOE_FP16_NO_EXPERT_PARALLEL",
     "QUERY_GROUPS_SPLIT",
@@ -34,6 +35,7 @@ __all__ = [
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
     "TORCHTITAN_03_SEQ_LEN_DIVISIBLE",
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
+    "TORCHTITAN_GRADIENT_LAYOUT",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
@@ -114,6 +116,60 @@ QUERY_GROUPS_SPLIT = Rule(
     f" {_NEMO} builds the same TransformerConfig at Megatron-LM b615e731080e, which refuses a divisor;"
     f" not in {_NEMO_27}: megatron-core 0.16.1 megatron/core/transformer/transformer_config.py"
     " TransformerConfig.__post_init__ ('must be a multiple or divisor of tensor_model_parallel_size')",
+)
+
+
+def _every_layout(c: Columns, broken: bool) -> BoolArray:
+    """`broken` for every layout of the columns: a rule on the job's training, which no layout changes."""
+    out: BoolArray = np.full(np.shape(c["zero_stage"]), broken, dtype=np.bool_)
+    return out
+
+
+def _fsdp_message(x: Layout, j: Job) -> str:
+    held = "Megatron-FSDP's" if x.zero_stage >= 2 else "its DDP buffer's and distributed optimizer's"
+    return (
+        f"training.gradient_layout('pytorch_fsdp') is PyTorch FSDP's; Megatron-Core runs zero_stage({x.zero_stage})"
+        f" with {held} gradients: use gradient_layout 'megatron'"
+    )
+
+
+MEGATRON_GRADIENT_LAYOUT = Rule(
+    name="megatron_gradient_layout",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(lambda c, j: _every_layout(c, j.training.gradient_layout is GradientLayout.PYTORCH_FSDP), _fsdp_message),
+    ),
+    source=f"{_MEGATRON} to {_MEGATRON_19} megatron/core/distributed/param_and_grad_buffer.py"
+    " _ParamAndGradBuffer (the gradient buffer in fp32 if grad_reduce_in_fp32 else the parameter dtype, reduced"
+    " as held) and megatron/core/optimizer/distrib_optimizer.py (fp32 main-parameter shards, and main-grad copies"
+    " of a 16-bit buffer); megatron/core/distributed/fsdp/mcore_fsdp_adapter.py for zero_stage >= 2. The"
+    " planner's launches run these (planner/launch/megatron.py, planner/launch/nemo.py: use_distributed_optimizer,"
+    f" trainer.strategy.fsdp='megatron'); {_NEMO} and {_NEMO_27} train through the same Megatron-Core",
+)
+
+
+def _megatron_gradients_in_16_bit(j: Job) -> bool:
+    return j.training.grad_reduce_in_fp32 is False and j.training.gradient_layout is GradientLayout.MEGATRON
+
+
+TORCHTITAN_GRADIENT_LAYOUT = Rule(
+    name="torchtitan_gradient_layout",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(
+            lambda c, j: _every_layout(c, _megatron_gradients_in_16_bit(j)),
+            lambda x, j: (
+                "training.gradient_layout('megatron') with grad_reduce_in_fp32(false) prices 16-bit gradients plus"
+                " an fp32 copy; TorchTitan's FSDP2 reduces in training.mixed_precision_reduce and holds the fp32"
+                " sharded gradient: use gradient_layout 'pytorch_fsdp'"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/models/llama3/infra/parallelize.py apply_fsdp (and the other models'; the"
+    f" same FSDP2 wrapping in {_TORCHTITAN_03}): fully_shard with MixedPrecisionPolicy(param_dtype="
+    "mixed_precision_param, reduce_dtype=mixed_precision_reduce) over fp32 parameters; torch 2.13"
+    " torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce reduce-scatters in reduce_dtype and"
+    " casts the reduce output to orig_dtype (the sharded parameter's, fp32), with no other copy",
 )
 
 
@@ -276,15 +332,25 @@ TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL = Rule(
     " FSDP and TP: efsdp = dp_shard * cp * tp / ep). The cost model prices experts split over tp * ep",
 )
 
-_MEGATRON_15_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MOE_FP16_NO_EXPERT_PARALLEL)
-_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP,)
+_MEGATRON_15_RULES = (
+    MEGATRON_FSDP_NEEDS_NO_PP,
+    QUERY_GROUPS_SPLIT,
+    MOE_FP16_NO_EXPERT_PARALLEL,
+    MEGATRON_GRADIENT_LAYOUT,
+)
+_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT)
 _TORCHTITAN_RULES = (
     TORCHTITAN_DDP_ONE_DIMENSIONAL,
     TORCHTITAN_FLEX_ATTENTION_NO_CP,
     TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
     TORCHTITAN_SEQ_LEN_DIVISIBLE,
+    TORCHTITAN_GRADIENT_LAYOUT,
 )
-_TORCHTITAN_03_RULES = (TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL, TORCHTITAN_03_SEQ_LEN_DIVISIBLE)
+_TORCHTITAN_03_RULES = (
+    TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
+    TORCHTITAN_03_SEQ_LEN_DIVISIBLE,
+    TORCHTITAN_GRADIENT_LAYOUT,
+)
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
     "core": {"planner": ("planner", ())},
@@ -294,8 +360,8 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
         "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
     },
     "nemo": {
-        "2.7.3": (_NEMO_27, (MEGATRON_FSDP_NEEDS_NO_PP,)),
-        "2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT)),
+        "2.7.3": (_NEMO_27, (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT)),
+        "2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MEGATRON_GRADIENT_LAYOUT)),
     },
     "torchtitan": {"0.3.0": (_TORCHTITAN_03, _TORCHTITAN_03_RULES), "0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
 }
@@ -310,7 +376,10 @@ NeMo 2.7.3 drops query_groups_split as Megatron-LM core_v0.16 does. TorchTitan 0
 ddp_one_dimensional), needs flex attention for CP instead of refusing it (flex_attention_no_cp), spells any
 stage split on the CLI (so torchtitan_split_by_transformer_layers: Megatron's embedding/loss-in-split is
 first/last_stage_less_layers = 1), lost expert tensor parallelism (torchtitan_no_expert_tensor_parallel) and
-moved the sequence-length divisor (torchtitan_seq_len_divisible, one rule per release's divisor)."""
+moved the sequence-length divisor (torchtitan_seq_len_divisible, one rule per release's divisor). The gradient
+layout (`TrainingSpec.gradient_layout`) is each framework's own: Megatron-LM and NeMo refuse PyTorch FSDP's
+(megatron_gradient_layout), TorchTitan refuses Megatron's under 16-bit reduction (torchtitan_gradient_layout; under
+fp32 reduction the two hold and move the same bytes)."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

@@ -9,7 +9,7 @@ from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu
 from planner.layout import Layout
 from planner.numerics import Numerics, numerics
-from planner.specs import ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
 NO_FLASH = RuntimeFeatures(flash_attention=False)
 FLASH = RuntimeFeatures(flash_attention=True)
@@ -30,7 +30,9 @@ DROPOUT = numerics(Precision.BF16, attention_dropout=True, hidden_dropout=True)
 """Korthikanti 2022 trained with dropout on both (Table 2 counts the masks)."""
 
 
-def _training(precision: Precision, rt: RuntimeFeatures, dropout: float = 0.1, **kw: bool | None) -> TrainingSpec:
+def _training(
+    precision: Precision, rt: RuntimeFeatures, dropout: float = 0.1, **kw: bool | GradientLayout | None
+) -> TrainingSpec:
     return TrainingSpec(
         global_batch_size=8, precision=precision, runtime=rt, attention_dropout=dropout, hidden_dropout=dropout, **kw
     )
@@ -205,3 +207,40 @@ def test_fp8_keeps_gemm_inputs_in_one_byte(t: int, sp: bool, per_h: float) -> No
 def test_fp8_full_recompute_keeps_the_bf16_layer_input() -> None:
     layout = Layout(tp=1, pp=1, dp=1, recompute=Recompute.FULL)
     assert _layer_bytes(layout, GPT, FLASH, numerics(Precision.FP8)) == 2 * S * H
+
+
+# (zero stage, layout, held gradient bytes and optimizer bytes per parameter, tiny over dp = 4, bf16 reduction)
+FSDP_ROWS = [
+    # Megatron-FSDP / distributed optimizer with --grad-reduce-in-bf16: bf16 buffer 2 + fp32 copy 4 in the optimizer
+    (3, GradientLayout.MEGATRON, 2 / 4, (12 + 4) / 4),
+    # PyTorch FSDP FULL_SHARD, reduce_dtype bf16: the fp32 sharded gradient 4, no copy
+    (3, GradientLayout.PYTORCH_FSDP, 4 / 4, 12 / 4),
+    (2, GradientLayout.MEGATRON, 2 / 4, (12 + 4) / 4),
+    (2, GradientLayout.PYTORCH_FSDP, 4 / 4, 12 / 4),
+    (0, GradientLayout.PYTORCH_FSDP, 4, 12),  # NO_SHARD: replicated fp32 gradients
+]
+
+
+@pytest.mark.parametrize(
+    ("zero", "gradients", "grad_per_param", "optimizer_per_param"),
+    FSDP_ROWS,
+    ids=["z3-megatron", "z3-fsdp", "z2-megatron", "z2-fsdp", "z0-fsdp"],
+)
+def test_gradient_layout_sets_held_gradient_bytes(
+    zero: int, gradients: GradientLayout, grad_per_param: float, optimizer_per_param: float
+) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=zero)], num_layers=2, global_batch_size=8)
+    training = _training(Precision.BF16, FLASH, grad_reduce_in_fp32=False, gradient_layout=gradients)
+    mem = memory_per_gpu(_tiny(), c, training)
+    np.testing.assert_allclose(mem.gradients, [TINY_PARAMS * grad_per_param], rtol=1e-12)
+    np.testing.assert_allclose(mem.optimizer_states, [TINY_PARAMS * optimizer_per_param], rtol=1e-12)
+    weights = 2 / 4 if zero == 3 else 2
+    np.testing.assert_allclose(mem.parameters, [TINY_PARAMS * weights], rtol=1e-12)
+
+
+def test_layouts_agree_under_fp32_reduction() -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=z) for z in range(4)], 2, global_batch_size=8)
+    megatron, fsdp = (
+        memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH, gradient_layout=g)) for g in GradientLayout
+    )
+    np.testing.assert_array_equal(megatron.peak, fsdp.peak)

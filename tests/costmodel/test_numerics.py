@@ -2,8 +2,10 @@
 
 import pytest
 
-from planner.numerics import Numerics, numerics
-from planner.specs import Precision
+from planner.numerics import Numerics, numerics, training_numerics
+from planner.specs import GradientLayout, Precision, TrainingSpec
+
+MC, FSDP = GradientLayout.MEGATRON, GradientLayout.PYTORCH_FSDP
 
 # (weights, gradients, optimizer states, model-state total per parameter)
 STATES = [
@@ -39,3 +41,52 @@ def test_one_frozen_object_per_precision() -> None:
     assert isinstance(numerics(Precision.FP16), Numerics)
     with pytest.raises(AttributeError):
         numerics(Precision.BF16).weight_bytes = 4  # type: ignore[misc]
+
+
+# (precision, grad_reduce_in_fp32, layout, held gradient, gradient on the wire, optimizer's fp32 copy)
+GRADIENT_ROWS = [
+    (Precision.BF16, None, MC, 4, 4, 0),  # Megatron's bf16 default: fp32 main grads, reduced as held
+    (Precision.BF16, True, MC, 4, 4, 0),
+    (Precision.BF16, False, MC, 2, 2, 4),  # --grad-reduce-in-bf16: bf16 buffer + fp32 copy (dist_optimizer.md)
+    (Precision.FP16, None, MC, 2, 2, 4),
+    (Precision.BF16, None, FSDP, 4, 4, 0),  # FSDP reduce_dtype fp32: as Megatron's fp32 main grads
+    (Precision.BF16, False, FSDP, 4, 2, 0),  # reduce-scatter in bf16, fp32 sharded grad held, no copy
+    (Precision.FP8, False, FSDP, 4, 2, 0),
+    (Precision.FP16, None, FSDP, 4, 2, 0),
+    (Precision.FP16, True, FSDP, 4, 4, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("precision", "fp32", "layout", "held", "wire", "copy"),
+    GRADIENT_ROWS,
+    ids=[
+        "bf16",
+        "bf16-fp32",
+        "bf16-grads",
+        "fp16",
+        "fsdp",
+        "fsdp-bf16",
+        "fsdp-fp8-bf16",
+        "fsdp-fp16",
+        "fsdp-fp16-fp32",
+    ],
+)
+def test_gradient_held_and_on_the_wire(
+    precision: Precision, fp32: bool | None, layout: GradientLayout, held: int, wire: int, copy: int
+) -> None:
+    num = numerics(precision, fp32, gradient_layout=layout)
+    assert (num.gradient_bytes, num.gradient_wire_bytes, num.gradient_copy_bytes) == (held, wire, copy)
+    assert num.main_gradient_bytes == 4 and num.optimizer_state_bytes == 12 + copy
+    training = TrainingSpec(global_batch_size=8, precision=precision, grad_reduce_in_fp32=fp32, gradient_layout=layout)
+    assert training_numerics(training) == num
+
+
+def test_gradient_layout_defaults_to_megatron() -> None:
+    assert TrainingSpec(global_batch_size=8).gradient_layout is MC
+    assert (
+        TrainingSpec.model_validate({"global_batch_size": 8, "gradient_layout": "pytorch_fsdp"}).gradient_layout is FSDP
+    )
+    for precision in Precision:
+        for fp32 in (None, True, False):
+            assert numerics(precision, fp32) == numerics(precision, fp32, gradient_layout=MC)

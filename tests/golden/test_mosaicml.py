@@ -21,7 +21,7 @@ from planner.calibration.published import FSDP_ERA, PublishedRun, published_runs
 from planner.calibration.report import HOLDOUT_ONLY_SOURCES, Report, RunRow, build_report, validation_profile_id
 from planner.costmodel.params import total_params
 from planner.profiles import load_profiles
-from planner.specs import Recompute
+from planner.specs import GradientLayout, Recompute
 
 MOSAICML = "MosaicML_llmfoundry_MPT"
 GPUS = {"H100": "H100-SXM5-80GB", "A100-80GB": "A100-SXM4-80GB", "A100-40GB": "A100-SXM4-40GB"}
@@ -102,6 +102,7 @@ def test_layout_and_runtime_as_the_benchmark_ran(gpu: str) -> None:
         assert rt.overlap_param_gather and rt.overlap_grad_reduce and rt.flash_attention
         assert not (rt.fused_kernels or rt.cuda_graphs or rt.tp_comm_overlap)
         assert run.layout.recompute in (Recompute.FULL, Recompute.NONE)
+        assert run.training.gradient_layout is GradientLayout.PYTORCH_FSDP
 
 
 def test_a100_40gb_rows_run_on_the_40gb_profile() -> None:

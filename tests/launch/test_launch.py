@@ -23,7 +23,7 @@ from planner.launch.common import moe_layer_pattern, stage_layers
 from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
 from planner.presets import get_preset
-from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import GradientLayout, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 from tests.launch.shell import option, processes_per_node, torchrun_argv
 
 LLAMA70 = get_preset("llama3-70b").model
@@ -683,6 +683,33 @@ def test_recipe_flags(
     assert nemo.get("trainer.plugins.grad_reduce_in_fp32") == nemo_value
     training = launch.torchtitan.config["training"]
     assert isinstance(training, dict) and training["mixed_precision_reduce"] == titan_reduce
+
+
+@pytest.mark.parametrize("gradients", list(GradientLayout))
+def test_gradient_layout_reaches_the_launches(gradients: GradientLayout) -> None:
+    # The reduction dtype is what every launch states; the layout changes only what Megatron-LM and NeMo note.
+    fsdp = gradients is GradientLayout.PYTORCH_FSDP
+    layout = Layout(tp=1, pp=1, dp=16, zero_stage=3)
+    launch = _launch(LLAMA70, layout, grad_reduce_in_fp32=False, gradient_layout=gradients)
+    default = _launch(LLAMA70, layout, grad_reduce_in_fp32=False)
+    assert "--grad-reduce-in-bf16" in _flags(launch.megatron)
+    assert launch.nemo.config["trainer.plugins.grad_reduce_in_fp32"] is False
+    titan = _launch_args(
+        LLAMA70,
+        TrainingSpec(global_batch_size=1024, grad_reduce_in_fp32=False, gradient_layout=gradients),
+        layout,
+        16,
+        8,
+        versions={"torchtitan": "0.2.2"},
+    ).torchtitan.config["training"]
+    assert isinstance(titan, dict) and titan["mixed_precision_reduce"] == "bfloat16"
+    for name in ("megatron", "nemo"):
+        ours, plain = getattr(launch, name), getattr(default, name)
+        assert ours.args == plain.args and ours.config == plain.config
+        noted = [n for n in ours.notes if "training.gradient_layout is pytorch_fsdp" in n]
+        assert len(noted) == int(fsdp) and all("rule megatron_gradient_layout" in n for n in noted)
+        assert [n for n in ours.notes if n not in noted] == plain.notes
+    assert launch.torchtitan == default.torchtitan
 
 
 # --- notes: what each launch is ---

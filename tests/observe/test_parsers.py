@@ -209,6 +209,7 @@ def test_torchtitan_v03_log() -> None:
     }  # fmt: skip
     assert obs.request["training"] == {
         "global_batch_size": 32, "precision": "bf16", "runtime": {"tp_comm_overlap": False},
+        "gradient_layout": "pytorch_fsdp",
     }  # fmt: skip
     # Step time = B * s / (tps * world) = 32 * 8192 / (16 tps) = 16384 / tps. Steps 1 and 10 are warm-up
     # (<= max(ceil(10% of 100), 1)); the nine tps left sorted: 3871 4955 4990 4997 5003 5008 5012 5015 5020.

@@ -20,7 +20,7 @@ from planner.rules import (
     interleave_problem,
     rule_set,
 )
-from planner.specs import ModelSpec, MoESpec, Precision, TrainingSpec
+from planner.specs import GradientLayout, ModelSpec, MoESpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -308,23 +308,33 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     assert (
         rule_set("megatron").names[9:]
         == rule_set("megatron", "core_v0.16.1").names[9:]
-        == ("megatron_fsdp_needs_pp_1",)
+        == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
     )
     assert rule_set("megatron", "core_v0.15.0").names[9:] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "fp16_no_expert_parallel",
+        "megatron_gradient_layout",
     )
     assert rule_set("nemo").version == "2.7.3"
-    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1",)
-    assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[9:] == ("megatron_fsdp_needs_pp_1", "query_groups_split")
+    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
+    assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[9:] == (
+        "megatron_fsdp_needs_pp_1",
+        "query_groups_split",
+        "megatron_gradient_layout",
+    )
     assert rule_set("torchtitan").version == "0.3.0"
-    assert rule_set("torchtitan").names[9:] == ("torchtitan_no_expert_tensor_parallel", "torchtitan_seq_len_divisible")
+    assert rule_set("torchtitan").names[9:] == (
+        "torchtitan_no_expert_tensor_parallel",
+        "torchtitan_seq_len_divisible",
+        "torchtitan_gradient_layout",
+    )
     assert rule_set("torchtitan", "0.2.2").names[9:] == (
         "ddp_one_dimensional",
         "flex_attention_no_cp",
         "torchtitan_split_by_transformer_layers",
         "torchtitan_seq_len_divisible",
+        "torchtitan_gradient_layout",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
@@ -408,3 +418,55 @@ def test_interleave_rule_is_megatron_cores_default_group(m: int, pp: int, vp: in
     """schedules.py forward_backward_pipelining_with_interleaving with group = pp: m >= pp and m % pp == 0."""
     assert bool(interleave_breaks(m, pp, vp)) is broken
     assert (interleave_problem(m, pp, vp) is not None) is broken
+
+
+# (grad_reduce_in_fp32, gradient_layout, the rule of each framework that refuses the job, or None)
+GRADIENT_JOBS = [
+    (None, GradientLayout.MEGATRON, {}),
+    (True, GradientLayout.PYTORCH_FSDP, {"megatron": "megatron_gradient_layout", "nemo": "megatron_gradient_layout"}),
+    (False, GradientLayout.PYTORCH_FSDP, {"megatron": "megatron_gradient_layout", "nemo": "megatron_gradient_layout"}),
+    (False, GradientLayout.MEGATRON, {"torchtitan": "torchtitan_gradient_layout"}),
+]
+
+
+@pytest.mark.parametrize(("fp32", "gradients", "refused_by"), GRADIENT_JOBS, ids=["default", "fsdp-fp32", "fsdp", "mc"])
+@pytest.mark.parametrize(
+    "framework",
+    ["megatron@core_v0.19.2", "megatron@core_v0.15.0", "nemo@2.7.3", "torchtitan@0.3.0", "torchtitan@0.2.2"],
+)
+def test_gradient_layout_is_the_frameworks_own(
+    framework: str, fp32: bool | None, gradients: GradientLayout, refused_by: dict[str, str]
+) -> None:
+    # The gradient layout is the job's, so the rule refuses every layout or none, at every ZeRO stage.
+    name, _, release = framework.partition("@")
+    rules = rule_set(name, release)
+    training = TrainingSpec(global_batch_size=16, grad_reduce_in_fp32=fp32, gradient_layout=gradients)
+    for zero in range(4):
+        layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
+        found = {v.rule for v in layout_violations(layout, DENSE, training, 8, rules)}
+        assert found == ({refused_by[name]} if name in refused_by else set()), (framework, zero)
+        assert layout_violations(layout, DENSE, training, 8) == []  # the core set prices either layout
+
+
+def test_gradient_layout_messages_name_the_field() -> None:
+    fsdp = TrainingSpec(global_batch_size=16, grad_reduce_in_fp32=False, gradient_layout=GradientLayout.PYTORCH_FSDP)
+    megatron = TrainingSpec(global_batch_size=16, grad_reduce_in_fp32=False)
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=3)
+    assert [v.message for v in layout_violations(layout, DENSE, fsdp, 8, rule_set("megatron"))] == [
+        "training.gradient_layout('pytorch_fsdp') is PyTorch FSDP's; Megatron-Core runs zero_stage(3) with"
+        " Megatron-FSDP's gradients: use gradient_layout 'megatron'"
+    ]
+    assert [v.message for v in layout_violations(layout, DENSE, megatron, 8, rule_set("torchtitan"))] == [
+        "training.gradient_layout('megatron') with grad_reduce_in_fp32(false) prices 16-bit gradients plus an fp32"
+        " copy; TorchTitan's FSDP2 reduces in training.mixed_precision_reduce and holds the fp32 sharded gradient:"
+        " use gradient_layout 'pytorch_fsdp'"
+    ]
+    columns = _random_layouts(np.random.default_rng(3), 50)
+    for rule in (
+        rule_set("megatron")["megatron_gradient_layout"],
+        rule_set("torchtitan")["torchtitan_gradient_layout"],
+    ):
+        for training in (fsdp, megatron):
+            j = Job(DENSE, training, 8)
+            assert rule.broken(columns, j).shape == (50,)
+            assert len(set(rule.broken(columns, j).tolist())) == 1
