@@ -104,8 +104,19 @@ class Numerics:
 
     @property
     def optimizer_state_bytes(self) -> int:
-        """Optimizer bytes per parameter: master + m + v (+ the fp32 gradient copy): 12 bf16, 16 fp16."""
-        return self.master_weight_bytes + self.adam_moment_bytes + self.gradient_copy_bytes
+        """Optimizer bytes per parameter at its step: master + m + v (+ the fp32 gradient copy): 12 bf16, 16 fp16."""
+        return self.resident_optimizer_bytes + self.gradient_copy_bytes
+
+    @property
+    def resident_optimizer_bytes(self) -> int:
+        """Optimizer bytes per parameter between steps: master + m + v (12).
+
+        The fp32 copy of 16-bit gradients exists only from the step to the next iteration's start:
+        Megatron-Core's optimizers make it in `_copy_model_grads_to_main_grads` (`main_param.grad =
+        model_grad.float()`) and `zero_grad(set_to_none=True)`, called first in every train step, drops it
+        (`optimizer/optimizer.py`, `distrib_optimizer.py`), so it never meets the activations.
+        """
+        return self.master_weight_bytes + self.adam_moment_bytes
 
     @property
     def optimizer_step_hbm_bytes(self) -> int:

@@ -51,6 +51,8 @@ __all__ = [
     "peak_stage",
     "stage_memory",
     "stage_terms",
+    "step_memory",
+    "training_memory",
     "working_bytes",
 ]
 
@@ -221,31 +223,47 @@ def stage_terms(
     )
 
 
-def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
-    """Bytes per GPU of one stage holding `in_flight` micro-batches: states by ZeRO stage, activations.
+def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
+    """Bytes per GPU of one stage holding `in_flight` micro-batches in forward/backward: states by ZeRO
+    stage (the optimizer's resident part, `Numerics.resident_optimizer_bytes`), activations.
 
     `in_flight` is the stage's own count (`pipeline.stage_in_flight_microbatches`).
     ZeRO-3 adds the gathered bf16 weights of the layer being computed
     (Rajbhandari 2020 Sec. 5.3). `num`: the training's bytes per tensor kind
     (`numerics.training_numerics`). Broadcasts over `c`, `terms` and `in_flight`.
     """
-    z = c.zero_stage
-
-    total = terms.params.total
-
-    def held(state: ModelState) -> FloatArray:
-        return held_params(z, state, total, terms.sharded)
-
     activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(
-        parameters=num.weight_bytes * held(ModelState.PARAMETERS),
-        gradients=num.gradient_bytes * held(ModelState.GRADIENTS),
-        optimizer_states=num.optimizer_state_bytes * held(ModelState.OPTIMIZER),
+        parameters=num.weight_bytes * _held(c, terms, ModelState.PARAMETERS),
+        gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
+        optimizer_states=num.resident_optimizer_bytes * _held(c, terms, ModelState.OPTIMIZER),
         activations=activations,
         other=RUNTIME_ALLOWANCE_BYTES
         + FRAGMENTATION_FRACTION * activations
-        + np.where(z == 3, num.weight_bytes * terms.zero3_buffer, 0.0),
+        + np.where(c.zero_stage == 3, num.weight_bytes * terms.zero3_buffer, 0.0),
     )
+
+
+def step_memory(c: Candidates, num: Numerics, terms: StageTerms) -> MemoryBreakdown:
+    """Bytes per GPU of one stage at the optimizer step: the states with the optimizer's fp32 gradient copy
+    (`Numerics.optimizer_state_bytes`), no activations (the last backward freed them), the runtime allowance."""
+    zeros = np.zeros(np.broadcast_shapes(np.shape(c.zero_stage), np.shape(terms.sharded)))
+    return MemoryBreakdown(
+        parameters=num.weight_bytes * _held(c, terms, ModelState.PARAMETERS),
+        gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
+        optimizer_states=num.optimizer_state_bytes * _held(c, terms, ModelState.OPTIMIZER),
+        activations=zeros,
+        other=zeros + RUNTIME_ALLOWANCE_BYTES,
+    )
+
+
+def _held(c: Candidates, terms: StageTerms, state: ModelState) -> FloatArray:
+    return held_params(c.zero_stage, state, terms.params.total, terms.sharded)
+
+
+def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
+    """The stage's peak: the larger of `training_memory` and `step_memory`, with that moment's breakdown."""
+    return peak_stage((training_memory(c, num, terms, in_flight), step_memory(c, num, terms)))
 
 
 def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:

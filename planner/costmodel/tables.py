@@ -4,10 +4,10 @@ For a fixed layer-level key (`costmodel.shared`), which also fixes the
 micro-batch count m, a candidate's interleaving depth enters only through the
 pipeline sends and the bubble; its ZeRO stage selects among four precomputed
 data-parallel and optimizer times; its peak memory is, per stage, a fixed part
-(by ZeRO stage) plus a part per micro-batch in flight. The tables are the cost
-model itself evaluated at the key's m, at each ZeRO stage and at in flight = 0
-and 1, and the grid assembles them with the reference path's own functions
-(`step.step_time_s`, `pipeline.p2p_messages_per_microbatch`,
+(by ZeRO stage) plus a part per micro-batch in flight, or its optimizer-step
+bytes where those are larger. The tables are the cost model itself evaluated at
+the key's m, at each ZeRO stage and at in flight = 0 and 1, and the grid
+assembles them with the reference path's own functions (`step.step_time_s`, `pipeline.p2p_messages_per_microbatch`,
 `pipeline.stage_in_flight_microbatches`), so no formula is written twice;
 `estimate_steps` stays the reference, and a test checks the two agree.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
-from planner.costmodel.memory import stage_memory
+from planner.costmodel.memory import step_memory, training_memory
 from planner.costmodel.pipeline import (
     behind_first_stage,
     in_flight_microbatches,
@@ -55,9 +55,11 @@ class KeyTables:
     once_per_step_s: FloatArray
     """(ZeRO stage, key): exposed data-parallel seconds at the key's micro-batch count plus the optimizer step."""
     memory_fixed: FloatArray
-    """(stage kind, ZeRO stage, key): bytes with no micro-batch in flight."""
+    """(stage kind, ZeRO stage, key): forward/backward bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
     """(stage kind, key): bytes per micro-batch in flight."""
+    memory_step: FloatArray
+    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`)."""
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
@@ -84,11 +86,12 @@ def key_tables(
     num = training_numerics(training)
     sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
     per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
-    fixed = [stage_memory(at, num, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
+    fixed = [training_memory(at, num, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
     per_in_flight = [  # the in-flight part does not depend on the ZeRO stage (the keys are at stage 0)
-        stage_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
+        training_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
+    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms]
     grid = (len(ZERO_STAGES), len(keys))
     return KeyTables(
         critical_path_s=q.slowest_stage_s.critical_path_s,
@@ -97,6 +100,7 @@ def key_tables(
         once_per_step_s=np.broadcast_to(dp_comm + optimizer, grid),
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
+        memory_step=np.stack([np.broadcast_to(x, grid) for x in step]),
         last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
         middle_of_pipeline=np.stack([t.middle_of_pipeline for t in q.stage_terms]),
     )
@@ -134,7 +138,8 @@ def grid_step_time_and_peak(
             in_flight_first, tables.last_of_pipeline[k][keys], vp, tables.middle_of_pipeline[k][keys], behind
         )
         fixed = np.take(tables.memory_fixed[k], flat_by_zero)
-        stage = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
+        training = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
+        stage = np.maximum(training, np.take(tables.memory_step[k], flat_by_zero))
         peak = stage if peak is None else np.maximum(peak, stage)
     assert peak is not None
     return step, peak

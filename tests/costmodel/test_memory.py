@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.memory import activation_bytes_per_layer, memory_per_gpu
+from planner.costmodel.memory import activation_bytes_per_layer, all_stage_terms, memory_per_gpu, step_memory
+from planner.costmodel.params import stage_kinds, stage_params
 from planner.layout import Layout
-from planner.numerics import Numerics, numerics
+from planner.numerics import Numerics, numerics, training_numerics
 from planner.specs import GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
 NO_FLASH = RuntimeFeatures(flash_attention=False)
@@ -111,6 +112,14 @@ def test_stage_activations_by_hand(recompute: Recompute, expected: float) -> Non
     assert float(memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH)).activations[0]) == expected
 
 
+def _at_step(model: ModelSpec, c: Candidates, training: TrainingSpec):  # type: ignore[no-untyped-def]
+    """The single stage's bytes at the optimizer step (the states with the optimizer's gradient copy)."""
+    num = training_numerics(training)
+    params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
+    (first, _, _) = all_stage_terms(model, c, training.runtime, num, params)
+    return step_memory(c, num, first)
+
+
 # tiny (tp=pp=1) holds 2*(4*8*8 + 2*8*32 + 2*8) + 10*8 + 10*8 + 8 = 2*784 + 168 = 1736 params.
 TINY_PARAMS = 1736
 ZERO_ROWS = [
@@ -133,7 +142,7 @@ ZERO_ROWS = [
 def test_model_state_bytes(precision: Precision, zero: int, dp: int, cp: int, per_param: float) -> None:
     layout = Layout(tp=1, pp=1, dp=dp, cp=cp, zero_stage=zero)
     c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=8)
-    mem = memory_per_gpu(_tiny(), c, _training(precision, FLASH))
+    mem = _at_step(_tiny(), c, _training(precision, FLASH))
     states = mem.parameters + mem.gradients + mem.optimizer_states
     np.testing.assert_allclose(states, [TINY_PARAMS * per_param], rtol=1e-12)
 
@@ -180,8 +189,24 @@ GRAD_ROWS = [
 )
 def test_gradient_dtype_sets_state_bytes(fp32: bool | None, precision: Precision, per_param: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=1)], num_layers=2, global_batch_size=8)
-    mem = memory_per_gpu(_tiny(), c, _training(precision, FLASH, grad_reduce_in_fp32=fp32))
+    mem = _at_step(_tiny(), c, _training(precision, FLASH, grad_reduce_in_fp32=fp32))
     np.testing.assert_allclose(mem.parameters + mem.gradients + mem.optimizer_states, [TINY_PARAMS * per_param])
+
+
+# The optimizer's fp32 copy of 16-bit gradients exists only at the step, when no activation is held: the peak is
+# the larger moment. Tiny, fp16, ZeRO-0: copy 4 x 1736 = 6944 bytes; the training moment holds 2 x 1088 + 64 + 288
+# = 2528 bytes of activations plus 5% of them, so the step is the peak; at 64 tokens per micro-batch it is not.
+def test_gradient_copy_meets_no_activations() -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1)], num_layers=2, global_batch_size=1)
+    training = _training(Precision.FP16, FLASH, dropout=0.0)
+    peak, step = memory_per_gpu(_tiny(), c, training), _at_step(_tiny(), c, training)
+    np.testing.assert_allclose(peak.optimizer_states, [TINY_PARAMS * 16], rtol=1e-12)
+    assert float(peak.activations[0]) == 0.0 and float(peak.peak[0]) == float(step.peak[0])
+    assert float(step.peak[0]) == TINY_PARAMS * 20 + 2 * 1024**3
+    wide = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, micro_batch_size=16)], num_layers=2, global_batch_size=16)
+    busy = memory_per_gpu(_tiny(), wide, training)
+    np.testing.assert_allclose(busy.optimizer_states, [TINY_PARAMS * 12], rtol=1e-12)
+    assert float(busy.activations[0]) > TINY_PARAMS * 4
 
 
 # FP8 (Transformer Engine): each linear layer keeps its input's fp8 copy (1 byte) for the weight gradient.
@@ -231,7 +256,7 @@ def test_gradient_layout_sets_held_gradient_bytes(
 ) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=zero)], num_layers=2, global_batch_size=8)
     training = _training(Precision.BF16, FLASH, grad_reduce_in_fp32=False, gradient_layout=gradients)
-    mem = memory_per_gpu(_tiny(), c, training)
+    mem = _at_step(_tiny(), c, training)  # at the step, where Megatron's optimizer holds its fp32 copy
     np.testing.assert_allclose(mem.gradients, [TINY_PARAMS * grad_per_param], rtol=1e-12)
     np.testing.assert_allclose(mem.optimizer_states, [TINY_PARAMS * optimizer_per_param], rtol=1e-12)
     weights = 2 / 4 if zero == 3 else 2

@@ -74,7 +74,7 @@ LOSO_BARS = {
     ("GB200", BRIDGE_2511): (0.07, 0.11),  # 6.5% / 9.5%
 }
 MEMORY_OVERSHOOT = 1.10
-"""Every published layout ran, so it fit; the model may overstate its peak by up to 10% (today: 188.5/186 GiB,
+"""Every published layout ran, so it fit; the model may overstate its peak by up to 10% (today: 182.5/186 GiB,
 Llama 3.1 405B FP8 on GB200)."""
 
 
