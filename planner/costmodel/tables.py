@@ -58,8 +58,9 @@ class KeyTables:
     """(stage kind, ZeRO stage, key): forward/backward bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
     """(stage kind, key): bytes per micro-batch in flight."""
-    memory_step: FloatArray
-    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`)."""
+    memory_step: FloatArray | None
+    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`); None without an
+    optimizer gradient copy, where the step never holds more than forward/backward with nothing in flight."""
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
@@ -91,7 +92,7 @@ def key_tables(
         training_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
-    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms]
+    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms] if num.gradient_copy_bytes else None
     grid = (len(ZERO_STAGES), len(keys))
     return KeyTables(
         critical_path_s=q.slowest_stage_s.critical_path_s,
@@ -100,7 +101,7 @@ def key_tables(
         once_per_step_s=np.broadcast_to(dp_comm + optimizer, grid),
         memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
         memory_per_in_flight=np.stack(per_in_flight),
-        memory_step=np.stack([np.broadcast_to(x, grid) for x in step]),
+        memory_step=None if step is None else np.stack([np.broadcast_to(x, grid) for x in step]),
         last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
         middle_of_pipeline=np.stack([t.middle_of_pipeline for t in q.stage_terms]),
     )
@@ -138,8 +139,9 @@ def grid_step_time_and_peak(
             in_flight_first, tables.last_of_pipeline[k][keys], vp, tables.middle_of_pipeline[k][keys], behind
         )
         fixed = np.take(tables.memory_fixed[k], flat_by_zero)
-        training = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
-        stage = np.maximum(training, np.take(tables.memory_step[k], flat_by_zero))
+        stage = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
+        if tables.memory_step is not None:
+            stage = np.maximum(stage, np.take(tables.memory_step[k], flat_by_zero))
         peak = stage if peak is None else np.maximum(peak, stage)
     assert peak is not None
     return step, peak
