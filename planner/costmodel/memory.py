@@ -7,7 +7,7 @@ Sources:
   (Megatron distributed optimizer: 6 + 12/d), ZeRO-2 also gradients, ZeRO-3
   also weights, over the dp x cp group (experts: over the expert-dp group);
   the divisor is `zero.held_params`. The held gradient is `Numerics.gradient_bytes`: Megatron's
-  buffer in the reduction dtype (+ an fp32 copy under 16-bit reduction), or PyTorch FSDP's fp32
+  buffer in the reduction dtype (+ an fp32 copy at the step under 16-bit reduction), or PyTorch FSDP's fp32
   sharded gradient (`TrainingSpec.gradient_layout`, resolved in `planner.numerics`).
 - Activations: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 / Eqs. 1-6
   per layer, generalised to GQA, gated MLPs and MoE; in-flight micro-batches
