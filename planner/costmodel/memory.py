@@ -51,6 +51,7 @@ __all__ = [
     "peak_stage",
     "stage_memory",
     "stage_terms",
+    "step_can_peak",
     "step_memory",
     "training_memory",
     "working_bytes",
@@ -261,9 +262,16 @@ def _held(c: Candidates, terms: StageTerms, state: ModelState) -> FloatArray:
     return held_params(c.zero_stage, state, terms.params.total, terms.sharded)
 
 
+def step_can_peak(num: Numerics) -> bool:
+    """Whether the optimizer step can hold more than forward/backward: only with a gradient copy to make there
+    (without one the step holds the same states and the allowance, less the activations)."""
+    return num.gradient_copy_bytes > 0
+
+
 def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
     """The stage's peak: the larger of `training_memory` and `step_memory`, with that moment's breakdown."""
-    return peak_stage((training_memory(c, num, terms, in_flight), step_memory(c, num, terms)))
+    training = training_memory(c, num, terms, in_flight)
+    return peak_stage((training, step_memory(c, num, terms))) if step_can_peak(num) else training
 
 
 def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:

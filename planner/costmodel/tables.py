@@ -25,7 +25,7 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
-from planner.costmodel.memory import step_memory, training_memory
+from planner.costmodel.memory import step_can_peak, step_memory, training_memory
 from planner.costmodel.pipeline import (
     behind_first_stage,
     in_flight_microbatches,
@@ -59,8 +59,8 @@ class KeyTables:
     memory_per_in_flight: FloatArray
     """(stage kind, key): bytes per micro-batch in flight."""
     memory_step: FloatArray | None
-    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`); None without an
-    optimizer gradient copy, where the step never holds more than forward/backward with nothing in flight."""
+    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`); None where the step
+    cannot be the peak (`memory.step_can_peak`)."""
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
@@ -92,7 +92,7 @@ def key_tables(
         training_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
         for t, at_zero in zip(q.stage_terms, fixed, strict=True)
     ]
-    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms] if num.gradient_copy_bytes else None
+    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms] if step_can_peak(num) else None
     grid = (len(ZERO_STAGES), len(keys))
     return KeyTables(
         critical_path_s=q.slowest_stage_s.critical_path_s,

@@ -9,24 +9,10 @@ from planner.costmodel.data_parallel import dp_collectives_s, gradient_group
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import place
 from planner.layout import Layout
-from planner.profiles import Hardware
 from planner.specs import GradientLayout, ModelSpec, TrainingSpec
+from tests.costmodel.hardware import fabric_hardware
 
-HW = Hardware(
-    peak_flop_per_s=1e15,
-    hbm_bytes=80e9,
-    hbm_bandwidth_bytes_per_s=1e12,
-    gpus_per_node=8,
-    nvlink_domain_gpus=8,
-    nvlink_bytes_per_s=100e9,
-    nic_bytes_per_s_per_gpu=10e9,
-    nvlink_latency_s=0.0,
-    network_latency_s=0.0,
-    collective_base_latency_s=0.0,
-    net_overhead_s=0.0,
-    gemm_peak_efficiency=0.5,
-    gemm_overhead_s=0.0,
-)
+HW = fabric_hardware(8, 8)
 MODEL = ModelSpec(num_layers=2, hidden_size=8, num_attention_heads=4, vocab_size=10, seq_length=4)
 PARAMS = 1e9
 """Dense parameters per GPU, before sharding."""

@@ -12,27 +12,9 @@ from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, Hardware, load_profiles
 from planner.specs import TrainingSpec
+from tests.costmodel.hardware import fabric_hardware
 
-
-def _hw(domain: int, gpus_per_node: int) -> Hardware:
-    return Hardware(
-        peak_flop_per_s=1e15,
-        hbm_bytes=80e9,
-        hbm_bandwidth_bytes_per_s=1e12,
-        gpus_per_node=gpus_per_node,
-        nvlink_domain_gpus=domain,
-        nvlink_bytes_per_s=100e9,
-        nic_bytes_per_s_per_gpu=10e9,
-        nvlink_latency_s=0.0,
-        network_latency_s=0.0,
-        collective_base_latency_s=0.0,
-        net_overhead_s=0.0,
-        gemm_peak_efficiency=0.5,
-        gemm_overhead_s=0.0,
-    )
-
-
-DGX, NVL72 = _hw(8, 8), _hw(72, 4)
+DGX, NVL72 = fabric_hardware(8, 8), fabric_hardware(72, 4)
 
 PLACEMENT_ROWS = [
     # (hw, layout, some pp hop crosses the network, tp crosses, dp crosses)
