@@ -17,7 +17,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InvalidSpecError, UnknownHardwareError
-from planner.specs import Precision
+from planner.specs import AttentionKernel, Precision
 from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
 
 __all__ = [
@@ -79,6 +79,12 @@ class GpuSection(BaseModel):
         description="Published throughput of FlashAttention-2 on this GPU (long sequence, head dim 128, 16-bit),"
         " for runs with training.runtime.attention_kernel = flash2; null: such runs price the attention core"
         " at the GEMM efficiency.",
+    )
+    flash1_attention_tflops: FusedAttentionTflops | None = Field(
+        default=None,
+        description="Published throughput of FlashAttention v1 on this GPU (long sequence, 16-bit), for runs with"
+        " training.runtime.attention_kernel = flash1; null: such runs price the attention core at the GEMM"
+        " efficiency.",
     )
 
 
@@ -218,6 +224,9 @@ class HardwareProfile(BaseModel):
             flash2_attention_flop_per_s=(
                 (f2.forward * TERA, f2.backward * TERA) if (f2 := self.gpu.flash2_attention_tflops) else None
             ),
+            flash1_attention_flop_per_s=(
+                (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
+            ),
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
@@ -272,12 +281,24 @@ class Hardware:
     flash2_attention_flop_per_s: tuple[float, float] | None = None
     """(forward, backward) flop/s of FlashAttention-2 as published (`GpuSection.flash2_attention_tflops`); None:
     priced like a GEMM."""
+    flash1_attention_flop_per_s: tuple[float, float] | None = None
+    """(forward, backward) flop/s of FlashAttention v1 as published (`GpuSection.flash1_attention_tflops`); None:
+    priced like a GEMM."""
+
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     sm_count: int = 1
     """SMs that run GEMM tiles side by side (one wave); 1 when the profile does not say (no wave quantisation)."""
     gemm_tile_m: int = 256
     gemm_tile_n: int = 128
+
+    def attention_flop_per_s(self, kernel: AttentionKernel) -> tuple[float, float] | None:
+        """(forward, backward) flop/s of the fused attention `kernel` on this GPU; None: priced like a GEMM."""
+        return {
+            AttentionKernel.CUDNN: self.fused_attention_flop_per_s,
+            AttentionKernel.FLASH2: self.flash2_attention_flop_per_s,
+            AttentionKernel.FLASH1: self.flash1_attention_flop_per_s,
+        }[kernel]
 
 
 DEFAULT_MEMORY_HEADROOM = 0.05

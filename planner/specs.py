@@ -178,6 +178,10 @@ class AttentionKernel(StrEnum):
     FLASH2 = "flash2"
     """FlashAttention-2 (Dao 2023, arXiv 2307.08691): the flash-attn package and PyTorch SDPA's flash backend,
     as PyTorch FSDP stacks without Transformer Engine run it."""
+    FLASH1 = "flash1"
+    """FlashAttention (v1; Dao et al. 2022, arXiv 2205.14135): the flash-attn 1.x CUDA kernels and their Triton
+    port, which MosaicML llm-foundry runs as `attn_impl: triton` (`llmfoundry/models/layers/flash_attn_triton.py`:
+    its forward is faster than the CUDA v1 kernel's, its backward slower, fwd+bwd "slightly slower")."""
 
 
 class RuntimeFeatures(BaseModel):
@@ -190,8 +194,9 @@ class RuntimeFeatures(BaseModel):
         default=AttentionKernel.CUDNN,
         strict=False,
         description="Which fused attention kernel runs (with flash_attention): cudnn (Transformer Engine, the"
-        " Megatron-Core default) or flash2 (FlashAttention-2: flash-attn, PyTorch SDPA's flash backend), each at"
-        " the profile's published rate for it (gpu.fused_attention_tflops, gpu.flash2_attention_tflops).",
+        " Megatron-Core default), flash2 (FlashAttention-2: flash-attn, PyTorch SDPA's flash backend) or flash1"
+        " (FlashAttention v1 and its Triton port, llm-foundry's attn_impl triton), each at the profile's published"
+        " rate for it (gpu.fused_attention_tflops, gpu.flash2_attention_tflops, gpu.flash1_attention_tflops).",
     )
     overlap_grad_reduce: bool = Field(default=True, description="DP gradient reduction overlaps backward.")
     overlap_param_gather: bool = Field(default=True, description="ZeRO/FSDP parameter gathers overlap compute.")

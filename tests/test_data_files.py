@@ -27,7 +27,12 @@ SOURCED_KEYS = [
     "network.nic_gbit_per_s",
 ]
 # Numeric keys a profile may carry (each then needs a source too).
-OPTIONAL_SOURCED_KEYS = ["node.nvls_efficiency", "gpu.fused_attention_tflops", "gpu.flash2_attention_tflops"]
+OPTIONAL_SOURCED_KEYS = [
+    "node.nvls_efficiency",
+    "gpu.fused_attention_tflops",
+    "gpu.flash2_attention_tflops",
+    "gpu.flash1_attention_tflops",
+]
 
 
 def test_profiles_load_with_required_ids() -> None:

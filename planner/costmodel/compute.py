@@ -184,14 +184,14 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
 def _fused_attention_s(flop: FloatArray, hw: Hardware, kernel: AttentionKernel) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) seconds of a fused (flash) attention core of `flop` forward flop on one GPU.
 
-    At `kernel`'s published throughput where the profile gives it (`Hardware.fused_attention_flop_per_s` for
-    cuDNN, `Hardware.flash2_attention_flop_per_s` for FlashAttention-2: the online-softmax kernel runs below
-    the GEMM rate, its exponentials and rescaling between two matmuls; FlashAttention-3, Shah et al. 2024,
-    arXiv 2407.08608, Sec. 3 and Figs. 5-6, which measures both), else like a GEMM at the bf16 peak
+    At `kernel`'s published throughput where the profile gives it (`Hardware.attention_flop_per_s`: cuDNN,
+    FlashAttention-2, FlashAttention v1; the online-softmax kernel runs below the GEMM rate, its exponentials
+    and rescaling between two matmuls; FlashAttention-3, Shah et al. 2024, arXiv 2407.08608, Sec. 3 and
+    Figs. 5-6, which measures cuDNN and FlashAttention-2), else like a GEMM at the bf16 peak
     (`tensor_core_time_s`). Backward does `FLASH_BACKWARD_FACTOR` times the flop.
     """
     backward_flop = FLASH_BACKWARD_FACTOR * flop
-    rates = hw.fused_attention_flop_per_s if kernel == AttentionKernel.CUDNN else hw.flash2_attention_flop_per_s
+    rates = hw.attention_flop_per_s(kernel)
     if rates is None:
         return tensor_core_time_s(flop, hw, False), tensor_core_time_s(backward_flop, hw, False)
     forward_rate, backward_rate = rates

@@ -100,6 +100,10 @@ def test_the_runtime_picks_the_attention_kernel_and_its_rate() -> None:
     np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 40.0, 2.5 * 256 / 20.0], rtol=1e-12)
     fwd, bwd = compute._attention_core_s(TINY, c, hw, RuntimeFeatures())  # cudnn by default
     np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 100.0, 2.5 * 256 / 50.0], rtol=1e-12)
+    # FlashAttention v1 at its own rate, 20 / 8 flop/s.
+    with_v1 = replace(hw, flash1_attention_flop_per_s=(20.0, 8.0))
+    fwd, bwd = compute._attention_core_s(TINY, c, with_v1, RuntimeFeatures(attention_kernel=AttentionKernel.FLASH1))
+    np.testing.assert_allclose([fwd[0], bwd[0]], [256 / 20.0, 2.5 * 256 / 8.0], rtol=1e-12)
     # A kernel the profile has no rate for runs like a GEMM at the bf16 peak, as with no rate at all.
     bare = replace(BF16, fused_attention_flop_per_s=(100.0, 50.0))
     flash2 = compute._attention_core_s(TINY, c, bare, RuntimeFeatures(attention_kernel=AttentionKernel.FLASH2))
@@ -111,3 +115,16 @@ def test_the_h100_profile_carries_both_published_kernels() -> None:
     hw = load_profiles()["dgx-h100"].hardware(Precision.BF16)
     assert hw.fused_attention_flop_per_s == (609 * TERA, 499 * TERA)  # cuDNN, FlashAttention-3 paper Figs. 5-6
     assert hw.flash2_attention_flop_per_s == (368 * TERA, 310 * TERA)  # FlashAttention-2, the same charts
+    assert hw.flash1_attention_flop_per_s == (184 * TERA, 155 * TERA)  # half of FlashAttention-2's (profile source)
+
+
+def test_the_a100_flash1_rate_is_the_middle_of_the_published_fractions_of_peak() -> None:
+    # FlashAttention-2 paper Sec. 1: v1 forward 30-50% and backward 25-35% of the A100's 312 TFLOP/s.
+    for profile_id in ("dgx-a100-80gb", "dgx-a100-40gb"):
+        hw = load_profiles()[profile_id].hardware(Precision.BF16)
+        assert hw.flash1_attention_flop_per_s is not None
+        forward, backward = hw.flash1_attention_flop_per_s
+        assert forward == pytest.approx(0.40 * 312 * TERA) and backward == pytest.approx(0.30 * 312 * TERA)
+        # fwd + bwd (backward 2.5x the flop) inside the abstract's 25-40% of peak
+        combined = 3.5 / (1 / forward + 2.5 / backward)
+        assert 0.25 * 312 * TERA <= combined <= 0.40 * 312 * TERA
