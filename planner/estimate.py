@@ -81,7 +81,7 @@ def estimate_many(
     violations = layouts_violations(layouts, model, training, cluster.num_gpus, rules)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")
-    hw = usable_hardware(cluster, training.precision)
+    hw = usable_hardware(cluster, training)
     layouts = [
         replace(x, layers_per_stage=None) if x.layers_per_stage is not None and len(x.layers_per_stage) != x.pp else x
         for x in layouts

@@ -11,11 +11,12 @@ Narayanan et al. 2021) keeps fp16 gradients and the optimizer an fp32 copy of
 them, 2 + 2 + 16 = 20. Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054)
 Sec. 3.1 counts the same states (2 + 2 + 12 = 16 bytes/param with fp16
 gradients and no separate fp32 gradient). FP8 training (Transformer Engine)
-casts to fp8 per GEMM: weights, gradients and optimizer states are held as
-for bf16, and so are activations, except what a linear layer saves of its
-input for the weight gradient: its fp8 copy (`saved_gemm_input_bytes`).
+casts to fp8 per GEMM: gradients and optimizer states are held as for bf16,
+and so are activations, except what a linear layer saves of its input for the
+weight gradient: its fp8 copy (`saved_gemm_input_bytes`); the FP8 linear
+layers' weights as below.
 
-Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec`:
+Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec` and GPU:
 - `grad_reduce_in_fp32` false keeps the gradient buffer in the 16-bit dtype and
   reduces it so (Megatron-Core DDP config `grad_reduce_in_fp32`, Megatron-LM
   `--grad-reduce-in-bf16`); the distributed optimizer then keeps an fp32 copy of
@@ -29,6 +30,17 @@ Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec`:
   wire (FSDP2 `torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py` `foreach_reduce`, FSDP1
   `torch/distributed/fsdp/_runtime_utils.py` `_cast_grad_to_param_dtype`). The unsharded 16-bit gradient
   of one FSDP unit is transient and not counted.
+- FP8 weights (`TrainingSpec.fp8_recipe`, `fp8_param_gather`, and whether the GPU's FP8 GEMMs take non-TN
+  layouts): Transformer Engine quantizes each FP8 linear layer's weight and, as Megatron-Core passes
+  `is_first_microbatch`, caches the copy across micro-batches (`module/linear.py`, `_fp8_workspaces`), so
+  without `fp8_param_gather` a weight is held in 16-bit plus its quantized copy; with it (today's recipes'
+  default, `fp8_param_gather_on`) the parameter is the quantized tensor only (Megatron-Core's param buffer in
+  uint8, `param_and_grad_buffer.py`). The copy: one byte per element (`Float8Tensor._data`), plus its
+  transpose where FP8 GEMMs are TN-only (Hopper; `float8_tensor_storage.py`, `is_non_tn_fp8_gemm_supported`:
+  compute capability 10.x and 13+ need none); under MXFP8 row- and column-wise data with one E8M0 scale per 32
+  elements each (`mxfp8_tensor.py`, `MXFP8_BLOCK_SCALING_SIZE` 32): 2 + 2/32. The distributed optimizer's
+  parameter all-gather then moves the per-tensor FP8 bytes (1); MXFP8 gathers 16-bit values into the gradient
+  buffer and quantizes after (`reuse_grad_buf_for_mxfp8_param_ag`, `_post_param_sync`), 2 bytes.
 - Dropout masks (1 byte per element, Korthikanti 2022 Table 2) exist only at a
   non-zero rate: PyTorch's `dropout` returns its input unchanged at p = 0
   (`aten/src/ATen/native/Dropout.cpp`, `_dropout_impl`), so autograd saves no mask.
@@ -39,9 +51,22 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from planner.specs import GradientLayout, Precision, TrainingSpec
+import numpy as np
 
-__all__ = ["FP32_BYTES", "HALF_BYTES", "MASK_BYTES", "Numerics", "numerics", "training_numerics"]
+from planner.costmodel.candidates import BoolArray, IntArray
+from planner.profiles import Hardware
+from planner.specs import Fp8Recipe, GradientLayout, Precision, TrainingSpec
+
+__all__ = [
+    "FP8_BYTES",
+    "FP32_BYTES",
+    "HALF_BYTES",
+    "MASK_BYTES",
+    "Numerics",
+    "fp8_param_gather_on",
+    "numerics",
+    "training_numerics",
+]
 
 HALF_BYTES = 2
 """bf16 / fp16: two bytes."""
@@ -49,6 +74,10 @@ FP32_BYTES = 4
 """fp32: four bytes."""
 MASK_BYTES = 1
 """A dropout mask element: one byte (Korthikanti 2022 Table 2)."""
+FP8_BYTES = 1
+"""An FP8 element (E4M3 / E5M2): one byte."""
+MXFP8_BLOCK = 32
+"""Elements per E8M0 (one-byte) scale under MXFP8 (TE `constants.MXFP8_BLOCK_SCALING_SIZE`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +85,8 @@ class Numerics:
     """Bytes per element of each tensor kind one precision trains with."""
 
     weight_bytes: int
-    """Model weights as the GEMMs read them and ZeRO-3 gathers them: bf16/fp16 (fp8 keeps bf16 weights)."""
+    """16-bit weights, bf16/fp16: every parameter's, except FP8 linear weights stored as FP8 (`fp8_param_gather`,
+    whose bytes are `quantized_weight_bytes`); ZeRO-3's gathered layer is counted at this width."""
     gradient_bytes: int
     """Gradient held in memory (ZeRO-2/3 shard it): Megatron's buffer in the reduction dtype (fp32 main grads
     under bf16/fp8, Megatron `accumulate_allreduce_grads_in_fp32`; fp16 under fp16); PyTorch FSDP's fp32
@@ -83,6 +113,15 @@ class Numerics:
     """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
     logit_bytes: int
     """Logits in the cross-entropy, computed in fp32 (Megatron `cross_entropy_loss_fusion`)."""
+    quantized_weight_bytes: float = 0.0
+    """Per element of an FP8 linear layer's weight, its quantized storage (module docstring): 1, 2 with the
+    transpose on TN-only GPUs, 2 + 2/32 under MXFP8; 0 without FP8."""
+    fp8_param_gather: bool | None = False
+    """`TrainingSpec.fp8_param_gather` under FP8 (None: on where the layout allows, `fp8_param_gather_on`);
+    False under 16-bit training, whose weights are all 16-bit."""
+    fp8_weight_gather_bytes: float = HALF_BYTES
+    """Bytes per FP8 linear weight in the distributed optimizer's parameter all-gather (which only runs at
+    zero_stage >= 1, where None means on): 1 with per-tensor `fp8_param_gather`, else 16-bit."""
     hidden_dropout_mask_bytes: int = 0
     """The mask of each of the layer's two hidden dropouts (after attention, after the MLP): 1, or 0 at rate 0."""
     attention_dropout_mask_bytes: int = 0
@@ -94,6 +133,10 @@ class Numerics:
         the softmax output (2) and, with attention dropout, its mask (1) and output (2)."""
         dropout = self.attention_dropout_mask_bytes + self.activation_bytes if self.attention_dropout_mask_bytes else 0
         return self.activation_bytes + dropout
+
+    def fp8_weights_as_fp8_only(self, zero_stage: IntArray) -> BoolArray:
+        """Where the FP8 linear weights are held as FP8 tensors only, with no 16-bit copy (`fp8_param_gather_on`)."""
+        return fp8_param_gather_on(self.fp8_param_gather, zero_stage)
 
     @property
     def gemm_input_copy_bytes(self) -> int:
@@ -163,18 +206,52 @@ def numerics(
     attention_dropout: bool = False,
     hidden_dropout: bool = False,
     gradient_layout: GradientLayout = GradientLayout.MEGATRON,
+    fp8_recipe: Fp8Recipe | None = None,
+    fp8_param_gather: bool | None = None,
+    fp8_gemm_non_tn: bool = False,
 ) -> Numerics:
     """The bytes per element of `precision` under the given recipe; one frozen object per combination.
 
     `grad_reduce_in_fp32` None: the precision's framework default (fp32 main grads under
     bf16/fp8, Megatron-LM `arguments.py`; fp16 grads under fp16). False: 16-bit reduction.
-    `gradient_layout`: what the held gradient costs (`_gradient_bytes`).
+    `gradient_layout`: what the held gradient costs (`_gradient_bytes`). The last three set the FP8
+    weights' storage (`_fp8_weights`); they do nothing outside fp8.
     """
     num = _gradient_bytes(_NUMERICS[precision], grad_reduce_in_fp32, gradient_layout)
+    if precision is Precision.FP8:
+        num = _fp8_weights(num, fp8_recipe, fp8_param_gather, fp8_gemm_non_tn)
     return replace(
         num,
         attention_dropout_mask_bytes=MASK_BYTES if attention_dropout else 0,
         hidden_dropout_mask_bytes=MASK_BYTES if hidden_dropout else 0,
+    )
+
+
+def fp8_param_gather_on(fp8_param_gather: bool | None, zero_stage: IntArray) -> BoolArray:
+    """Whether FP8 weights are stored as FP8 (Megatron-LM `--fp8-param-gather`), per ZeRO stage: as stated, or
+    with None (today's recipes: NeMo's `bf16_with_fp8_mixed` / `bf16_with_fp8_current_scaling_mixed` and
+    Megatron-Bridge's FP8 presets set `fp8_param_gather = True`) wherever Megatron-LM accepts it, the distributed
+    optimizer or Megatron-FSDP (zero_stage >= 1; `validate_args` refuses it without)."""
+    zero = np.asarray(zero_stage)
+    if fp8_param_gather is None:
+        on: BoolArray = zero >= 1
+        return on
+    return np.full(zero.shape, fp8_param_gather, dtype=np.bool_)
+
+
+def _fp8_weights(num: Numerics, recipe: Fp8Recipe | None, param_gather: bool | None, non_tn: bool) -> Numerics:
+    """`num` with the FP8 linear weights' storage and parameter-gather bytes (module docstring); `recipe` None
+    is a framework's per-tensor default."""
+    if recipe is Fp8Recipe.MXFP8:
+        quantized = 2 * (FP8_BYTES + 1 / MXFP8_BLOCK)  # row- and column-wise data, one scale byte per 32 each
+    else:
+        quantized = FP8_BYTES if non_tn else 2 * FP8_BYTES  # the data, and its transpose on TN-only GPUs
+    per_tensor_gather = param_gather is not False and recipe is not Fp8Recipe.MXFP8
+    return replace(
+        num,
+        quantized_weight_bytes=quantized,
+        fp8_param_gather=param_gather,
+        fp8_weight_gather_bytes=FP8_BYTES if per_tensor_gather else num.weight_bytes,
     )
 
 
@@ -196,13 +273,16 @@ def _gradient_bytes(num: Numerics, grad_reduce_in_fp32: bool | None, layout: Gra
     return replace(num, gradient_wire_bytes=wire, gradient_bytes=wire, gradient_copy_bytes=copy)
 
 
-def training_numerics(training: TrainingSpec) -> Numerics:
-    """The `Numerics` of a training spec: its precision, gradient dtypes and layout, and dropout rates (masks
-    only above 0)."""
+def training_numerics(training: TrainingSpec, hw: Hardware) -> Numerics:
+    """The `Numerics` of a training spec on one GPU: its precision, gradient dtypes and layout, dropout rates
+    (masks only above 0) and FP8 weight storage (which reads whether `hw`'s FP8 GEMMs take non-TN layouts)."""
     return numerics(
         training.precision,
         training.grad_reduce_in_fp32,
         training.attention_dropout > 0,
         training.hidden_dropout > 0,
         training.gradient_layout,
+        training.fp8_recipe,
+        training.fp8_param_gather,
+        hw.fp8_gemm_non_tn,
     )

@@ -17,7 +17,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InvalidSpecError, UnknownHardwareError
-from planner.specs import AttentionKernel, Precision
+from planner.specs import AttentionKernel, Fp8Recipe, Precision
 from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
 
 __all__ = [
@@ -86,6 +86,12 @@ class GpuSection(BaseModel):
         " training.runtime.attention_kernel = flash1; null: such runs price the attention core at the GEMM"
         " efficiency.",
     )
+    fp8_gemm_non_tn: bool = Field(
+        default=False,
+        description="FP8 GEMMs take operands in any layout (Blackwell): Transformer Engine keeps one FP8 copy of a"
+        " weight for forward and backward. false: TN-only FP8 GEMMs (Hopper), so TE also keeps its transpose.",
+    )
+    mxfp8: bool = Field(default=False, description="MXFP8 (block-scaled FP8) tensor cores (Blackwell).")
 
 
 class NodeSection(BaseModel):
@@ -189,11 +195,15 @@ class HardwareProfile(BaseModel):
     calibration: Calibration | None = None
     sources: dict[str, str] = Field(default_factory=dict)
 
-    def hardware(self, precision: Precision) -> Hardware:
-        """The profile in SI units for one precision; raises if the GPU lacks that precision."""
+    def hardware(self, precision: Precision, fp8_recipe: Fp8Recipe | None = None) -> Hardware:
+        """The profile in SI units for one precision; raises if the GPU lacks that precision or FP8 recipe."""
         peak = getattr(self.gpu.peak_tflops, precision.value)
         if peak is None:
             raise InvalidSpecError("training.precision", f"{self.gpu.name} has no {precision.value} tensor cores")
+        if precision is Precision.FP8 and fp8_recipe is Fp8Recipe.MXFP8 and not self.gpu.mxfp8:
+            raise InvalidSpecError(
+                "training.fp8_recipe", f"mxfp8 needs MXFP8 tensor cores; {self.gpu.name} has none (gpu.mxfp8 false)"
+            )
         cal = self.calibration
         return Hardware(
             peak_flop_per_s=peak * TERA,
@@ -227,6 +237,7 @@ class HardwareProfile(BaseModel):
             flash1_attention_flop_per_s=(
                 (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
             ),
+            fp8_gemm_non_tn=self.gpu.fp8_gemm_non_tn,
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
@@ -285,6 +296,8 @@ class Hardware:
     """(forward, backward) flop/s of FlashAttention v1 as published (`GpuSection.flash1_attention_tflops`); None:
     priced like a GEMM."""
 
+    fp8_gemm_non_tn: bool = False
+    """FP8 GEMMs take any operand layout (`GpuSection.fp8_gemm_non_tn`): no transposed FP8 weight copy."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     sm_count: int = 1

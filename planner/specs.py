@@ -12,6 +12,8 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 __all__ = [
+    "AttentionKernel",
+    "Fp8Recipe",
     "GradientLayout",
     "MAX_HIDDEN_SIZE",
     "MAX_LAYERS",
@@ -247,6 +249,19 @@ class GradientLayout(StrEnum):
     full parameter dtype so that the optimizer step runs with that dtype")."""
 
 
+class Fp8Recipe(StrEnum):
+    """How FP8 training scales its tensors (Megatron-LM `--fp8-recipe`, Megatron-Bridge `fp8_recipe`); with
+    `TrainingSpec.precision` fp8 only. It sets what a quantized weight costs (`planner.numerics`)."""
+
+    DELAYED = "delayed"
+    """Per-tensor scales from an amax history (Transformer Engine `DelayedScaling`); Megatron-LM's default."""
+    TENSORWISE = "tensorwise"
+    """Per-tensor scales from the current tensor (TE `Float8CurrentScaling`); Megatron-Bridge's `fp8_cs`."""
+    MXFP8 = "mxfp8"
+    """Block scaling, one E8M0 scale per 32 elements (TE `MXFP8BlockScaling`), on GPUs with MXFP8 tensor cores
+    (Blackwell); Megatron-Bridge's `fp8_mx`."""
+
+
 class TrainingSpec(BaseModel):
     """What one optimizer step processes, in which number format, and the recipe settings that change memory.
 
@@ -277,6 +292,23 @@ class TrainingSpec(BaseModel):
         "reduce-scatters in the reduction dtype and holds the sharded gradient in fp32, the sharded parameter's "
         "dtype, with no copy (4 bytes). The two agree under fp32 reduction.",
     )
+    fp8_recipe: Fp8Recipe | None = Field(
+        default=None,
+        strict=False,
+        description="FP8 scaling (precision fp8 only): delayed, tensorwise (current scaling) or mxfp8 (block "
+        "scaling; GPUs with MXFP8 tensor cores); null: the framework's default (Megatron-LM and NeMo delayed, "
+        "TorchTitan's float8 tensorwise), per-tensor either way. Sets the bytes of a quantized weight: one "
+        "per-tensor FP8 copy, plus its transpose on GPUs whose FP8 GEMMs are TN-only (Hopper); row- and "
+        "column-wise copies with their scales under mxfp8.",
+    )
+    fp8_param_gather: bool | None = Field(
+        default=None,
+        description="Keep the FP8 linear layers' weights only as FP8 tensors (Megatron-LM `--fp8-param-gather`; "
+        "precision fp8 only). null: today's recipes, on wherever the layout has the distributed optimizer or "
+        "Megatron-FSDP (zero_stage >= 1; NeMo's per-tensor and Megatron-Bridge's FP8 presets set it, Megatron-LM "
+        "refuses it at zero_stage 0). Off: bf16 weights plus the FP8 copy Transformer Engine caches across "
+        "micro-batches.",
+    )
     attention_dropout: float = Field(
         default=0.0,
         ge=0,
@@ -294,3 +326,14 @@ class TrainingSpec(BaseModel):
     train_tokens: float | None = Field(
         default=None, gt=0, le=1e16, allow_inf_nan=False, description="Tokens to train on; adds days_to_train."
     )
+
+    @model_validator(mode="after")
+    def _fp8_settings_need_fp8(self) -> Self:
+        if self.precision is Precision.FP8:
+            return self
+        if self.fp8_param_gather is True:
+            raise ValueError(f"fp8_param_gather(true) keeps FP8 weights; precision({self.precision.value}) is not fp8")
+        if self.fp8_recipe is not None:
+            recipe, precision = self.fp8_recipe.value, self.precision.value
+            raise ValueError(f"fp8_recipe({recipe}) applies to precision fp8; got precision({precision})")
+        return self

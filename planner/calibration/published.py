@@ -269,7 +269,9 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
 
     `RUNTIME_2024` holds unless the row's `runtime` states a recipe's own value (`MODERN_RUNTIME_KEYS`:
     TP overlap always; CUDA graphs and parameter-gather overlap where a Megatron-Bridge recipe sets them)
-    or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default).
+    or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default), and for FP8 rows
+    the scaling recipe and weight storage (`runtime.fp8_recipe`, `runtime.fp8_param_gather`; absent: Megatron-LM's
+    defaults, delayed scaling and 16-bit weights).
     """
     lay, stated = row["layout"], row["runtime"]
     zero = 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
@@ -279,6 +281,7 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
         precision=_PRECISIONS[row["precision"]],
         runtime=runtime,
         grad_reduce_in_fp32=stated.get("grad_reduce_in_fp32"),
+        **{k: stated[k] for k in ("fp8_recipe", "fp8_param_gather") if k in stated},
     )
     model = _model(row)
     layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero)

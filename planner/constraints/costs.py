@@ -64,7 +64,7 @@ def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Lay
     n = np.repeat([1, 2], k)
     at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
     qa = layer_quantities(model, training, at, hw)
-    peaks = np.stack([stage.peak for stage in memory_by_stage(at, training_numerics(training), qa.stage_terms)])
+    peaks = np.stack([stage.peak for stage in memory_by_stage(at, training_numerics(training, hw), qa.stage_terms)])
     # peaks: (StageKind) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
     intercept = peaks[:, :k] - slope

@@ -30,10 +30,10 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
-from planner.costmodel.params import ParamCounts
+from planner.costmodel.params import ParamCounts, fp8_weight_fraction
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.costmodel.zero import shard_group_sizes
-from planner.numerics import training_numerics
+from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 
@@ -136,22 +136,35 @@ def dp_collectives_s(
 ) -> DpCollectives:
     """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage."""
     dense, expert = params
-    num = training_numerics(training)
+    num = training_numerics(training, hw)
     dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
     has_experts = bool(np.any(expert > 0))
     units = gather_units(model, c)
 
-    def both(fn: Collective, bytes_per_param: int, collectives: FloatArray | float = 1.0) -> FloatArray:
+    def both(fn: Collective, bytes_per_param: tuple[float, float], collectives: FloatArray | float = 1.0) -> FloatArray:
         rails = training.runtime.ring_rails
-        out = fn(bytes_per_param * dense, dense_group, hw, collectives, rails=rails)
-        return out + fn(bytes_per_param * expert, expert_group, hw, collectives, rails=rails) if has_experts else out
+        dense_bytes, expert_bytes = bytes_per_param
+        out = fn(dense_bytes * dense, dense_group, hw, collectives, rails=rails)
+        return out + fn(expert_bytes * expert, expert_group, hw, collectives, rails=rails) if has_experts else out
 
+    gradients = (num.gradient_wire_bytes, num.gradient_wire_bytes)
+    gather = param_gather_bytes(model, num)
     return DpCollectives(
-        all_reduce=both(all_reduce_s, num.gradient_wire_bytes),
-        reduce_scatter=both(all_gather_s, num.gradient_wire_bytes),
-        all_gather=both(all_gather_s, num.weight_bytes),
-        unit_gather=both(all_gather_s, num.weight_bytes, units),
+        all_reduce=both(all_reduce_s, gradients),
+        reduce_scatter=both(all_gather_s, gradients),
+        all_gather=both(all_gather_s, gather),
+        unit_gather=both(all_gather_s, gather, units),
     )
+
+
+def param_gather_bytes(model: ModelSpec, num: Numerics) -> tuple[float, float]:
+    """(dense, expert) bytes per parameter of a data-parallel parameter all-gather: 16-bit, except the FP8
+    linear weights at `Numerics.fp8_weight_gather_bytes` (1 with per-tensor `fp8_param_gather`), by their
+    share of the model's parameters (`params.fp8_weight_fraction`; the stage gathered is taken to have the
+    model's share)."""
+    dense_fraction, expert_fraction = fp8_weight_fraction(model)
+    saved = num.weight_bytes - num.fp8_weight_gather_bytes
+    return num.weight_bytes - saved * dense_fraction, num.weight_bytes - saved * expert_fraction
 
 
 def data_parallel_times(c: Candidates, collectives: DpCollectives) -> DataParallelTimes:

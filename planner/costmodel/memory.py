@@ -32,12 +32,12 @@ from planner.costmodel.candidates import (
     select_max,
     tokens_per_microbatch,
 )
-from planner.costmodel.params import ParamCounts, StageShape, stage_kinds, stage_params
+from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
-from planner.specs import ModelSpec, Precision, RuntimeFeatures, TrainingSpec
+from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
 from planner.units import GIB
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "all_stage_terms",
     "usable_hardware",
     "peak_stage",
+    "weight_bytes",
     "stage_memory",
     "stage_terms",
     "step_can_peak",
@@ -63,7 +64,7 @@ FRAGMENTATION_FRACTION = 0.05
 """PyTorch caching-allocator fragmentation, as a fraction of activation memory; stated allowance."""
 
 
-def usable_hardware(cluster: ClusterSpec, precision: Precision) -> Hardware:
+def usable_hardware(cluster: ClusterSpec, training: TrainingSpec) -> Hardware:
     """The cluster's hardware with `hbm_bytes` cut to what a plan may fill: the one usable-memory rule.
 
     usable = HBM x (1 - `cluster.memory_headroom`). Every fit test (search, estimate, baseline,
@@ -73,7 +74,7 @@ def usable_hardware(cluster: ClusterSpec, precision: Precision) -> Hardware:
     of communicators, allocator blocks reserved but not handed out) and for the memory model's own
     error; `planner.profiles.DEFAULT_MEMORY_HEADROOM` states the default.
     """
-    hw = cluster.profile.hardware(precision)
+    hw = cluster.profile.hardware(training.precision, training.fp8_recipe)
     return replace(hw, hbm_bytes=hw.hbm_bytes * (1.0 - cluster.memory_headroom))
 
 
@@ -177,6 +178,10 @@ class StageTerms:
     """Bytes held once: the output stage's fp32 logits and the recompute working set."""
     zero3_buffer: FloatArray
     """Parameters of one layer, gathered whole under ZeRO-3 (`stage_memory` turns them into bytes)."""
+    fp8_weights: FloatArray
+    """FP8 linear weights one GPU of the stage holds, before ZeRO sharding (`params.stage_fp8_weights`)."""
+    sharded_fp8_weights: FloatArray
+    """Those of one ZeRO shard (`zero.sharded_params`)."""
     last_of_pipeline: BoolArray
     """The last stage of a pipeline with pp > 1 (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
@@ -190,6 +195,8 @@ class StageTerms:
             layer_activations=fn(self.layer_activations),
             fixed_activations=fn(self.fixed_activations),
             zero3_buffer=fn(self.zero3_buffer),
+            fp8_weights=fn(self.fp8_weights),
+            sharded_fp8_weights=fn(self.sharded_fp8_weights),
             last_of_pipeline=fn(self.last_of_pipeline),
             middle_of_pipeline=fn(self.middle_of_pipeline),
         )
@@ -213,12 +220,15 @@ def stage_terms(
     tp = c.tp.astype(np.float64)
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
     logits = np.where(output, num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    fp8 = stage_fp8_weights(model, c, layers)
     return StageTerms(
         params=params,
         sharded=sharded_params(params, c.dp, c.cp, c.ep),
         layer_activations=per_layer * layers + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
+        fp8_weights=fp8.total,
+        sharded_fp8_weights=sharded_params(fp8, c.dp, c.cp, c.ep),
         last_of_pipeline=np.asarray(output & (c.pp > 1)),
         middle_of_pipeline=np.asarray(~embedding & ~output & (c.pp > 2)),
     )
@@ -235,7 +245,7 @@ def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: 
     """
     activations = in_flight * terms.layer_activations + terms.fixed_activations
     return MemoryBreakdown(
-        parameters=num.weight_bytes * _held(c, terms, ModelState.PARAMETERS),
+        parameters=weight_bytes(c, num, terms),
         gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
         optimizer_states=num.resident_optimizer_bytes * _held(c, terms, ModelState.OPTIMIZER),
         activations=activations,
@@ -250,7 +260,7 @@ def step_memory(c: Candidates, num: Numerics, terms: StageTerms) -> MemoryBreakd
     (`Numerics.optimizer_state_bytes`), no activations (the last backward freed them), the runtime allowance."""
     zeros = np.zeros(np.broadcast_shapes(np.shape(c.zero_stage), np.shape(terms.sharded)))
     return MemoryBreakdown(
-        parameters=num.weight_bytes * _held(c, terms, ModelState.PARAMETERS),
+        parameters=weight_bytes(c, num, terms),
         gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
         optimizer_states=num.optimizer_state_bytes * _held(c, terms, ModelState.OPTIMIZER),
         activations=zeros,
@@ -260,6 +270,17 @@ def step_memory(c: Candidates, num: Numerics, terms: StageTerms) -> MemoryBreakd
 
 def _held(c: Candidates, terms: StageTerms, state: ModelState) -> FloatArray:
     return held_params(c.zero_stage, state, terms.params.total, terms.sharded)
+
+
+def weight_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
+    """Bytes of the weights one GPU of the stage holds (what ZeRO leaves it): every parameter in 16-bit (the FP8
+    linear layers' too, unless stored as FP8, `numerics.fp8_param_gather_on`), plus the FP8 linear weights'
+    quantized storage (`Numerics.quantized_weight_bytes`: Transformer Engine's cached copy, or the FP8 parameter
+    itself)."""
+    held = _held(c, terms, ModelState.PARAMETERS)
+    fp8 = held_params(c.zero_stage, ModelState.PARAMETERS, terms.fp8_weights, terms.sharded_fp8_weights)
+    sixteen_bit = np.where(num.fp8_weights_as_fp8_only(c.zero_stage), held - fp8, held)
+    return np.asarray(num.weight_bytes * sixteen_bit + num.quantized_weight_bytes * fp8, dtype=np.float64)
 
 
 def step_can_peak(num: Numerics) -> bool:
@@ -304,9 +325,9 @@ def peak_stage(stages: tuple[MemoryBreakdown, ...]) -> MemoryBreakdown:
     return MemoryBreakdown(*chosen)
 
 
-def memory_per_gpu(model: ModelSpec, c: Candidates, training: TrainingSpec) -> MemoryBreakdown:
+def memory_per_gpu(model: ModelSpec, c: Candidates, training: TrainingSpec, hw: Hardware) -> MemoryBreakdown:
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
-    num = training_numerics(training)
+    num = training_numerics(training, hw)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
     terms = all_stage_terms(model, c, training.runtime, num, params)
     return peak_stage(memory_by_stage(c, num, terms))

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray, select_max
-from planner.costmodel.gemms import attention_gemms, logits_gemm, mlp_gemms, router_gemm
+from planner.costmodel.gemms import attention_gemms, layer_gemms, logits_gemm, mlp_gemms, router_gemm
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -25,11 +25,13 @@ __all__ = [
     "dense_mlp_params",
     "embedding_params",
     "expert_params_per_moe_layer",
+    "fp8_weight_fraction",
     "narayanan_eq2_params",
     "norm_params",
     "output_params",
     "params_per_gpu",
     "largest_stage_params",
+    "stage_fp8_weights",
     "stage_kinds",
     "stage_params",
     "total_params",
@@ -172,6 +174,38 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     dense = dense + np.where(embedding, embedding_params(model) / tp, 0.0)
     dense = dense + np.where(output, output_matrix / tp + norm_params(model), 0.0)
     return ParamCounts(dense, expert)
+
+
+def _fp8_weights_per_layer(model: ModelSpec) -> tuple[float, float]:
+    """(dense, expert) weight elements of the average layer's FP8 linear layers (`gemms.Gemm.fp8`), whole (no
+    tp or ep split): attention, the MLP or shared experts, and every routed expert; biases excluded."""
+    dense = expert = 0.0
+    for g in layer_gemms(model):
+        if not g.fp8:
+            continue
+        if g.is_expert:
+            assert model.moe is not None
+            expert += g.layer_share * g.weights * model.moe.num_experts
+        else:
+            dense += g.layer_share * g.weights * g.copies_per_token
+    return dense, expert
+
+
+def stage_fp8_weights(model: ModelSpec, c: Candidates, layers: IntArray) -> ParamCounts:
+    """(dense, expert) weights of the FP8 linear layers one GPU of a stage with `layers` layers holds, before
+    ZeRO sharding, split as `stage_params` splits them (over tp; experts over tp and ep). The rest of the
+    stage's parameters (norms, biases, embedding, output layer, router) stay 16-bit under FP8 training."""
+    dense, expert = _fp8_weights_per_layer(model)
+    tp, n = c.tp.astype(np.float64), layers.astype(np.float64)
+    return ParamCounts(n * dense / tp, n * expert / (tp * c.ep))
+
+
+def fp8_weight_fraction(model: ModelSpec) -> tuple[float, float]:
+    """(dense, expert) fraction of the model's parameters that are FP8 linear weights (`stage_fp8_weights` over
+    every layer, against `total_params` less the experts, and the experts)."""
+    dense, expert = (model.num_layers * x for x in _fp8_weights_per_layer(model))
+    experts = model.num_moe_layers * expert_params_per_moe_layer(model) if model.moe is not None else 0
+    return dense / (total_params(model) - experts), (expert / experts if experts else 0.0)
 
 
 def stage_kinds(c: Candidates) -> tuple[StageShape, StageShape, StageShape]:

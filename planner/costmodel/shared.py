@@ -101,7 +101,7 @@ class LayerQuantities:
 def _layer_seconds(
     model: ModelSpec, c: Candidates, hw: Hardware, training: TrainingSpec, placement: Placement
 ) -> LayerSeconds:
-    rt, num = training.runtime, training_numerics(training)
+    rt, num = training.runtime, training_numerics(training, hw)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
     tp_comm = exposed_tp_comm_s(tp_comm_per_layer_s(model, c, placement, hw, rt, num), layer_compute, c, rt)
@@ -166,7 +166,7 @@ def layer_quantities(
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
-        stage_terms=all_stage_terms(model, c, training.runtime, training_numerics(training), params),
+        stage_terms=all_stage_terms(model, c, training.runtime, training_numerics(training, hw), params),
         largest_params=largest.map(spread),
         dp_collectives_s=collectives.map(spread),
         slowest_stage_s=slowest,

@@ -125,7 +125,7 @@ def once_per_step_s(
 ) -> tuple[FloatArray, FloatArray]:
     """(exposed DP seconds, optimizer seconds) of one step, by the candidate's ZeRO stage; broadcasts over `c`."""
     dp = exposed_dp_s(data_parallel_times(c, collectives), c, slowest.forward, slowest.backward, training.runtime)
-    return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, training_numerics(training))
+    return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, training_numerics(training, hw))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,7 @@ def _step_times_s(
         c.pp,
         c.vp,
         q.slowest_stage_s,
-        pp_comm_per_microbatch_s(model, c, q.placement, hw, training.runtime, training_numerics(training)),
+        pp_comm_per_microbatch_s(model, c, q.placement, hw, training.runtime, training_numerics(training, hw)),
         q.average_stage_s,
         dp_comm,
         optimizer,
@@ -181,7 +181,7 @@ def estimate_steps(
         time_s=_step_times_s(model, training, c, hw, q),
         model_flop=model_flop,
         hardware_flop=sequences * by_mode[c.recompute],
-        memory=peak_stage(memory_by_stage(c, training_numerics(training), q.stage_terms)),
+        memory=peak_stage(memory_by_stage(c, training_numerics(training, hw), q.stage_terms)),
         placement=q.placement,
         forward_s=q.slowest_stage_s.forward,
         backward_s=q.slowest_stage_s.backward,

@@ -84,7 +84,7 @@ def key_tables(
     )
     # Sends per micro-batch are messages x one message; the message count is the row's (it depends on vp).
     messages = p2p_messages_per_microbatch(keys)
-    num = training_numerics(training)
+    num = training_numerics(training, hw)
     sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
     per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
     fixed = [training_memory(at, num, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]

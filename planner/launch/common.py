@@ -10,6 +10,7 @@ from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
+from planner.rules.frameworks import torchtitan_refuses_fp8
 from planner.specs import GradientLayout, ModelSpec, TrainingSpec
 from planner.validate import layout_violations
 
@@ -21,6 +22,7 @@ __all__ = [
     "check_inputs",
     "known_model",
     "megatron_gradient_notes",
+    "torchtitan_fp8_notes",
     "model_notes",
     "moe_layer_pattern",
     "node_count",
@@ -185,6 +187,17 @@ def megatron_gradient_notes(training: TrainingSpec) -> list[str]:
         "training.gradient_layout is pytorch_fsdp, which this launch cannot run: Megatron-Core holds gradients in its"
         " own buffers (under 16-bit reduction a 16-bit buffer plus the optimizer's fp32 copy, 2 bytes per parameter"
         " more than priced); plans for it refuse pytorch_fsdp (rule megatron_gradient_layout)."
+    ]
+
+
+def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
+    """TorchTitan's float8 converter runs tensorwise scaling over fp32 sharded weights, whatever the FP8 recipe and
+    weight storage say (rule torchtitan_fp8 refuses the others)."""
+    if not torchtitan_refuses_fp8(training):
+        return []
+    return [
+        "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
+        " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."
     ]
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
@@ -41,8 +43,9 @@ from planner.launch.common import (
 )
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
+from planner.numerics import fp8_param_gather_on
 from planner.rules import default_version
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import Fp8Recipe, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
@@ -182,7 +185,7 @@ def _moe(model: ModelSpec, layout: Layout) -> dict[str, Override]:
     }
 
 
-def _precision(training: TrainingSpec) -> dict[str, Override]:
+def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     """Precision plugin, the gradient dtype (when stated; the plugin's recipe default otherwise) and dropout."""
     recipe: dict[str, Override] = {
         "model.config.attention_dropout": training.attention_dropout,
@@ -192,10 +195,27 @@ def _precision(training: TrainingSpec) -> dict[str, Override]:
         recipe["trainer.plugins.grad_reduce_in_fp32"] = training.grad_reduce_in_fp32
     if training.precision is Precision.FP16:
         return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None} | recipe
+    if training.precision is Precision.FP8:
+        recipe |= _fp8(training, layout)
     return {
         "trainer.plugins.precision": "bf16-mixed",
         "trainer.plugins.fp8": "hybrid" if training.precision is Precision.FP8 else None,
     } | recipe
+
+
+def _fp8(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    """MegatronMixedPrecision's FP8 recipe (when stated; its default is delayed) and FP8 weight storage as priced
+    (`numerics.fp8_param_gather_on`; the plugin's own default is off), with the gradient-buffer reuse MXFP8 weights
+    are priced with (as the Megatron-LM launch writes them)."""
+    keys: dict[str, Override] = {}
+    if training.fp8_recipe is not None:
+        keys["trainer.plugins.fp8_recipe"] = training.fp8_recipe.value
+    gather = bool(fp8_param_gather_on(training.fp8_param_gather, np.asarray(layout.zero_stage)))
+    keys["trainer.plugins.fp8_param_gather"] = gather
+    if gather:
+        if training.fp8_recipe is Fp8Recipe.MXFP8:
+            keys["trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag"] = True
+    return keys
 
 
 def _format(value: Override) -> str:
@@ -279,7 +299,7 @@ def nemo_launch(
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
     overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)
-    overrides |= _precision(training)
+    overrides |= _precision(training, layout)
     args = [f"{key}={_format(value)}" for key, value in overrides.items()]
     command = shlex.join(["nemo", "llm", "pretrain", "--factory", nemo_recipe(model), "--yes", *args])
     return FrameworkLaunch(

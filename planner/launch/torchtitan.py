@@ -25,7 +25,14 @@ from __future__ import annotations
 
 import shlex
 
-from planner.launch.common import FrameworkLaunch, Nodes, known_model, model_notes, torchrun_command
+from planner.launch.common import (
+    FrameworkLaunch,
+    Nodes,
+    known_model,
+    model_notes,
+    torchrun_command,
+    torchtitan_fp8_notes,
+)
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
 from planner.launch.torchtitan_v03 import TORCHTITAN_V03, torchtitan_v03_launch
@@ -174,5 +181,5 @@ def _v02_launch(
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config=config,
-        notes=[*_data_notes(inputs), *model_notes(model)],
+        notes=[*_data_notes(inputs), *model_notes(model), *torchtitan_fp8_notes(training)],
     )

@@ -22,9 +22,10 @@ from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
-from planner.specs import GradientLayout, ModelSpec, Precision
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
 
 __all__ = [
+    "FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER",
     "FRAMEWORK_RULES",
     "Framework",
     "MEGATRON_GRADIENT_LAYOUT",
@@ -35,12 +36,14 @@ __all__ = [
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
     "TORCHTITAN_03_SEQ_LEN_DIVISIBLE",
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
+    "TORCHTITAN_FP8",
     "TORCHTITAN_GRADIENT_LAYOUT",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
     "RuleSet",
     "default_version",
+    "torchtitan_refuses_fp8",
     "rule_set",
     "version_description",
 ]
@@ -170,6 +173,55 @@ TORCHTITAN_GRADIENT_LAYOUT = Rule(
     "mixed_precision_param, reduce_dtype=mixed_precision_reduce) over fp32 parameters; torch 2.13"
     " torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce reduce-scatters in reduce_dtype and"
     " casts the reduce output to orig_dtype (the sharded parameter's, fp32), with no other copy",
+)
+
+
+FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER = Rule(
+    name="fp8_param_gather_needs_distributed_optimizer",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["zero_stage"] == 0) & (j.training.fp8_param_gather is True),
+            lambda x, j: (
+                "training.fp8_param_gather(true) needs the distributed optimizer or Megatron-FSDP;"
+                f" zero_stage({x.zero_stage}) has neither: use zero_stage >= 1"
+            ),
+        ),
+    ),
+    source=f"{_MEGATRON}, {_MEGATRON_16} and core_v0.19.0 megatron/training/arguments.py validate_args"
+    " ('--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference"
+    " mode'); core_v0.19.2 taken to keep it (its source was not read here)",
+)
+
+
+def torchtitan_refuses_fp8(training: TrainingSpec) -> bool:
+    """Whether the FP8 settings ask for what TorchTitan's float8 launch cannot run (rule torchtitan_fp8): FP8 weight
+    storage, or a recipe other than its tensorwise scaling."""
+    return training.fp8_param_gather is True or training.fp8_recipe not in (None, Fp8Recipe.TENSORWISE)
+
+
+def _torchtitan_fp8_message(x: Layout, j: Job) -> str:
+    if j.training.fp8_param_gather is True:
+        return (
+            "training.fp8_param_gather(true) is Megatron-Core's FP8 weight storage; TorchTitan's float8 keeps"
+            " fp32 sharded weights (quantize.linear.float8.enable_fsdp_float8_all_gather only changes the gather)"
+        )
+    recipe = j.training.fp8_recipe.value if j.training.fp8_recipe is not None else None
+    return f"training.fp8_recipe({recipe}): the planner's TorchTitan launch runs float8 tensorwise; use tensorwise"
+
+
+TORCHTITAN_FP8 = Rule(
+    name="torchtitan_fp8",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(
+            lambda c, j: _every_layout(c, torchtitan_refuses_fp8(j.training)),
+            _torchtitan_fp8_message,
+        ),
+    ),
+    source=f"{_TORCHTITAN} and {_TORCHTITAN_03}: the launch's converter quantize.linear.float8"
+    " (planner/launch/torchtitan.py) with recipe_name unset, torchao's tensorwise dynamic scaling (Float8LinearConfig"
+    " default); no delayed scaling, and MXFP8 is another converter (quantize.linear.mx) the planner does not emit",
 )
 
 
@@ -337,19 +389,22 @@ _MEGATRON_15_RULES = (
     QUERY_GROUPS_SPLIT,
     MOE_FP16_NO_EXPERT_PARALLEL,
     MEGATRON_GRADIENT_LAYOUT,
+    FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
 )
-_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT)
+_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT, FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER)
 _TORCHTITAN_RULES = (
     TORCHTITAN_DDP_ONE_DIMENSIONAL,
     TORCHTITAN_FLEX_ATTENTION_NO_CP,
     TORCHTITAN_SPLIT_BY_TRANSFORMER_LAYERS,
     TORCHTITAN_SEQ_LEN_DIVISIBLE,
     TORCHTITAN_GRADIENT_LAYOUT,
+    TORCHTITAN_FP8,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
     TORCHTITAN_03_SEQ_LEN_DIVISIBLE,
     TORCHTITAN_GRADIENT_LAYOUT,
+    TORCHTITAN_FP8,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
@@ -379,7 +434,9 @@ first/last_stage_less_layers = 1), lost expert tensor parallelism (torchtitan_no
 moved the sequence-length divisor (torchtitan_seq_len_divisible, one rule per release's divisor). The gradient
 layout (`TrainingSpec.gradient_layout`) is each framework's own: Megatron-LM and NeMo refuse PyTorch FSDP's
 (megatron_gradient_layout), TorchTitan refuses Megatron's under 16-bit reduction (torchtitan_gradient_layout; under
-fp32 reduction the two hold and move the same bytes)."""
+fp32 reduction the two hold and move the same bytes). FP8 weight storage (`TrainingSpec.fp8_param_gather`) needs
+Megatron-LM's distributed optimizer (fp8_param_gather_needs_distributed_optimizer; NeMo's own path to it was not
+read, so NeMo does not list it); TorchTitan refuses it and any recipe but its float8 tensorwise (torchtitan_fp8)."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

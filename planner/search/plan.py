@@ -280,7 +280,7 @@ def plan(
     started = time.perf_counter()
     budget = WorkBudget(candidates=max_evaluated)
     allowed: Allowed = parse_constraints(constraints)
-    hw = usable_hardware(cluster, training.precision)
+    hw = usable_hardware(cluster, training)
     parts: list[Evaluated] = []
     rejected: Counter[str] = Counter()
     counts = gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective, model, training)

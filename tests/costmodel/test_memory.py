@@ -1,6 +1,7 @@
 """Memory per GPU: Korthikanti 2022 Table 2 activations, ZeRO / distributed-optimizer model states."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,8 @@ from planner.costmodel.memory import activation_bytes_per_layer, all_stage_terms
 from planner.costmodel.params import stage_kinds, stage_params
 from planner.layout import Layout
 from planner.numerics import Numerics, numerics, training_numerics
-from planner.specs import GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from tests.costmodel.hardware import fabric_hardware
 
 NO_FLASH = RuntimeFeatures(flash_attention=False)
 FLASH = RuntimeFeatures(flash_attention=True)
@@ -27,12 +29,14 @@ TABLE2 = {
     "full": (Recompute.FULL, False, lambda s, b, h, a, t: 2 * s * b * h),
 }
 GRID = list(itertools.product(TABLE2, [1, 2, 8], [1, 4]))
+HW = fabric_hardware(8, 8)
+"""Any GPU: memory reads only whether its FP8 GEMMs are TN-only (they are, as on Hopper)."""
 DROPOUT = numerics(Precision.BF16, attention_dropout=True, hidden_dropout=True)
 """Korthikanti 2022 trained with dropout on both (Table 2 counts the masks)."""
 
 
 def _training(
-    precision: Precision, rt: RuntimeFeatures, dropout: float = 0.1, **kw: bool | GradientLayout | None
+    precision: Precision, rt: RuntimeFeatures, dropout: float = 0.1, **kw: bool | GradientLayout | Fp8Recipe | None
 ) -> TrainingSpec:
     return TrainingSpec(
         global_batch_size=8, precision=precision, runtime=rt, attention_dropout=dropout, hidden_dropout=dropout, **kw
@@ -89,7 +93,7 @@ def test_recompute_never_increases_layer_activations(shape: str, tp_sp: tuple[in
     none, selective, full = activation_bytes_per_layer(model, c, rt, DROPOUT)
     assert none >= selective > full
     # On the stage, selective never holds more than none (full adds a recompute working buffer; see below).
-    stage_none, stage_selective, _ = memory_per_gpu(model, c, _training(Precision.BF16, rt)).activations
+    stage_none, stage_selective, _ = memory_per_gpu(model, c, _training(Precision.BF16, rt), HW).activations
     assert stage_none >= stage_selective
 
 
@@ -109,12 +113,12 @@ STAGE_ROWS = [(Recompute.NONE, 2 * 1088 + 64 + 288), (Recompute.FULL, 2 * 64 + 6
 @pytest.mark.parametrize(("recompute", "expected"), STAGE_ROWS, ids=["none", "full"])
 def test_stage_activations_by_hand(recompute: Recompute, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, recompute=recompute)], num_layers=2, global_batch_size=1)
-    assert float(memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH)).activations[0]) == expected
+    assert float(memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH), HW).activations[0]) == expected
 
 
 def _at_step(model: ModelSpec, c: Candidates, training: TrainingSpec):  # type: ignore[no-untyped-def]
     """The single stage's bytes at the optimizer step (the states with the optimizer's gradient copy)."""
-    num = training_numerics(training)
+    num = training_numerics(training, HW)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
     (first, _, _) = all_stage_terms(model, c, training.runtime, num, params)
     return step_memory(c, num, first)
@@ -199,12 +203,12 @@ def test_gradient_dtype_sets_state_bytes(fp32: bool | None, precision: Precision
 def test_gradient_copy_meets_no_activations() -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1)], num_layers=2, global_batch_size=1)
     training = _training(Precision.FP16, FLASH, dropout=0.0)
-    peak, step = memory_per_gpu(_tiny(), c, training), _at_step(_tiny(), c, training)
+    peak, step = memory_per_gpu(_tiny(), c, training, HW), _at_step(_tiny(), c, training)
     np.testing.assert_allclose(peak.optimizer_states, [TINY_PARAMS * 16], rtol=1e-12)
     assert float(peak.activations[0]) == 0.0 and float(peak.peak[0]) == float(step.peak[0])
     assert float(step.peak[0]) == TINY_PARAMS * 20 + 2 * 1024**3
     wide = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, micro_batch_size=16)], num_layers=2, global_batch_size=16)
-    busy = memory_per_gpu(_tiny(), wide, training)
+    busy = memory_per_gpu(_tiny(), wide, training, HW)
     np.testing.assert_allclose(busy.optimizer_states, [TINY_PARAMS * 12], rtol=1e-12)
     assert float(busy.activations[0]) > TINY_PARAMS * 4
 
@@ -266,6 +270,47 @@ def test_gradient_layout_sets_held_gradient_bytes(
 def test_layouts_agree_under_fp32_reduction() -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=z) for z in range(4)], 2, global_batch_size=8)
     megatron, fsdp = (
-        memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH, gradient_layout=g)) for g in GradientLayout
+        memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH, gradient_layout=g), HW) for g in GradientLayout
     )
     np.testing.assert_array_equal(megatron.peak, fsdp.peak)
+
+
+# FP8 weight storage, tiny model at tp = pp = 1: its 2 layers hold 2 * (4*8*8 + 2*8*32) = 1536 FP8 linear weights
+# of its 1736 parameters (norms, embedding, output layer stay 16-bit).
+TINY_FP8_WEIGHTS = 1536
+FP8_WEIGHT_ROWS = [
+    # (recipe, fp8_param_gather, FP8 GEMMs take non-TN layouts, weight bytes)
+    (None, False, False, 2 * TINY_PARAMS + 2 * TINY_FP8_WEIGHTS),  # Hopper: bf16 + TE's cached data and transpose
+    (None, False, True, 2 * TINY_PARAMS + 1 * TINY_FP8_WEIGHTS),  # Blackwell: bf16 + the cached data
+    (Fp8Recipe.TENSORWISE, True, False, 2 * (TINY_PARAMS - TINY_FP8_WEIGHTS) + 2 * TINY_FP8_WEIGHTS),  # = bf16
+    (Fp8Recipe.TENSORWISE, True, True, 2 * (TINY_PARAMS - TINY_FP8_WEIGHTS) + 1 * TINY_FP8_WEIGHTS),
+    (Fp8Recipe.MXFP8, True, True, 2 * (TINY_PARAMS - TINY_FP8_WEIGHTS) + (2 + 2 / 32) * TINY_FP8_WEIGHTS),
+    (Fp8Recipe.MXFP8, False, True, 2 * TINY_PARAMS + (2 + 2 / 32) * TINY_FP8_WEIGHTS),
+    (None, None, True, 2 * TINY_PARAMS + 1 * TINY_FP8_WEIGHTS),  # today's recipes store FP8 only with ZeRO >= 1
+]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "param_gather", "non_tn", "expected"),
+    FP8_WEIGHT_ROWS,
+    ids=["hopper", "blackwell", "hopper-gather", "blackwell-gather", "mxfp8-gather", "mxfp8", "default-zero-0"],
+)
+def test_fp8_weight_bytes_by_hand(
+    recipe: Fp8Recipe | None, param_gather: bool | None, non_tn: bool, expected: float
+) -> None:
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1)], num_layers=2, global_batch_size=8)
+    training = _training(Precision.FP8, FLASH, fp8_recipe=recipe, fp8_param_gather=param_gather)
+    hw = replace(HW, fp8_gemm_non_tn=non_tn)
+    assert float(memory_per_gpu(_tiny(), c, training, hw).parameters[0]) == pytest.approx(expected, rel=1e-12)
+    # bf16 training on the same GPU holds 2 bytes per parameter whatever the GPU
+    bf16 = memory_per_gpu(_tiny(), c, _training(Precision.BF16, FLASH), hw).parameters[0]
+    assert float(bf16) == 2 * TINY_PARAMS
+
+
+def test_fp8_weights_shard_with_zero_3() -> None:
+    # ZeRO-3 over dp 4: every weight kind a quarter (Blackwell, FP8 storage: 2 x 200 + 1 x 1536, over 4)
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, zero_stage=3)], num_layers=2, global_batch_size=8)
+    for gather in (True, None):  # the default stores them as FP8 at ZeRO >= 1
+        training = _training(Precision.FP8, FLASH, fp8_recipe=Fp8Recipe.TENSORWISE, fp8_param_gather=gather)
+        mem = memory_per_gpu(_tiny(), c, training, replace(HW, fp8_gemm_non_tn=True))
+        assert float(mem.parameters[0]) == pytest.approx((2 * 200 + 1536) / 4, rel=1e-12)

@@ -1,9 +1,15 @@
 """Bytes per element by precision: Megatron mixed precision, ZeRO's state count (Rajbhandari 2020 Sec. 3.1)."""
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
-from planner.numerics import Numerics, numerics, training_numerics
-from planner.specs import GradientLayout, Precision, TrainingSpec
+from planner.errors import InvalidSpecError
+from planner.numerics import Numerics, fp8_param_gather_on, numerics, training_numerics
+from planner.profiles import load_profiles
+from planner.specs import Fp8Recipe, GradientLayout, Precision, TrainingSpec
+from tests.costmodel.hardware import fabric_hardware
 
 MC, FSDP = GradientLayout.MEGATRON, GradientLayout.PYTORCH_FSDP
 
@@ -79,7 +85,7 @@ def test_gradient_held_and_on_the_wire(
     assert (num.gradient_bytes, num.gradient_wire_bytes, num.gradient_copy_bytes) == (held, wire, copy)
     assert num.main_gradient_bytes == 4 and num.optimizer_state_bytes == 12 + copy
     training = TrainingSpec(global_batch_size=8, precision=precision, grad_reduce_in_fp32=fp32, gradient_layout=layout)
-    assert training_numerics(training) == num
+    assert training_numerics(training, fabric_hardware(8, 8)) == num
 
 
 def test_gradient_layout_defaults_to_megatron() -> None:
@@ -90,3 +96,63 @@ def test_gradient_layout_defaults_to_megatron() -> None:
     for precision in Precision:
         for fp32 in (None, True, False):
             assert numerics(precision, fp32) == numerics(precision, fp32, gradient_layout=MC)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "param_gather", "non_tn", "quantized", "in_16_bit", "gather"),
+    [
+        (None, False, False, 2, True, 2),  # Hopper: TE caches the FP8 data and its transpose beside the bf16 weight
+        (None, False, True, 1, True, 2),  # Blackwell: one FP8 copy
+        (Fp8Recipe.DELAYED, True, False, 2, False, 1),  # the FP8 parameter (and transpose) only, gathered at 1 byte
+        (Fp8Recipe.TENSORWISE, True, True, 1, False, 1),
+        (Fp8Recipe.MXFP8, True, True, 2 + 2 / 32, False, 2),  # row- and column-wise, gathered in 16-bit
+        (Fp8Recipe.MXFP8, False, True, 2 + 2 / 32, True, 2),
+    ],
+)
+def test_fp8_weight_storage(
+    recipe: Fp8Recipe | None, param_gather: bool, non_tn: bool, quantized: float, in_16_bit: bool, gather: float
+) -> None:
+    num = numerics(Precision.FP8, fp8_recipe=recipe, fp8_param_gather=param_gather, fp8_gemm_non_tn=non_tn)
+    assert (num.quantized_weight_bytes, num.fp8_weight_gather_bytes) == (quantized, gather)
+    assert num.fp8_weights_as_fp8_only(np.arange(4)).tolist() == [not in_16_bit] * 4
+    training = TrainingSpec(
+        global_batch_size=8, precision=Precision.FP8, fp8_recipe=recipe, fp8_param_gather=param_gather
+    )
+    assert training_numerics(training, replace(fabric_hardware(8, 8), fp8_gemm_non_tn=non_tn)) == num
+
+
+def test_fp8_weights_are_stored_as_fp8_where_todays_recipes_do() -> None:
+    # None (the default): on with the distributed optimizer or Megatron-FSDP, off at zero_stage 0; else as stated
+    zero = np.arange(4)
+    assert fp8_param_gather_on(None, zero).tolist() == [False, True, True, True]
+    assert fp8_param_gather_on(True, zero).tolist() == [True] * 4
+    assert fp8_param_gather_on(False, zero).tolist() == [False] * 4
+    assert TrainingSpec(global_batch_size=8, precision=Precision.FP8).fp8_param_gather is None
+    num = numerics(Precision.FP8)
+    assert num.fp8_weights_as_fp8_only(zero).tolist() == [False, True, True, True] and num.fp8_weight_gather_bytes == 1
+    assert not numerics(Precision.BF16).fp8_weights_as_fp8_only(zero).any()
+
+
+def test_16_bit_training_has_no_fp8_weights() -> None:
+    for precision in (Precision.BF16, Precision.FP16):
+        num = numerics(precision, fp8_gemm_non_tn=True)
+        assert (num.quantized_weight_bytes, num.fp8_param_gather, num.fp8_weight_gather_bytes) == (0, False, 2)
+
+
+def test_fp8_settings_are_refused_outside_fp8() -> None:
+    with pytest.raises(ValueError, match=r"fp8_param_gather\(true\) keeps FP8 weights; precision\(bf16\) is not fp8"):
+        TrainingSpec(global_batch_size=8, fp8_param_gather=True)
+    with pytest.raises(ValueError, match=r"fp8_recipe\(mxfp8\) applies to precision fp8; got precision\(fp16\)"):
+        TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp16", "fp8_recipe": "mxfp8"})
+    with pytest.raises(ValueError, match="fp8_recipe"):
+        TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp8", "fp8_recipe": "blockwise"})
+    assert TrainingSpec(global_batch_size=8).fp8_recipe is None
+
+
+def test_mxfp8_needs_mxfp8_tensor_cores() -> None:
+    profiles = load_profiles()
+    assert profiles["gb200-nvl72"].hardware(Precision.FP8, Fp8Recipe.MXFP8).fp8_gemm_non_tn
+    assert profiles["hgx-b200"].gpu.mxfp8 and not profiles["dgx-h100"].gpu.mxfp8
+    assert not profiles["dgx-h100"].hardware(Precision.FP8).fp8_gemm_non_tn
+    with pytest.raises(InvalidSpecError, match="training.fp8_recipe: mxfp8 needs MXFP8 tensor cores; H100"):
+        profiles["dgx-h100"].hardware(Precision.FP8, Fp8Recipe.MXFP8)

@@ -23,7 +23,16 @@ from planner.launch.common import moe_layer_pattern, stage_layers
 from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
 from planner.presets import get_preset
-from planner.specs import GradientLayout, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import (
+    Fp8Recipe,
+    GradientLayout,
+    ModelSpec,
+    MoESpec,
+    Precision,
+    Recompute,
+    RuntimeFeatures,
+    TrainingSpec,
+)
 from tests.launch.shell import option, processes_per_node, torchrun_argv
 
 LLAMA70 = get_preset("llama3-70b").model
@@ -433,6 +442,60 @@ def test_precision(precision: Precision, flags: list[str], absent: list[str], pl
         assert isinstance(model, dict) and model["converters"] == ["quantize.linear.float8"]
     assert launch.nemo.config["trainer.plugins.precision"] == plugin
     assert launch.nemo.config["trainer.plugins.fp8"] == fp8
+
+
+@pytest.mark.parametrize(
+    ("recipe", "gather", "megatron", "nemo"),
+    [
+        (None, False, [], {"trainer.plugins.fp8_param_gather": False}),
+        (None, None, ["--fp8-param-gather"], {"trainer.plugins.fp8_param_gather": True}),  # today's recipes, zero 1
+        (
+            Fp8Recipe.TENSORWISE,
+            True,
+            ["--fp8-recipe", "tensorwise", "--fp8-param-gather"],
+            {"trainer.plugins.fp8_recipe": "tensorwise", "trainer.plugins.fp8_param_gather": True},
+        ),
+        (
+            Fp8Recipe.MXFP8,
+            True,
+            ["--fp8-recipe", "mxfp8", "--fp8-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag"],
+            {
+                "trainer.plugins.fp8_recipe": "mxfp8",
+                "trainer.plugins.fp8_param_gather": True,
+                "trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag": True,
+            },
+        ),
+        (
+            Fp8Recipe.DELAYED,
+            False,
+            ["--fp8-recipe", "delayed"],
+            {"trainer.plugins.fp8_recipe": "delayed", "trainer.plugins.fp8_param_gather": False},
+        ),
+    ],
+)
+def test_fp8_recipe_and_weight_storage(
+    recipe: Fp8Recipe | None, gather: bool | None, megatron: list[str], nemo: dict[str, object]
+) -> None:
+    # As priced: the recipe when stated, FP8 weights stored as FP8, MXFP8's all-gather through the gradient buffer.
+    layout = Layout(tp=8, pp=4, dp=32, zero_stage=1)
+    launch = _launch(LLAMA70, layout, precision=Precision.FP8, fp8_recipe=recipe, fp8_param_gather=gather)
+    args = launch.megatron.args
+    fp8 = args[args.index("--fp8-format") + 2 :]
+    assert fp8[: len(megatron)] == megatron and "--fp8-recipe" not in fp8[len(megatron) :]
+    config = launch.nemo.config
+    assert {
+        k: v
+        for k, v in config.items()
+        if k.startswith("trainer.plugins.")
+        and k.endswith(("fp8_recipe", "fp8_param_gather", "reuse_grad_buf_for_mxfp8_param_ag"))
+    } == nemo
+    titan_noted = [n for n in launch.torchtitan.notes if "rule torchtitan_fp8" in n]
+    assert len(titan_noted) == int(recipe not in (None, Fp8Recipe.TENSORWISE) or gather is True)
+    # today's recipes' default needs the distributed optimizer: none at zero_stage 0
+    if gather is None:
+        plain = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32), precision=Precision.FP8, fp8_recipe=recipe)
+        assert "--fp8-param-gather" not in plain.megatron.args
+        assert plain.nemo.config["trainer.plugins.fp8_param_gather"] is False
 
 
 def test_runtime_features() -> None:

@@ -20,7 +20,7 @@ from planner.rules import (
     interleave_problem,
     rule_set,
 )
-from planner.specs import GradientLayout, ModelSpec, MoESpec, Precision, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -308,13 +308,14 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     assert (
         rule_set("megatron").names[9:]
         == rule_set("megatron", "core_v0.16.1").names[9:]
-        == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
+        == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout", "fp8_param_gather_needs_distributed_optimizer")
     )
     assert rule_set("megatron", "core_v0.15.0").names[9:] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "fp16_no_expert_parallel",
         "megatron_gradient_layout",
+        "fp8_param_gather_needs_distributed_optimizer",
     )
     assert rule_set("nemo").version == "2.7.3"
     assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
@@ -328,6 +329,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_no_expert_tensor_parallel",
         "torchtitan_seq_len_divisible",
         "torchtitan_gradient_layout",
+        "torchtitan_fp8",
     )
     assert rule_set("torchtitan", "0.2.2").names[9:] == (
         "ddp_one_dimensional",
@@ -335,6 +337,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_split_by_transformer_layers",
         "torchtitan_seq_len_divisible",
         "torchtitan_gradient_layout",
+        "torchtitan_fp8",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
@@ -470,3 +473,37 @@ def test_gradient_layout_messages_name_the_field() -> None:
             j = Job(DENSE, training, 8)
             assert rule.broken(columns, j).shape == (50,)
             assert len(set(rule.broken(columns, j).tolist())) == 1
+
+
+# (fp8_recipe, fp8_param_gather) -> the frameworks that refuse the job at zero_stage 0 and at 1-3
+FP8_JOBS = [
+    (None, False, set(), set()),
+    (Fp8Recipe.TENSORWISE, False, set(), set()),
+    (Fp8Recipe.DELAYED, False, {"torchtitan"}, {"torchtitan"}),
+    (Fp8Recipe.TENSORWISE, True, {"megatron", "torchtitan"}, {"torchtitan"}),
+    (Fp8Recipe.MXFP8, True, {"megatron", "torchtitan"}, {"torchtitan"}),
+]
+
+
+@pytest.mark.parametrize(("recipe", "gather", "at_zero_0", "at_zero_1_3"), FP8_JOBS)
+def test_fp8_weight_storage_is_the_frameworks_own(
+    recipe: Fp8Recipe | None, gather: bool, at_zero_0: set[str], at_zero_1_3: set[str]
+) -> None:
+    # Megatron-LM's validate_args needs the distributed optimizer for --fp8-param-gather; TorchTitan's launch runs
+    # float8 tensorwise over fp32 sharded weights. The core set prices them all.
+    training = TrainingSpec(global_batch_size=16, precision=Precision.FP8, fp8_recipe=recipe, fp8_param_gather=gather)
+    for zero in range(4):
+        layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
+        refused = {
+            name.partition("@")[0]
+            for name in ("megatron@core_v0.19.2", "megatron@core_v0.15.0", "torchtitan@0.3.0", "torchtitan@0.2.2")
+            if layout_violations(layout, DENSE, training, 8, rule_set(*name.split("@")))
+        }
+        assert refused == (at_zero_0 if zero == 0 else at_zero_1_3), zero
+        assert layout_violations(layout, DENSE, training, 8) == []
+    if gather:
+        layout = Layout(tp=1, pp=1, dp=8, zero_stage=0)
+        assert [v.message for v in layout_violations(layout, DENSE, training, 8, rule_set("megatron"))] == [
+            "training.fp8_param_gather(true) needs the distributed optimizer or Megatron-FSDP; zero_stage(0) has"
+            " neither: use zero_stage >= 1"
+        ]
