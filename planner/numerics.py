@@ -28,8 +28,12 @@ Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec` 
   agree. PyTorch FSDP (`GradientLayout.PYTORCH_FSDP`) reduce-scatters in `reduce_dtype` but holds the
   sharded gradient in the fp32 sharded parameter's dtype, with no copy: 4 bytes held whatever goes on the
   wire (FSDP2 `torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py` `foreach_reduce`, FSDP1
-  `torch/distributed/fsdp/_runtime_utils.py` `_cast_grad_to_param_dtype`). The unsharded 16-bit gradient
-  of one FSDP unit is transient and not counted.
+  `torch/distributed/fsdp/_runtime_utils.py` `_cast_grad_to_param_dtype`). Its weights likewise: under
+  FULL_SHARD the fp32 sharded parameter is what the optimizer updates, with no 16-bit shard beside it
+  (`zero3_weight_shard_bytes` 0), and the 16-bit weights exist unsharded only for the units being computed:
+  with `limit_all_gathers` "only two consecutive FSDP instances (the current instance running computation and
+  the next instance whose all-gather is prefetched)" (FSDP1 `FullyShardedDataParallel` docstring), plus the
+  computing unit's unsharded 16-bit gradient until its reduce-scatter (`zero3_gathered_bytes`).
 - FP8 weights (`TrainingSpec.fp8_recipe`, `fp8_param_gather`, and whether the GPU's FP8 GEMMs take non-TN
   layouts): Transformer Engine quantizes each FP8 linear layer's weight and, as Megatron-Core passes
   `is_first_microbatch`, caches the copy across micro-batches (`module/linear.py`, `_fp8_workspaces`), so
@@ -113,6 +117,13 @@ class Numerics:
     """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
     logit_bytes: int
     """Logits in the cross-entropy, computed in fp32 (Megatron `cross_entropy_loss_fusion`)."""
+    zero3_weight_shard_bytes: int = HALF_BYTES
+    """Per parameter, the 16-bit weight shard ZeRO-3 keeps beside the optimizer's fp32 master: Megatron-FSDP keeps
+    one (2); PyTorch FSDP's fp32 sharded parameter is the master itself (0; module docstring)."""
+    zero3_gathered_bytes: int = HALF_BYTES
+    """Per parameter of one layer (one FSDP unit), what ZeRO-3 holds unsharded while computing: its 16-bit
+    weights (2; Rajbhandari 2020 Sec. 5.3), and under PyTorch FSDP also the next unit's, prefetched, and the
+    unit's unsharded 16-bit gradient (2 + 2 + 2)."""
     quantized_weight_bytes: float = 0.0
     """Per element of an FP8 linear layer's weight, its quantized storage (module docstring): 1, 2 with the
     transpose on TN-only GPUs, 2 + 2/32 under MXFP8; 0 without FP8."""
@@ -268,7 +279,14 @@ def _gradient_bytes(num: Numerics, grad_reduce_in_fp32: bool | None, layout: Gra
     if grad_reduce_in_fp32 is not None:
         wire = FP32_BYTES if grad_reduce_in_fp32 else HALF_BYTES
     if layout is GradientLayout.PYTORCH_FSDP:
-        return replace(num, gradient_wire_bytes=wire, gradient_bytes=FP32_BYTES, gradient_copy_bytes=0)
+        return replace(
+            num,
+            gradient_wire_bytes=wire,
+            gradient_bytes=FP32_BYTES,
+            gradient_copy_bytes=0,
+            zero3_weight_shard_bytes=0,
+            zero3_gathered_bytes=3 * num.weight_bytes,
+        )
     copy = 0 if wire == FP32_BYTES else FP32_BYTES
     return replace(num, gradient_wire_bytes=wire, gradient_bytes=wire, gradient_copy_bytes=copy)
 

@@ -240,7 +240,8 @@ def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: 
 
     `in_flight` is the stage's own count (`pipeline.stage_in_flight_microbatches`).
     ZeRO-3 adds the gathered bf16 weights of the layer being computed
-    (Rajbhandari 2020 Sec. 5.3). `num`: the training's bytes per tensor kind
+    (Rajbhandari 2020 Sec. 5.3; under PyTorch FSDP the prefetched unit's and the unsharded gradient too,
+    `Numerics.zero3_gathered_bytes`). `num`: the training's bytes per tensor kind
     (`numerics.training_numerics`). Broadcasts over `c`, `terms` and `in_flight`.
     """
     activations = in_flight * terms.layer_activations + terms.fixed_activations
@@ -251,7 +252,7 @@ def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: 
         activations=activations,
         other=RUNTIME_ALLOWANCE_BYTES
         + FRAGMENTATION_FRACTION * activations
-        + np.where(c.zero_stage == 3, num.weight_bytes * terms.zero3_buffer, 0.0),
+        + np.where(c.zero_stage == 3, num.zero3_gathered_bytes * terms.zero3_buffer, 0.0),
     )
 
 
@@ -274,13 +275,14 @@ def _held(c: Candidates, terms: StageTerms, state: ModelState) -> FloatArray:
 
 def weight_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
     """Bytes of the weights one GPU of the stage holds (what ZeRO leaves it): every parameter in 16-bit (the FP8
-    linear layers' too, unless stored as FP8, `numerics.fp8_param_gather_on`), plus the FP8 linear weights'
-    quantized storage (`Numerics.quantized_weight_bytes`: Transformer Engine's cached copy, or the FP8 parameter
-    itself)."""
+    linear layers' too, unless stored as FP8, `numerics.fp8_param_gather_on`; a ZeRO-3 shard at
+    `Numerics.zero3_weight_shard_bytes`, none under PyTorch FSDP), plus the FP8 linear weights' quantized storage
+    (`Numerics.quantized_weight_bytes`: Transformer Engine's cached copy, or the FP8 parameter itself)."""
     held = _held(c, terms, ModelState.PARAMETERS)
     fp8 = held_params(c.zero_stage, ModelState.PARAMETERS, terms.fp8_weights, terms.sharded_fp8_weights)
     sixteen_bit = np.where(num.fp8_weights_as_fp8_only(c.zero_stage), held - fp8, held)
-    return np.asarray(num.weight_bytes * sixteen_bit + num.quantized_weight_bytes * fp8, dtype=np.float64)
+    per_param = np.where(c.zero_stage == 3, num.zero3_weight_shard_bytes, num.weight_bytes)
+    return np.asarray(per_param * sixteen_bit + num.quantized_weight_bytes * fp8, dtype=np.float64)
 
 
 def step_can_peak(num: Numerics) -> bool:
