@@ -40,6 +40,7 @@ _RENAMED = {
     "overlap_grad_reduce": ("ddp", "overlap_grad_reduce"),
     "overlap_param_gather": ("ddp", "overlap_param_gather"),
     "grad_reduce_in_fp32": ("ddp", "grad_reduce_in_fp32"),
+    "fp8_param_gather": ("ddp", "fp8_param_gather"),
     "use_megatron_fsdp": ("ddp", "use_megatron_fsdp"),
     "data_parallel_sharding_strategy": ("ddp", "data_parallel_sharding_strategy"),
 }

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.observe.observation import refuse
+from planner.specs import Fp8Recipe
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
 
@@ -165,7 +166,24 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training["grad_reduce_in_fp32"] = args["grad_reduce_in_fp32"]
     elif _on(args, "grad_reduce_in_bf16"):
         training["grad_reduce_in_fp32"] = False
+    if training["precision"] == "fp8":
+        training |= _fp8(args, where)
     return training
+
+
+def _fp8(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The run's FP8 recipe (`--fp8-recipe`; Megatron-Core's `Fp8Recipe` enum prints as `Fp8Recipe.x`) and FP8
+    weight storage (`--fp8-param-gather`, printed whether on or off), as `TrainingSpec` states them."""
+    fp8: dict[str, Any] = {}
+    recipe = args.get("fp8_recipe")
+    if recipe is not None:
+        name = str(recipe).rsplit(".", 1)[-1]
+        if name not in {r.value for r in Fp8Recipe}:
+            refuse(f"fp8_recipe {name} in the {where} is not modelled (delayed, tensorwise and mxfp8 are)")
+        fp8["fp8_recipe"] = name
+    if isinstance(args.get("fp8_param_gather"), bool):
+        fp8["fp8_param_gather"] = args["fp8_param_gather"]
+    return fp8
 
 
 def _stages(args: Mapping[str, Any], where: str, num_layers: int, pp: int) -> list[int] | None:

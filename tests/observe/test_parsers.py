@@ -269,3 +269,18 @@ def test_registry_ffn_widths() -> None:
     """TorchTitan v0.3.0 llama3_configs: compute_ffn_hidden_dim of each flavor."""
     widths = {k: compute_ffn_hidden_dim(f.dim, f.multiple_of, f.ffn_dim_multiplier) for k, f in LLAMA3_FLAVORS.items()}
     assert widths == {"debugmodel": 768, "1B": 8192, "3B": 8192, "8B": 14336, "70B": 28672, "405B": 53248}
+
+
+def test_megatron_fp8_log_states_its_recipe_and_weight_storage() -> None:
+    # Megatron-LM prints --fp8-recipe (an Fp8Recipe enum) and --fp8-param-gather whether on or off.
+    text = _log("megatron_llama8b.log").replace(
+        "  fp8 ............................................. None",
+        "  fp8 ............................................. hybrid\n"
+        "  fp8_recipe ...................................... Fp8Recipe.tensorwise\n"
+        "  fp8_param_gather ................................ False",
+    )
+    training = observe_log(text, profile="dgx-h100").request["training"]
+    assert (training["precision"], training["fp8_recipe"], training["fp8_param_gather"]) == ("fp8", "tensorwise", False)
+    blockwise = text.replace("Fp8Recipe.tensorwise", "Fp8Recipe.blockwise")
+    with pytest.raises(InvalidSpecError, match="fp8_recipe blockwise in the .* is not modelled"):
+        observe_log(blockwise, profile="dgx-h100")
