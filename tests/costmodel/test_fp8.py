@@ -128,3 +128,14 @@ def test_the_a100_flash1_rate_is_the_middle_of_the_published_fractions_of_peak()
         # fwd + bwd (backward 2.5x the flop) inside the abstract's 25-40% of peak
         combined = 3.5 / (1 / forward + 2.5 / backward)
         assert 0.25 * 312 * TERA <= combined <= 0.40 * 312 * TERA
+
+
+def test_a100_runs_flashattention_2_for_either_kernel() -> None:
+    # The middle of FlashAttention-2's 50-73% of the A100's peak, forward + backward, split as on H100; TE's cudnn
+    # choice runs FlashAttention-2 below compute capability 9.0, so both kernels price alike there.
+    for profile_id in ("dgx-a100-80gb", "dgx-a100-40gb"):
+        hw = load_profiles()[profile_id].hardware(Precision.BF16)
+        assert hw.flash2_attention_flop_per_s == hw.fused_attention_flop_per_s == (217.5 * TERA, 183.2 * TERA)
+        forward, backward = hw.flash2_attention_flop_per_s
+        assert 3.5 / (1 / forward + 2.5 / backward) == pytest.approx(0.615 * 312 * TERA, rel=1e-3)
+        assert forward / backward == pytest.approx(368 / 310, rel=1e-3)
