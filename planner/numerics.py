@@ -238,7 +238,7 @@ def numerics(
     )
 
 
-def fp8_param_gather_on(fp8_param_gather: bool | None, zero_stage: IntArray) -> BoolArray:
+def fp8_param_gather_on(fp8_param_gather: bool | None, zero_stage: IntArray | int) -> BoolArray:
     """Whether FP8 weights are stored as FP8 (Megatron-LM `--fp8-param-gather`), per ZeRO stage: as stated, or
     with None (today's recipes: NeMo's `bf16_with_fp8_mixed` / `bf16_with_fp8_current_scaling_mixed` and
     Megatron-Bridge's FP8 presets set `fp8_param_gather = True`) wherever Megatron-LM accepts it, the distributed

@@ -9,9 +9,10 @@ from planner.costmodel.candidates import stages_of
 from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
+from planner.numerics import fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
-from planner.specs import GradientLayout, ModelSpec, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "LaunchArgs",
     "Nodes",
     "check_inputs",
+    "fp8_weight_storage",
     "known_model",
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
@@ -188,6 +190,17 @@ def megatron_gradient_notes(training: TrainingSpec) -> list[str]:
         " own buffers (under 16-bit reduction a 16-bit buffer plus the optimizer's fp32 copy, 2 bytes per parameter"
         " more than priced); plans for it refuse pytorch_fsdp (rule megatron_gradient_layout)."
     ]
+
+
+def fp8_weight_storage(training: TrainingSpec, layout: Layout) -> tuple[bool, bool]:
+    """(FP8 weights stored as FP8, MXFP8's parameter all-gather through the gradient buffer) as the cost model prices
+    them (`numerics.fp8_param_gather_on`: as stated, or today's recipes' default at zero_stage >= 1; MXFP8 with
+    FP8 storage reuses the gradient buffer, which Megatron-Core's `OptimizerConfig` warns is needed to avoid "a
+    significant amount of additional GPU memory"). Both False outside FP8."""
+    if training.precision is not Precision.FP8:
+        return False, False
+    stored = bool(fp8_param_gather_on(training.fp8_param_gather, layout.zero_stage))
+    return stored, stored and training.fp8_recipe is Fp8Recipe.MXFP8
 
 
 def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:

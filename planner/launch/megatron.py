@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import shlex
 
-import numpy as np
-
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    fp8_weight_storage,
     megatron_gradient_notes,
     model_notes,
     sequence_parallel_on,
@@ -23,9 +22,8 @@ from planner.launch.common import (
 )
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
-from planner.numerics import fp8_param_gather_on
 from planner.rules import default_version
-from planner.specs import Fp8Recipe, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
 
@@ -187,16 +185,12 @@ def _recipe_flags(training: TrainingSpec) -> list[str]:
 
 
 def _fp8_flags(training: TrainingSpec, layout: Layout) -> list[str]:
-    """The FP8 recipe when stated (Megatron-LM's default is delayed) and FP8 weight storage where priced
-    (`numerics.fp8_param_gather_on`: as stated, or today's recipes' default at zero_stage >= 1). MXFP8 weights reuse the
-    gradient buffer for their all-gather, as priced (`planner.numerics`; Megatron-Core `OptimizerConfig` warns
-    that MXFP8 without it "will use significant amount additional GPU memory")."""
+    """The FP8 recipe when stated (Megatron-LM's default is delayed) and FP8 weight storage as priced
+    (`common.fp8_weight_storage`)."""
     flags = ["--fp8-recipe", training.fp8_recipe.value] if training.fp8_recipe is not None else []
-    if fp8_param_gather_on(training.fp8_param_gather, np.asarray(layout.zero_stage)):
-        flags.append("--fp8-param-gather")
-        if training.fp8_recipe is Fp8Recipe.MXFP8:
-            flags.append("--reuse-grad-buf-for-mxfp8-param-ag")
-    return flags
+    stored, reuse_grad_buffer = fp8_weight_storage(training, layout)
+    flags += ["--fp8-param-gather"] if stored else []
+    return flags + (["--reuse-grad-buf-for-mxfp8-param-ag"] if reuse_grad_buffer else [])
 
 
 def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:

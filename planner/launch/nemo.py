@@ -28,11 +28,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-import numpy as np
-
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    fp8_weight_storage,
     known_model,
     megatron_gradient_notes,
     model_notes,
@@ -43,9 +42,8 @@ from planner.launch.common import (
 )
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
-from planner.numerics import fp8_param_gather_on
 from planner.rules import default_version
-from planner.specs import Fp8Recipe, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
@@ -205,16 +203,14 @@ def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
 
 def _fp8(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     """MegatronMixedPrecision's FP8 recipe (when stated; its default is delayed) and FP8 weight storage as priced
-    (`numerics.fp8_param_gather_on`; the plugin's own default is off), with the gradient-buffer reuse MXFP8 weights
-    are priced with (as the Megatron-LM launch writes them)."""
+    (`common.fp8_weight_storage`; the plugin's own default is off, so it is always written)."""
     keys: dict[str, Override] = {}
     if training.fp8_recipe is not None:
         keys["trainer.plugins.fp8_recipe"] = training.fp8_recipe.value
-    gather = bool(fp8_param_gather_on(training.fp8_param_gather, np.asarray(layout.zero_stage)))
-    keys["trainer.plugins.fp8_param_gather"] = gather
-    if gather:
-        if training.fp8_recipe is Fp8Recipe.MXFP8:
-            keys["trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag"] = True
+    stored, reuse_grad_buffer = fp8_weight_storage(training, layout)
+    keys["trainer.plugins.fp8_param_gather"] = stored
+    if reuse_grad_buffer:
+        keys["trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag"] = True
     return keys
 
 
