@@ -157,6 +157,12 @@ def _job_body(
     ] = DEFAULT_MEMORY_HEADROOM,
     precision: Annotated[Precision, typer.Option(help="Number format.")] = Precision.BF16,
     train_tokens: Annotated[float | None, typer.Option(help="Tokens to train on: adds days and GPU-hours.")] = None,
+    activation_offload_layers: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Layers whose activations are offloaded to host memory (Megatron-Core CPU offloading); pp 1."
+        ),
+    ] = 0,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -169,6 +175,8 @@ def _job_body(
     training: dict[str, Any] = {"global_batch_size": batch, "precision": precision.value}
     if train_tokens is not None:
         training["train_tokens"] = train_tokens
+    if activation_offload_layers:
+        training["activation_offload_layers"] = activation_offload_layers
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},

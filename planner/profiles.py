@@ -108,6 +108,15 @@ class NodeSection(BaseModel):
         "(src/graph/tuning.cc nvlsEfficiency: Hopper 0.85, Blackwell 0.74); null: the NVLink domain has no "
         "switch that reduces (A100, MI300X), so every all-reduce runs as a ring.",
     )
+    host_link_gb_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e5,
+        description="Per GPU, per direction, GB/s between its HBM and pinned host memory with every GPU of the "
+        "node copying at once: the GPU's host link (PCIe, NVLink-C2C), or its share of the host memory's "
+        "bandwidth where that is lower. What activation offloading copies over "
+        "(`training.activation_offload_layers`); null: unknown, and offloading is refused.",
+    )
 
     @model_validator(mode="after")
     def _domain_holds_nodes(self) -> Self:
@@ -238,6 +247,7 @@ class HardwareProfile(BaseModel):
                 (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
             ),
             fp8_gemm_non_tn=self.gpu.fp8_gemm_non_tn,
+            host_link_bytes_per_s=None if (link := self.node.host_link_gb_per_s) is None else link * GB,
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
@@ -300,6 +310,9 @@ class Hardware:
     """FP8 GEMMs take any operand layout (`GpuSection.fp8_gemm_non_tn`): no transposed FP8 weight copy."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
+    host_link_bytes_per_s: float | None = None
+    """One GPU's copy rate to and from pinned host memory, per direction (`NodeSection.host_link_gb_per_s`, a
+    datasheet peak); None: not in the profile."""
     sm_count: int = 1
     """SMs that run GEMM tiles side by side (one wave); 1 when the profile does not say (no wave quantisation)."""
     gemm_tile_m: int = 256

@@ -309,6 +309,17 @@ class TrainingSpec(BaseModel):
         "refuses it at zero_stage 0). Off: bf16 weights plus the FP8 copy Transformer Engine caches across "
         "micro-batches.",
     )
+    activation_offload_layers: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Transformer layers whose activations are copied to host memory in forward and back for "
+        "backward (Megatron-Core `cpu_offloading_num_layers`, Transformer Engine `get_cpu_offload_context` default "
+        "scheduling); 0 (default): none. At most num_layers - offloaded layers' activations are on a GPU at once; "
+        "the copies cross the profile's host link (`node.host_link_gb_per_s`) while the GPU computes, and what "
+        "they do not hide is time. Needs pp = 1, no recomputation and fewer layers than the model has (rule "
+        "activation_offload).",
+    )
     attention_dropout: float = Field(
         default=0.0,
         ge=0,

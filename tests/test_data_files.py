@@ -23,6 +23,7 @@ SOURCED_KEYS = [
     "node.gpus_per_node",
     "node.nvlink_domain_gpus",
     "node.nvlink_gb_per_s",
+    "node.host_link_gb_per_s",
     "network.nics_per_node",
     "network.nic_gbit_per_s",
 ]

@@ -5,7 +5,7 @@
 const $ = (sel) => document.querySelector(sel);
 const MEMORY_KEYS = ["parameters", "gradients", "optimizer_states", "activations", "other"];
 const MEMORY_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#bab0ac"];
-const TIME_KEYS = ["compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer"];
+const TIME_KEYS = ["compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "offload", "optimizer"];
 // Where an error's `loc` should be shown: its last named part -> the field's element id
 // (seq_length depends on the model form: see fieldFor).
 const FIELD_FOR = {

@@ -72,8 +72,9 @@ FIT_SETS: dict[str, tuple[str, ...]] = {
 
 A100: Narayanan 2021 Table 1 (10 rows, 1.7B-1T). H100: the Megatron-LM README's
 weak-scaling table (9 rows, 1.7B-462B, July 2024). GB200: the Megatron-Bridge
-performance summary of NeMo 26.04.01 (its 3 GB200 rows without CPU offloading:
-Llama 3 70B MXFP8 on 64 GPUs, Llama 3.1 405B FP8 and MXFP8 on 256). Nemotron-4
+performance summary of NeMo 26.04.01 (its 4 GB200 rows: Llama 3 70B MXFP8 on 64 GPUs
+at tp 2 pp 4, Llama 3 70B FP8 on 64 with Megatron-FSDP and 40 of 80 layers' activations
+offloaded, Llama 3.1 405B FP8 and MXFP8 on 256). Nemotron-4
 340B and the Megatron-Bridge rows on H100, and the NeMo 25.11 rows on GB200 and
 B200, are predictions.
 """

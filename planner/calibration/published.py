@@ -271,17 +271,18 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
     TP overlap always; CUDA graphs and parameter-gather overlap where a Megatron-Bridge recipe sets them)
     or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default), and for FP8 rows
     the scaling recipe and weight storage (`runtime.fp8_recipe`, `runtime.fp8_param_gather`; absent: Megatron-LM's
-    defaults, delayed scaling and 16-bit weights).
+    defaults, delayed scaling and 16-bit weights); `runtime.activation_offload_layers` where a recipe offloads
+    activations; `layout.zero_stage` where it is not the distributed optimizer's 1 (Megatron-FSDP: 3).
     """
     lay, stated = row["layout"], row["runtime"]
-    zero = 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
+    zero = lay["zero_stage"] if "zero_stage" in lay else 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
     runtime = RuntimeFeatures(**RUNTIME_2024 | {k: stated[k] for k in MODERN_RUNTIME_KEYS if k in stated})
     training = TrainingSpec(
         global_batch_size=lay["global_batch_seqs"],
         precision=_PRECISIONS[row["precision"]],
         runtime=runtime,
         grad_reduce_in_fp32=stated.get("grad_reduce_in_fp32"),
-        **{k: stated[k] for k in ("fp8_recipe", "fp8_param_gather") if k in stated},
+        **{k: stated[k] for k in ("fp8_recipe", "fp8_param_gather", "activation_offload_layers") if k in stated},
     )
     model = _model(row)
     layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero)

@@ -28,6 +28,7 @@ import numpy as np
 from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, Candidates, IntArray, split_stage_layers
 from planner.errors import InvalidSpecError
 from planner.rules import (
+    ACTIVATION_OFFLOAD,
     BATCH_DIVISIBLE,
     CONTEXT_SPLIT,
     CORE,
@@ -373,7 +374,7 @@ def build_space(
         recompute=np.tile(key_modes[:, 0], len(keys)),
         sequence_parallel=np.tile(key_modes[:, 1], len(keys)).astype(np.bool_),
     )
-    valid = _pairs(rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, *levels["pair"]), rejected)
+    valid = _pairs(rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, *levels["pair"]), rejected)
     row, mode = np.nonzero(valid)
     return Space(
         rows=rows,
@@ -391,7 +392,7 @@ def build_space(
 def _pair_columns(rows: Candidates, modes: IntArray) -> dict[str, IntArray]:
     """(rows, modes) columns: row axes down, mode axes across."""
     columns = {axis: getattr(rows, axis)[:, None] for axis in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")}
-    columns |= {"sequence_parallel": modes[None, :, 1], "zero_stage": modes[None, :, 2]}
+    columns |= {"recompute": modes[None, :, 0], "sequence_parallel": modes[None, :, 1], "zero_stage": modes[None, :, 2]}
     columns |= {axis: getattr(rows, axis)[:, None] for axis in (EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT)}
     return columns
 

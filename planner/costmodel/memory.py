@@ -12,7 +12,8 @@ Sources:
 - Activations: Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 / Eqs. 1-6
   per layer, generalised to GQA, gated MLPs and MoE; in-flight micro-batches
   from `pipeline.stage_in_flight_microbatches`; embedding and logit terms from
-  Megatron-LM `theoretical_memory_usage.py`.
+  Megatron-LM `theoretical_memory_usage.py`; layers offloaded to the host keep none
+  (`costmodel.offload`, Transformer Engine's CPU offloading).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from planner.costmodel.candidates import (
     select_max,
     tokens_per_microbatch,
 )
+from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
 from planner.costmodel.zero import ModelState, held_params, sharded_params
@@ -210,10 +212,13 @@ def stage_terms(
     working: FloatArray,
     stage: StageShape,
     num: Numerics,
+    offload: int,
 ) -> StageTerms:
     """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer.
 
     The output stage keeps the final hidden states and the logits in `num.logit_bytes` (fp32) for the loss.
+    With `offload` layers' activations offloaded to the host (`TrainingSpec.activation_offload_layers`), a
+    micro-batch keeps those of the other layers only (`offload.offloaded_layers`: at most L - k sets on the GPU).
     """
     layers, embedding, output = stage
     tokens = tokens_per_microbatch(model, c)
@@ -224,7 +229,7 @@ def stage_terms(
     return StageTerms(
         params=params,
         sharded=sharded_params(params, c.dp, c.cp, c.ep),
-        layer_activations=per_layer * layers + embedding_bytes,
+        layer_activations=per_layer * (layers - offloaded_layers(offload, layers)) + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
         fp8_weights=fp8.total,
@@ -309,13 +314,14 @@ def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...])
 
 
 def all_stage_terms(
-    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics, stage_params: tuple[ParamCounts, ...]
+    model: ModelSpec, c: Candidates, training: TrainingSpec, num: Numerics, stage_params: tuple[ParamCounts, ...]
 ) -> tuple[StageTerms, ...]:
     """`stage_terms` of the first, middle and last stage (`StageKind` order)."""
+    rt = training.runtime
     per_layer = activation_bytes_per_layer(model, c, rt, num)
     working = working_bytes(model, c, rt, num)
     return tuple(
-        stage_terms(model, c, params, per_layer, working, stage, num)
+        stage_terms(model, c, params, per_layer, working, stage, num, training.activation_offload_layers)
         for params, stage in zip(stage_params, stage_kinds(c), strict=True)
     )
 
@@ -331,5 +337,5 @@ def memory_per_gpu(model: ModelSpec, c: Candidates, training: TrainingSpec, hw: 
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
     num = training_numerics(training, hw)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
-    terms = all_stage_terms(model, c, training.runtime, num, params)
+    terms = all_stage_terms(model, c, training, num, params)
     return peak_stage(memory_by_stage(c, num, terms))

@@ -25,7 +25,8 @@ from planner.costmodel.comm import (
     tp_comm_per_layer_s,
 )
 from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
-from planner.costmodel.memory import StageTerms, all_stage_terms
+from planner.costmodel.memory import StageTerms, activation_bytes_per_layer, all_stage_terms
+from planner.costmodel.offload import exposed_offload_s
 from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
 from planner.costmodel.topology import Placement, place
 from planner.numerics import training_numerics
@@ -39,9 +40,10 @@ __all__ = ["LayerQuantities", "LayerSeconds", "layer_quantities"]
 class LayerSeconds:
     """Seconds of one micro-batch through one layer (or a stage's layers), by kind.
 
-    The first five are on the critical path and add up to `critical_path_s`;
+    The first six are on the critical path and add up to `critical_path_s`;
     `forward` and `backward` (with recomputation) split the compute for overlap
-    windows and the schedule drawing.
+    windows and the schedule drawing. `offload` is a stage's, not a layer's
+    (`offload.exposed_offload_s`): zero per layer.
     """
 
     compute: FloatArray
@@ -49,13 +51,14 @@ class LayerSeconds:
     tp_comm: FloatArray
     cp_comm: FloatArray
     ep_comm: FloatArray
+    offload: FloatArray
     forward: FloatArray
     backward: FloatArray
 
     @property
     def critical_path_s(self) -> FloatArray:
-        """compute + recompute + TP, CP and EP communication left exposed."""
-        return self.compute + self.recompute + self.tp_comm + self.cp_comm + self.ep_comm
+        """compute + recompute + TP, CP and EP communication left exposed + activation copies left exposed."""
+        return self.compute + self.recompute + self.tp_comm + self.cp_comm + self.ep_comm + self.offload
 
     def map(self, fn: Callable[[FloatArray], FloatArray]) -> LayerSeconds:
         """The seconds with `fn` applied to every per-candidate array."""
@@ -113,22 +116,46 @@ def _layer_seconds(
         tp_comm=tp_comm,
         cp_comm=exposed_s(cp_comm_per_layer_s(model, c, placement, hw, num), layer_compute),
         ep_comm=ep_comm_per_layer_s(model, c, placement, hw, num),
+        offload=np.zeros_like(layer_compute),
         forward=layer.forward_s,
         backward=layer.backward_s + layer.recompute_s,
     )
 
 
+StageOffload = Callable[[IntArray], FloatArray]
+"""A stage's exposed offload seconds per micro-batch, from its layer count."""
+
+
 def _slowest_stage(
-    model: ModelSpec, c: Candidates, layer_s: LayerSeconds, logits_s: FloatArray
+    model: ModelSpec, c: Candidates, layer_s: LayerSeconds, logits_s: FloatArray, offload_s: StageOffload
 ) -> tuple[LayerSeconds, FloatArray]:
-    """Seconds of one micro-batch on the slowest stage, by kind, and on an average stage."""
+    """Seconds of one micro-batch on the slowest stage, by kind, and on an average stage.
+
+    `offload_s` gives a stage's exposed activation copies from its layer count (zero without offloading); the
+    average stage carries the slowest one's share (offloading runs at pp = 1, rule activation_offload).
+    """
     layer_total = layer_s.critical_path_s
     stages = stage_kinds(c)
-    totals = [s.layers * layer_total + np.where(s.output, logits_s, 0.0) for s in stages]
-    n, has_logits = select_max(totals, [s.layers for s in stages], [s.output for s in stages])
+    offload = [offload_s(s.layers) for s in stages]
+    totals = [
+        s.layers * layer_total + np.where(s.output, logits_s, 0.0) + o for s, o in zip(stages, offload, strict=True)
+    ]
+    n, has_logits, copies = select_max(totals, [s.layers for s in stages], [s.output for s in stages], offload)
     slowest = layer_s.map(lambda a: n * a)
-    slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0))
-    return slowest, (model.num_layers * layer_total + logits_s) / c.pp
+    slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0), offload=copies)
+    return slowest, (model.num_layers * layer_total + logits_s + copies) / c.pp
+
+
+def _stage_offload(
+    model: ModelSpec, c: Candidates, hw: Hardware, training: TrainingSpec, layer_s: LayerSeconds
+) -> StageOffload:
+    """`offload.exposed_offload_s` for these candidates, as a function of a stage's layers."""
+    requested = training.activation_offload_layers
+    if requested == 0:
+        zeros = np.zeros(len(c))
+        return lambda layers: zeros
+    per_layer = activation_bytes_per_layer(model, c, training.runtime, training_numerics(training, hw))
+    return lambda layers: exposed_offload_s(requested, layers, per_layer, layer_s.forward, layer_s.backward, hw)
 
 
 def _spread(x: FloatArray, run: int) -> FloatArray:
@@ -160,13 +187,13 @@ def layer_quantities(
     params = tuple(p.map(spread) for p in base_params)
     layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)
-    slowest, average = _slowest_stage(model, c, layer_s, logits_s)
+    slowest, average = _slowest_stage(model, c, layer_s, logits_s, _stage_offload(model, c, hw, training, layer_s))
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
-        stage_terms=all_stage_terms(model, c, training.runtime, training_numerics(training, hw), params),
+        stage_terms=all_stage_terms(model, c, training, training_numerics(training, hw), params),
         largest_params=largest.map(spread),
         dp_collectives_s=collectives.map(spread),
         slowest_stage_s=slowest,

@@ -5,7 +5,8 @@ the slowest stage's pace, plus the bubble (p - 1)/v micro-batch times of an
 average stage, plus the data-parallel traffic not hidden behind compute, plus
 the optimizer step. TP, CP and EP collectives sit on each layer's critical
 path; CP's ring exchange overlaps the attention core, TP's the GEMMs when
-`tp_comm_overlap` is on. `assemble_step` and `once_per_step_s` are called by
+`tp_comm_overlap` is on; activation offloading's copies overlap compute where the
+schedule lets them (`costmodel.offload`). `assemble_step` and `once_per_step_s` are called by
 both the reference path here and the search's tables (`costmodel.tables`).
 """
 
@@ -52,6 +53,8 @@ class TimeBreakdown:
     dp_comm: FloatArray
     cp_comm: FloatArray
     ep_comm: FloatArray
+    offload: FloatArray
+    """Activation copies to and from the host that compute does not hide (`costmodel.offload`)."""
     optimizer: FloatArray
     total: FloatArray
     """The step (`step_time_s`); the kinds above add up to it (to rounding)."""
@@ -105,6 +108,7 @@ def assemble_step(
         dp_comm=dp_comm_s,
         cp_comm=m * slowest.cp_comm,
         ep_comm=m * slowest.ep_comm,
+        offload=m * slowest.offload,
         optimizer=optimizer_s,
         total=step_time_s(m, pp, vp, slowest.critical_path_s, sends_s, average_stage_s, dp_comm_s + optimizer_s),
     )

@@ -25,6 +25,7 @@ __all__ = [
     "known_model",
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
+    "torchtitan_offload_notes",
     "model_notes",
     "moe_layer_pattern",
     "node_count",
@@ -211,6 +212,17 @@ def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
     return [
         "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
         " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."
+    ]
+
+
+def torchtitan_offload_notes(training: TrainingSpec) -> list[str]:
+    """TorchTitan offloads no activations (rule torchtitan_no_activation_offload)."""
+    if not training.activation_offload_layers:
+        return []
+    return [
+        f"training.activation_offload_layers({training.activation_offload_layers}): TorchTitan has no activation"
+        " offloading, so this launch keeps every layer's activations; plans for it refuse it"
+        " (rule torchtitan_no_activation_offload)."
     ]
 
 

@@ -22,7 +22,8 @@ from planner.launch.common import (
 )
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
-from planner.rules import default_version
+from planner.rules import default_version, rule_set
+from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
 from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
@@ -88,6 +89,25 @@ def _batch_recompute_flags(training: TrainingSpec, layout: Layout) -> list[str]:
     elif layout.recompute is Recompute.SELECTIVE:
         flags += ["--recompute-granularity", "selective"]
     return flags
+
+
+def _offload_flags(training: TrainingSpec, version: str) -> list[str]:
+    """core_v0.16+: `--cpu-offloading-num-layers`, a TransformerConfig field on the CLI; validate_args then sets
+    cpu_offloading (activations on, weights off by default). core_v0.15.0 has no such flag: nothing is written
+    and a note says so (rule megatron_no_activation_offload refuses such plans)."""
+    no_flag = MEGATRON_15_NO_ACTIVATION_OFFLOAD in rule_set("megatron", version).rules
+    if not training.activation_offload_layers or no_flag:
+        return []
+    return ["--cpu-offloading-num-layers", str(training.activation_offload_layers)]
+
+
+def _offload_notes(training: TrainingSpec, version: str) -> list[str]:
+    if not training.activation_offload_layers or _offload_flags(training, version):
+        return []
+    return [
+        f"training.activation_offload_layers({training.activation_offload_layers}): Megatron-LM {version} has no"
+        " --cpu-offloading-num-layers, so this launch does not offload (rule megatron_no_activation_offload)."
+    ]
 
 
 def _zero_flags(layout: Layout) -> list[str]:
@@ -334,7 +354,7 @@ def megatron_launch(
     version = version or default_version("megatron")
     inputs = inputs or LaunchInputs()
     args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
-    args += _batch_recompute_flags(training, layout)
+    args += _batch_recompute_flags(training, layout) + _offload_flags(training, version)
     args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training, version)
     args += _precision_runtime_flags(model, training, layout)
     run = args + _run_flags(model, inputs)
@@ -344,6 +364,11 @@ def megatron_launch(
         args=args,
         command=_command(run, env, nodes),
         config=_config(args),
-        notes=[*_data_notes(inputs), *model_notes(model), *megatron_gradient_notes(training)],
+        notes=[
+            *_data_notes(inputs),
+            *model_notes(model),
+            *megatron_gradient_notes(training),
+            *_offload_notes(training, version),
+        ],
         script=_sbatch(run, env, nodes),
     )

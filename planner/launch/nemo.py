@@ -144,6 +144,20 @@ def _batch_recompute(model: ModelSpec, training: TrainingSpec, layout: Layout) -
         "model.config.recompute_granularity": None if layout.recompute is Recompute.NONE else layout.recompute.value,
         "model.config.recompute_method": "uniform" if full else None,
         "model.config.recompute_num_layers": 1 if full else None,
+    } | _activation_offload(training)
+
+
+def _activation_offload(training: TrainingSpec) -> dict[str, Override]:
+    """Megatron-Core's TransformerConfig CPU offloading, activations only, as Megatron-Bridge's performance recipes
+    set it (scripts/performance/utils/overrides.py: cpu_offloading, cpu_offloading_weights False,
+    cpu_offloading_num_layers)."""
+    if not training.activation_offload_layers:
+        return {}
+    return {
+        "model.config.cpu_offloading": True,
+        "model.config.cpu_offloading_activations": True,
+        "model.config.cpu_offloading_weights": False,
+        "model.config.cpu_offloading_num_layers": training.activation_offload_layers,
     }
 
 

@@ -32,6 +32,7 @@ from planner.launch.common import (
     model_notes,
     torchrun_command,
     torchtitan_fp8_notes,
+    torchtitan_offload_notes,
 )
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
@@ -181,5 +182,10 @@ def _v02_launch(
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config=config,
-        notes=[*_data_notes(inputs), *model_notes(model), *torchtitan_fp8_notes(training)],
+        notes=[
+            *_data_notes(inputs),
+            *model_notes(model),
+            *torchtitan_fp8_notes(training),
+            *torchtitan_offload_notes(training),
+        ],
     )

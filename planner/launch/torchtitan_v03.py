@@ -33,6 +33,7 @@ from planner.launch.common import (
     sequence_parallel_on,
     torchrun_command,
     torchtitan_fp8_notes,
+    torchtitan_offload_notes,
 )
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
@@ -195,5 +196,10 @@ def torchtitan_v03_launch(
         args=args,
         command=f"PYTORCH_ALLOC_CONF={shlex.quote('expandable_segments:True')} {command}",
         config={"module": module, "config": function, **config},
-        notes=[*_notes(training, inputs, shipped), *model_notes(model), *torchtitan_fp8_notes(training)],
+        notes=[
+            *_notes(training, inputs, shipped),
+            *model_notes(model),
+            *torchtitan_fp8_notes(training),
+            *torchtitan_offload_notes(training),
+        ],
     )

@@ -168,7 +168,19 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training["grad_reduce_in_fp32"] = False
     if training["precision"] == "fp8":
         training |= _fp8(args, where)
+    training |= _offload(args, where)
     return training
+
+
+def _offload(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Activation offloading (`--cpu-offloading-num-layers`, with which validate_args sets `cpu_offloading`; the
+    Bridge config's model.cpu_offloading*): its layer count; weight offloading is not modelled."""
+    layers = args.get("cpu_offloading_num_layers")
+    if not _on(args, "cpu_offloading") or not layers or args.get("cpu_offloading_activations") is False:
+        return {}
+    if _on(args, "cpu_offloading_weights"):
+        refuse(f"cpu_offloading_weights in the {where} offloads weights, which is not modelled")
+    return {"activation_offload_layers": _int(args, "cpu_offloading_num_layers", where)}
 
 
 def _fp8(args: Mapping[str, Any], where: str) -> dict[str, Any]:

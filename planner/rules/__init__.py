@@ -1,7 +1,7 @@
 """The layout rules, each defined once: `core` (the planner's default) and per-framework rule sets.
 
 `rule.py` says what a rule is (named clauses: a vectorised test and a message),
-`core.py` holds the nine core rules, `frameworks.py` the framework rules and the
+`core.py` holds the ten core rules, `frameworks.py` the framework rules and the
 rule sets. The space, `validate`, the stage checker, the timeline, the baseline
 and the launch modules all evaluate these; none restates the arithmetic.
 """
@@ -9,6 +9,7 @@ and the launch modules all evaluate these; none restates the arithmetic.
 from __future__ import annotations
 
 from planner.rules.core import (
+    ACTIVATION_OFFLOAD,
     BATCH_DIVISIBLE,
     CONTEXT_SPLIT,
     CORE_RULES,
@@ -47,6 +48,7 @@ from planner.rules.rule import (
 )
 
 __all__ = [
+    "ACTIVATION_OFFLOAD",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE",

@@ -16,6 +16,7 @@ from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
 
 __all__ = [
+    "ACTIVATION_OFFLOAD",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE_RULES",
@@ -331,6 +332,41 @@ SEQUENCE_PARALLEL_NEEDS_TP = Rule(
     " Megatron-LM megatron/training/arguments.py validate_args turns it off when tensor_model_parallel_size == 1",
 )
 
+
+def _offloaded(j: Job) -> int:
+    return j.training.activation_offload_layers
+
+
+ACTIVATION_OFFLOAD = Rule(
+    name="activation_offload",
+    axes=("pp", "recompute"),
+    clauses=(
+        Clause(
+            lambda c, j: np.zeros(np.shape(c["pp"]), dtype=np.bool_) | (_offloaded(j) >= j.model.num_layers),
+            lambda x, j: (
+                f"training.activation_offload_layers({_offloaded(j)}) must be < num_layers({j.model.num_layers})"
+            ),
+        ),
+        Clause(
+            lambda c, j: (c["pp"] > 1) & (_offloaded(j) > 0),
+            lambda x, j: f"training.activation_offload_layers({_offloaded(j)}) > 0 needs pp = 1; got pp({x.pp})",
+        ),
+        Clause(
+            lambda c, j: (c["recompute"] != 0) & (_offloaded(j) > 0),
+            lambda x, j: (
+                f"training.activation_offload_layers({_offloaded(j)}) > 0 needs recompute none;"
+                f" got recompute({x.recompute.value})"
+            ),
+        ),
+    ),
+    source="Megatron-LM core_v0.15.0 to core_v0.19.0 megatron/core/transformer/transformer_config.py"
+    " TransformerConfig.__post_init__ ('CPU offloading can be done only for layers less than num_layers', 'no"
+    " support for Pipeline parallelism with CPU offloading', 'CPU offloading does not work when activation"
+    " recomputation is enabled'); Transformer Engine docs/features/other_optimizations/cpu_offloading/"
+    "cpu_offloading.rst (commit d0067d0): the default scheduling assumes all forwards then all backwards and"
+    " num_layers at most model_layers - 1, which is what the cost model prices (`costmodel.offload`)",
+)
+
 CORE_RULES = (
     POSITIVE_SIZES,
     WORLD_SIZE,
@@ -341,5 +377,6 @@ CORE_RULES = (
     STAGE_SPLIT,
     INTERLEAVE_MICROBATCHES,
     SEQUENCE_PARALLEL_NEEDS_TP,
+    ACTIVATION_OFFLOAD,
 )
 """Today's rules, in the order their violations are reported."""

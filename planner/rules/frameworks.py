@@ -30,6 +30,7 @@ __all__ = [
     "Framework",
     "MEGATRON_GRADIENT_LAYOUT",
     "MEGATRON_FSDP_NEEDS_NO_PP",
+    "MEGATRON_15_NO_ACTIVATION_OFFLOAD",
     "MOE_FP16_NO_EXPERT_PARALLEL",
     "QUERY_GROUPS_SPLIT",
     "RULE_SETS",
@@ -38,6 +39,7 @@ __all__ = [
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
     "TORCHTITAN_FP8",
     "TORCHTITAN_GRADIENT_LAYOUT",
+    "TORCHTITAN_NO_ACTIVATION_OFFLOAD",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
@@ -225,6 +227,39 @@ TORCHTITAN_FP8 = Rule(
 )
 
 
+def _offload_rule(name: str, framework: str, source: str) -> Rule:
+    """A framework that cannot offload activations (`TrainingSpec.activation_offload_layers`): one rule, named."""
+    return Rule(
+        name=name,
+        axes=("pp",),
+        clauses=(
+            Clause(
+                lambda c, j: np.full(np.shape(c["pp"]), j.training.activation_offload_layers > 0, dtype=np.bool_),
+                lambda x, j: (
+                    f"training.activation_offload_layers({j.training.activation_offload_layers}) > 0: {framework}"
+                    " has no activation offloading the planner can launch; use 0"
+                ),
+            ),
+        ),
+        source=source,
+    )
+
+
+MEGATRON_15_NO_ACTIVATION_OFFLOAD = _offload_rule(
+    "megatron_no_activation_offload",
+    _MEGATRON,
+    f"{_MEGATRON} megatron/training/arguments.py has no --cpu-offloading-num-layers (TransformerConfig's"
+    f" cpu_offloading fields are not on its CLI); {_MEGATRON_16} builds the TransformerConfig arguments with"
+    " ArgumentGroupFactory, so --cpu-offloading-num-layers exists there and validate_args sets cpu_offloading",
+)
+TORCHTITAN_NO_ACTIVATION_OFFLOAD = _offload_rule(
+    "torchtitan_no_activation_offload",
+    "TorchTitan",
+    f"{_TORCHTITAN} and {_TORCHTITAN_03}: no per-layer activation offloading to the host; training.enable_cpu_offload"
+    " is FSDP2's CPUOffloadPolicy, which moves parameters, gradients and the optimizer, not activations",
+)
+
+
 def _fp16(j: Job) -> bool:
     return j.training.precision is Precision.FP16
 
@@ -390,6 +425,7 @@ _MEGATRON_15_RULES = (
     MOE_FP16_NO_EXPERT_PARALLEL,
     MEGATRON_GRADIENT_LAYOUT,
     FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    MEGATRON_15_NO_ACTIVATION_OFFLOAD,
 )
 _MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT, FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER)
 _TORCHTITAN_RULES = (
@@ -399,12 +435,14 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_SEQ_LEN_DIVISIBLE,
     TORCHTITAN_GRADIENT_LAYOUT,
     TORCHTITAN_FP8,
+    TORCHTITAN_NO_ACTIVATION_OFFLOAD,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
     TORCHTITAN_03_SEQ_LEN_DIVISIBLE,
     TORCHTITAN_GRADIENT_LAYOUT,
     TORCHTITAN_FP8,
+    TORCHTITAN_NO_ACTIVATION_OFFLOAD,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
@@ -436,7 +474,10 @@ layout (`TrainingSpec.gradient_layout`) is each framework's own: Megatron-LM and
 (megatron_gradient_layout), TorchTitan refuses Megatron's under 16-bit reduction (torchtitan_gradient_layout; under
 fp32 reduction the two hold and move the same bytes). FP8 weight storage (`TrainingSpec.fp8_param_gather`) needs
 Megatron-LM's distributed optimizer (fp8_param_gather_needs_distributed_optimizer; NeMo's own path to it was not
-read, so NeMo does not list it); TorchTitan refuses it and any recipe but its float8 tensorwise (torchtitan_fp8)."""
+read, so NeMo does not list it); TorchTitan refuses it and any recipe but its float8 tensorwise (torchtitan_fp8).
+Activation offloading (`TrainingSpec.activation_offload_layers`) is Megatron-Core's: the core rule activation_offload
+states its limits, Megatron-LM core_v0.15.0 has no flag for it and TorchTitan none at all (the two
+*_no_activation_offload rules); NeMo sets the TransformerConfig fields directly."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

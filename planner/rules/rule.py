@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import BoolArray, IntArray
+from planner.costmodel.candidates import RECOMPUTE_CODE, BoolArray, IntArray
 from planner.layout import Layout
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -40,12 +40,14 @@ LAYOUT_AXES = (
     "ep",
     "vp",
     "micro_batch_size",
+    "recompute",
     "sequence_parallel",
     "zero_stage",
     EMBEDDING_IN_SPLIT,
     LOSS_IN_SPLIT,
 )
-"""The axes a rule may read; `sequence_parallel` and the two pipeline-split flags are 0/1 columns."""
+"""The axes a rule may read; `recompute` is its code column (`candidates.RECOMPUTE_CODE`), `sequence_parallel`
+and the two pipeline-split flags are 0/1 columns."""
 
 Columns = Mapping[str, IntArray]
 """Axis name -> integer column; columns broadcast against each other."""
@@ -145,4 +147,9 @@ class Rule:
 
 def layout_columns(layouts: Sequence[Layout]) -> dict[str, IntArray]:
     """Layouts as rule columns, one entry per layout (a single layout is a batch of one)."""
-    return {axis: np.asarray([int(getattr(x, axis)) for x in layouts], dtype=np.int64) for axis in LAYOUT_AXES}
+    return {axis: np.asarray([_code(x, axis) for x in layouts], dtype=np.int64) for axis in LAYOUT_AXES}
+
+
+def _code(layout: Layout, axis: str) -> int:
+    """One layout's value on a rule axis: the integer, the flag as 0/1, the recompute mode as its code."""
+    return RECOMPUTE_CODE[layout.recompute] if axis == "recompute" else int(getattr(layout, axis))

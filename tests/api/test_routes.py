@@ -39,7 +39,18 @@ ESTIMATE_KEYS = {
     "time_breakdown_s",
     "memory",
 }
-TIME_KEYS = {"compute", "recompute", "bubble", "tp_comm", "pp_comm", "dp_comm", "cp_comm", "ep_comm", "optimizer"}
+TIME_KEYS = {
+    "compute",
+    "recompute",
+    "bubble",
+    "tp_comm",
+    "pp_comm",
+    "dp_comm",
+    "cp_comm",
+    "ep_comm",
+    "offload",
+    "optimizer",
+}
 MEMORY_KEYS = {"parameters", "gradients", "optimizer_states", "activations", "other"}
 
 

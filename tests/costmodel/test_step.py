@@ -113,8 +113,10 @@ def test_updated_params_is_the_optimizer_shard() -> None:
     np.testing.assert_array_equal(got, HELD[ModelState.OPTIMIZER])
 
 
-def _seconds(compute: float, recompute: float, tp: float, cp: float, ep: float) -> LayerSeconds:
-    return LayerSeconds(_a(compute), _a(recompute), _a(tp), _a(cp), _a(ep), _a(compute / 3), _a(2 * compute / 3))
+def _seconds(compute: float, recompute: float, tp: float, cp: float, ep: float, offload: float = 0.0) -> LayerSeconds:
+    return LayerSeconds(
+        _a(compute), _a(recompute), _a(tp), _a(cp), _a(ep), _a(offload), _a(compute / 3), _a(2 * compute / 3)
+    )
 
 
 def test_assemble_step_by_hand() -> None:
@@ -128,7 +130,7 @@ def test_assemble_step_by_hand() -> None:
 def test_assemble_step_every_kind() -> None:
     m, sends, average = 8.0, 0.01, 1.5
     step = assemble_step(
-        _a(m), _i(4), _i(2), _seconds(1.0, 0.5, 0.25, 0.125, 0.0625), _a(sends), _a(average), _a(0.3), _a(0.2)
+        _a(m), _i(4), _i(2), _seconds(1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125), _a(sends), _a(average), _a(0.3), _a(0.2)
     )
     expected = {
         "compute": 8.0,
@@ -139,6 +141,7 @@ def test_assemble_step_every_kind() -> None:
         "dp_comm": 0.3,
         "cp_comm": 1.0,
         "ep_comm": 0.5,
+        "offload": 0.25,
         "optimizer": 0.2,
     }
     got = {k: float(v[0]) for k, v in step.as_dict().items()}

@@ -9,7 +9,7 @@ from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
 from planner.rules import CORE
-from planner.specs import ModelSpec, MoESpec, TrainingSpec
+from planner.specs import ModelSpec, MoESpec, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -115,8 +115,39 @@ def test_rule_fires_alone(
     assert [v.message for v in violations] == messages
 
 
+# activation_offload reads the training's offloaded layers: (layout, offloaded layers, expected messages, in order)
+OFFLOAD_ROWS = [
+    (Layout(tp=1, pp=1, dp=1), 8, ["training.activation_offload_layers(8) must be < num_layers(8)"]),
+    (
+        Layout(tp=1, pp=2, dp=1, recompute=Recompute.FULL),
+        2,
+        [
+            "training.activation_offload_layers(2) > 0 needs pp = 1; got pp(2)",
+            "training.activation_offload_layers(2) > 0 needs recompute none; got recompute(full)",
+        ],
+    ),
+    (
+        Layout(tp=2, pp=1, dp=1, recompute=Recompute.SELECTIVE),
+        7,
+        ["training.activation_offload_layers(7) > 0 needs recompute none; got recompute(selective)"],
+    ),
+    (Layout(tp=2, pp=1, dp=1), 7, []),
+    (Layout(tp=1, pp=2, dp=1, recompute=Recompute.FULL), 0, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "offloaded", "messages"), OFFLOAD_ROWS, ids=["all", "pp-full", "selective", "ok", "off"]
+)
+def test_activation_offload_rule(layout: Layout, offloaded: int, messages: list[str]) -> None:
+    training = TrainingSpec(global_batch_size=8, activation_offload_layers=offloaded)
+    violations = layout_violations(layout, DENSE, training, layout.world_size)
+    assert [v.rule for v in violations] == ["activation_offload"] * len(messages)
+    assert [v.message for v in violations] == messages
+
+
 def test_every_rule_has_a_crafted_case() -> None:
-    assert {row[0] for row in ROWS} == set(CORE.names)
+    assert {row[0] for row in ROWS} | {"activation_offload"} == set(CORE.names)
 
 
 GOOD = [

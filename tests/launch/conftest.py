@@ -157,6 +157,15 @@ CASES = [
         100,
     ),
     Case(
+        # Megatron-Bridge's GB200 Llama 3 70B recipe: Megatron-FSDP at tp = pp = 1, 20 of 80 layers offloaded.
+        "llama3-70b-fsdp-offload-20",
+        _model("llama3-70b"),
+        TrainingSpec(global_batch_size=256, activation_offload_layers=20),
+        Layout(tp=1, pp=1, dp=64, micro_batch_size=1, zero_stage=3),
+        64,
+        gpus_per_node=4,
+    ),
+    Case(
         "custom-moe-freq2-first1",
         CUSTOM_MOE,
         _train(64),

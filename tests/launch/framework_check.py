@@ -93,6 +93,8 @@ def transformer_config(a: dict[str, Any]) -> TransformerConfig:
         "attention_backend": AttnBackend[a.get("attention_backend", "auto")],
         "sequence_parallel": bool(a.get("sequence_parallel")),
         "deallocate_pipeline_outputs": True,
+        # validate_args: --cpu-offloading-num-layers > 0 turns cpu_offloading on.
+        "cpu_offloading": int(a.get("cpu_offloading_num_layers", 0)) > 0,
     }
     if a.get("swiglu"):
         kw["activation_func"] = F.silu

@@ -92,6 +92,9 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     assert a["global_batch_size"] % (a["micro_batch_size"] * x.dp) == 0
     assert config.fp16 == (p.training.precision is Precision.FP16)
     assert (config.fp8 is not None) == (p.training.precision is Precision.FP8)
+    offloaded = p.training.activation_offload_layers
+    assert (config.cpu_offloading, config.cpu_offloading_num_layers) == (offloaded > 0, offloaded)
+    assert config.cpu_offloading_activations and not config.cpu_offloading_weights
 
 
 def _node_of_rank(command: str) -> list[int]:

@@ -284,3 +284,26 @@ def test_megatron_fp8_log_states_its_recipe_and_weight_storage() -> None:
     blockwise = text.replace("Fp8Recipe.tensorwise", "Fp8Recipe.blockwise")
     with pytest.raises(InvalidSpecError, match="fp8_recipe blockwise in the .* is not modelled"):
         observe_log(blockwise, profile="dgx-h100")
+
+
+def test_megatron_log_states_its_activation_offloading() -> None:
+    # validate_args turns cpu_offloading on when --cpu-offloading-num-layers > 0; the dump prints both.
+    text = _log("megatron_llama8b.log").replace(
+        "  fp8 ............................................. None",
+        "  fp8 ............................................. None\n"
+        "  cpu_offloading .................................. True\n"
+        "  cpu_offloading_num_layers ....................... 5",
+    )
+    # The fixture runs pp 2 with selective recompute, which Megatron-Core refuses with offloading: the rule says so.
+    with pytest.raises(InvalidSpecError, match=r"activation_offload_layers\(5\) > 0 needs pp = 1; got pp\(2\)"):
+        observe_log(text, profile="dgx-h100")
+    assert (
+        "activation_offload_layers"
+        not in observe_log(_log("megatron_llama8b.log"), profile="dgx-h100").request["training"]
+    )
+    weights = text.replace(
+        "cpu_offloading_num_layers ....................... 5",
+        "cpu_offloading_num_layers ....................... 5\n  cpu_offloading_weights .......................... True",
+    )
+    with pytest.raises(InvalidSpecError, match="cpu_offloading_weights in the .* is not modelled"):
+        observe_log(weights, profile="dgx-h100")

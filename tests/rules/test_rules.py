@@ -8,6 +8,7 @@ import pytest
 from planner.constraints.check import partition_problems
 from planner.constraints.costs import StageCosts
 from planner.constraints.space import build_space
+from planner.costmodel.candidates import RECOMPUTE_CODE
 from planner.layout import Layout
 from planner.rules import (
     CORE,
@@ -39,8 +40,10 @@ DSV3 = ModelSpec(
 )
 
 
-def job(model: ModelSpec = DENSE, gbs: int = 16, gpus: int = 8, precision: Precision = Precision.BF16) -> Job:
-    return Job(model, TrainingSpec(global_batch_size=gbs, precision=precision), gpus)
+def job(
+    model: ModelSpec = DENSE, gbs: int = 16, gpus: int = 8, precision: Precision = Precision.BF16, offload: int = 0
+) -> Job:
+    return Job(model, TrainingSpec(global_batch_size=gbs, precision=precision, activation_offload_layers=offload), gpus)
 
 
 # (rule, job, a layout it keeps, a layout it removes, the removed layout's messages)
@@ -128,6 +131,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "stage_split",
         "interleave_microbatches",
         "sequence_parallel_needs_tp",
+        "activation_offload",
     )
 
 
@@ -143,6 +147,9 @@ def test_every_rule_is_named_once_and_cites_a_source() -> None:
 _SPLIT_FLAGS = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
 
 
+_BY_CODE = {code: mode for mode, code in RECOMPUTE_CODE.items()}
+
+
 def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
     return {
         "tp": rng.choice([1, 2, 3, 4, 8], count),
@@ -152,6 +159,7 @@ def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarra
         "ep": rng.choice([1, 2, 3, 4], count),
         "vp": rng.choice([1, 2, 3, 4], count),
         "micro_batch_size": rng.choice([1, 2, 3, 4], count),
+        "recompute": rng.integers(0, 3, count),
         "sequence_parallel": rng.integers(0, 2, count),
         "zero_stage": rng.integers(0, 4, count),
         "account_for_embedding_in_pipeline_split": rng.integers(0, 2, count),
@@ -164,15 +172,16 @@ def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarra
 def test_vectorised_test_equals_the_scalar_one(framework: str, model: ModelSpec) -> None:
     rng = np.random.default_rng(7)
     columns = _random_layouts(rng, 300)
-    for precision in (Precision.BF16, Precision.FP16):
-        j = job(model, gbs=48, gpus=32, precision=precision)
+    for precision, offload in ((Precision.BF16, 0), (Precision.FP16, 0), (Precision.BF16, 3)):
+        j = job(model, gbs=48, gpus=32, precision=precision, offload=offload)
         for rule in rule_set(framework).rules:
             ok = rule.ok(columns, j)
             for i in range(300):
                 flags = ("sequence_parallel", *_SPLIT_FLAGS)
                 x = Layout(
-                    **{a: int(v[i]) for a, v in columns.items() if a not in flags},
+                    **{a: int(v[i]) for a, v in columns.items() if a not in (*flags, "recompute")},
                     **{a: bool(columns[a][i]) for a in flags},
+                    recompute=_BY_CODE[int(columns["recompute"][i])],
                 )
                 assert bool(ok[i]) == rule.holds(x, j), (rule.name, x)
 
@@ -306,38 +315,41 @@ def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed
 def test_framework_sets_are_core_plus_their_rules() -> None:
     assert rule_set("megatron").version == "core_v0.19.2"  # the newest targeted is the default
     assert (
-        rule_set("megatron").names[9:]
-        == rule_set("megatron", "core_v0.16.1").names[9:]
+        rule_set("megatron").names[len(CORE.names) :]
+        == rule_set("megatron", "core_v0.16.1").names[len(CORE.names) :]
         == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout", "fp8_param_gather_needs_distributed_optimizer")
     )
-    assert rule_set("megatron", "core_v0.15.0").names[9:] == (
+    assert rule_set("megatron", "core_v0.15.0").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "fp16_no_expert_parallel",
         "megatron_gradient_layout",
         "fp8_param_gather_needs_distributed_optimizer",
+        "megatron_no_activation_offload",
     )
     assert rule_set("nemo").version == "2.7.3"
-    assert rule_set("nemo").names[9:] == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
-    assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[9:] == (
+    assert rule_set("nemo").names[len(CORE.names) :] == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
+    assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "megatron_gradient_layout",
     )
     assert rule_set("torchtitan").version == "0.3.0"
-    assert rule_set("torchtitan").names[9:] == (
+    assert rule_set("torchtitan").names[len(CORE.names) :] == (
         "torchtitan_no_expert_tensor_parallel",
         "torchtitan_seq_len_divisible",
         "torchtitan_gradient_layout",
         "torchtitan_fp8",
+        "torchtitan_no_activation_offload",
     )
-    assert rule_set("torchtitan", "0.2.2").names[9:] == (
+    assert rule_set("torchtitan", "0.2.2").names[len(CORE.names) :] == (
         "ddp_one_dimensional",
         "flex_attention_no_cp",
         "torchtitan_split_by_transformer_layers",
         "torchtitan_seq_len_divisible",
         "torchtitan_gradient_layout",
         "torchtitan_fp8",
+        "torchtitan_no_activation_offload",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
@@ -507,3 +519,26 @@ def test_fp8_weight_storage_is_the_frameworks_own(
             "training.fp8_param_gather(true) needs the distributed optimizer or Megatron-FSDP; zero_stage(0) has"
             " neither: use zero_stage >= 1"
         ]
+
+
+@pytest.mark.parametrize(
+    ("framework", "refused_by"),
+    [
+        ("core@planner", None),
+        ("megatron@core_v0.19.2", None),
+        ("megatron@core_v0.16.1", None),
+        ("megatron@core_v0.15.0", "megatron_no_activation_offload"),
+        ("nemo@2.7.3", None),
+        ("torchtitan@0.3.0", "torchtitan_no_activation_offload"),
+        ("torchtitan@0.2.2", "torchtitan_no_activation_offload"),
+    ],
+)
+def test_activation_offload_is_the_frameworks_own(framework: str, refused_by: str | None) -> None:
+    """Megatron-Core from core_v0.16 has --cpu-offloading-num-layers (NeMo sets the TransformerConfig fields);
+    core_v0.15.0 has no flag, TorchTitan no activation offloading. Off, nobody refuses anything."""
+    rules = rule_set(*framework.split("@"))
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=1)
+    offload = TrainingSpec(global_batch_size=16, activation_offload_layers=3)
+    found = [v.rule for v in layout_violations(layout, DENSE, offload, 8, rules)]
+    assert found == ([] if refused_by is None else [refused_by])
+    assert layout_violations(layout, DENSE, TrainingSpec(global_batch_size=16), 8, rules) == []

@@ -51,7 +51,11 @@ def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec, TrainingSpec, dict[str
     allowed: dict[str, list[object]] = {"zero_stage": [int(rng.integers(0, 4))], "vp": [1, 2]}
     if gpus >= 8:
         allowed["cp"] = [1, 2]
-    return model, ClusterSpec(profile=profile, num_gpus=gpus), TrainingSpec(global_batch_size=batch), allowed
+    # A fifth of the instances offload activations (own stream, so the other draws stay as they were).
+    extra = np.random.default_rng(10_000 + seed)
+    offload = int(extra.integers(1, model.num_layers)) if extra.random() < 0.2 else 0
+    training = TrainingSpec(global_batch_size=batch, activation_offload_layers=offload)
+    return model, ClusterSpec(profile=profile, num_gpus=gpus), training, allowed
 
 
 @pytest.mark.parametrize("seed", range(INSTANCES))
