@@ -14,7 +14,7 @@ Every solve is deterministic: one worker, a fixed seed, and a limit on CP-SAT's
 deterministic time (its count of work done, not the clock), so the same problems
 give the same splits on any machine under any load. Each problem is solved in its
 own model (three variables: solved to optimality in well under a millisecond of
-deterministic time), except that up to `TOGETHER_MAX` are first tried together in one
+deterministic time, with presolve and the LP relaxation off since they cost more than the search), except that up to `TOGETHER_MAX` are first tried together in one
 model (summed objective), which saves the per-solve overhead; one model holding 100
 problems took CP-SAT seconds to prove optimal. A request's solves share one `SplitWork`: when it
 is spent, the remaining problems keep their default split and the request says so.
@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 SPLIT_WORK_PER_SOLVE = 0.005
-"""CP-SAT deterministic time (`max_deterministic_time`) one solve may use: the largest seen is under 1e-4."""
+"""CP-SAT deterministic time (`max_deterministic_time`) one solve may use: the largest seen is under 4e-4 (without
+presolve, `_solver`)."""
 SPLIT_WORK_PER_REQUEST = 0.05
 """CP-SAT deterministic time all the solves of one request may use together (at most 100 problems: top_k)."""
 TOGETHER_MAX = 10
@@ -101,15 +102,26 @@ class SplitWork:
     truncated: bool = False
 
 
+def _solver(limit: float) -> cp_model.CpSolver:
+    """A deterministic CP-SAT solver for these tiny models (one worker, `SOLVE_SEED`, `limit` of deterministic time),
+    without presolve and LP relaxation: on three integer variables per problem they cost more than the search
+    (bench/bench_plan.py case (a): 7 ms -> about 1.3 ms for its ten problems in one model, the same optima on
+    every problem of nine presets' plans)."""
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = limit
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = SOLVE_SEED
+    solver.parameters.cp_model_presolve = False
+    solver.parameters.linearization_level = 0
+    return solver
+
+
 def _solve(p: PartitionProblem, limit: float) -> tuple[Any, tuple[int, ...] | None, float]:
     """One problem: (CP-SAT status, split or None, deterministic time used), within `limit`."""
     model = cp_model.CpModel()
     chunks, term = _add_problem(model, p, "")
     model.minimize(term)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_deterministic_time = limit
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SOLVE_SEED
+    solver = _solver(limit)
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return status, None, solver.deterministic_time
@@ -122,10 +134,7 @@ def _solve_together(problems: list[PartitionProblem], limit: float) -> tuple[lis
     model = cp_model.CpModel()
     added = [_add_problem(model, p, f"p{i}_") for i, p in enumerate(problems)]
     model.minimize(sum(term for _, term in added))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_deterministic_time = limit
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = SOLVE_SEED
+    solver = _solver(limit)
     if solver.solve(model) != cp_model.OPTIMAL:
         return None, solver.deterministic_time
     out = []
