@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -356,3 +357,23 @@ def test_an_incomplete_answer_is_not_served_from_the_cache(client: TestClient, m
     complete, again = (client.post("/v1/plan", json=body).json() for _ in range(2))
     assert complete["search"]["complete"] is True and complete["search"]["truncated_by"] == []
     assert complete["cached"] is False and again["cached"] is True
+
+
+def test_activation_offload_over_the_api(client: TestClient) -> None:
+    """Offloading is priced (time_breakdown_s.offload, the rule named on a pipelined layout), and a profile that
+    states no host link refuses it with a 422 naming the field, never a 5xx."""
+    base = {
+        "model": {"preset": "llama3-70b"},
+        "cluster": {"profile": "gb200-nvl72", "num_gpus": 64},
+        "training": {"global_batch_size": 256, "activation_offload_layers": 20},
+    }
+    r = client.post("/v1/estimate", json=base | {"layout": {"tp": 1, "pp": 1, "dp": 64, "zero_stage": 3}})
+    assert r.status_code == 200, r.text
+    assert r.json()["estimate"]["time_breakdown_s"]["offload"] == 0.0 and r.json()["fits"] is True
+    r = client.post("/v1/estimate", json=base | {"layout": {"tp": 1, "pp": 2, "dp": 32, "zero_stage": 1}})
+    assert "activation_offload" in {v["rule"] for v in r.json()["violations"]}
+    profile = client.get("/v1/hardware-profiles/gb200-nvl72").json()
+    node = {k: v for k, v in profile["node"].items() if k != "host_link_gb_per_s"}
+    inline = {"gpu": profile["gpu"], "node": node, "network": profile["network"], "num_gpus": 64}
+    body = _problem(client.post("/v1/plan", json=base | {"cluster": inline}), 422)
+    assert "training.activation_offload_layers" in json.dumps(body)

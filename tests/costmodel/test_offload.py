@@ -110,3 +110,22 @@ def test_estimate_reports_offload_and_the_rule() -> None:
     assert [v.message for v in broken.violations if v.rule == "activation_offload"] == [
         "training.activation_offload_layers(40) > 0 needs pp = 1; got pp(2)"
     ]
+
+
+def test_exposed_copies_grow_with_what_is_offloaded_and_shrink_with_the_link() -> None:
+    """Over random stages: never negative, never more than every copy unhidden (k c each way), non-decreasing in
+    k and in the bytes per layer, non-increasing in the link's rate."""
+    rng = np.random.default_rng(5)
+    layers = rng.integers(2, 130, 400)
+    per_layer, t_f = rng.uniform(1e8, 5e9, 400), rng.uniform(1e-3, 5e-2, 400)
+    t_b = 2 * t_f
+    for link in (32e9, 64e9, 255e9):
+        hw, faster = _link(link), _link(2 * link)
+        previous = np.zeros(400)
+        for k in (1, 2, 5, 20, 60, 129):
+            s = exposed_offload_s(k, layers, per_layer, t_f, t_b, hw)
+            assert np.all(s >= 0) and np.all(s >= previous - 1e-12)
+            assert np.all(s <= 2 * offloaded_layers(k, layers) * per_layer / link * (1 + 1e-12))
+            assert np.all(exposed_offload_s(k, layers, 2 * per_layer, t_f, t_b, hw) >= s)
+            assert np.all(exposed_offload_s(k, layers, per_layer, t_f, t_b, faster) <= s)
+            previous = s
