@@ -14,7 +14,8 @@ Every solve is deterministic: one worker, a fixed seed, and a limit on CP-SAT's
 deterministic time (its count of work done, not the clock), so the same problems
 give the same splits on any machine under any load. Each problem is solved in its
 own model (three variables: solved to optimality in well under a millisecond of
-deterministic time, with presolve and the LP relaxation off since they cost more than the search), except that up to `TOGETHER_MAX` are first tried together in one
+deterministic time, with presolve and the LP relaxation off since they cost more than
+the search), except that up to `TOGETHER_MAX` are first tried together in one
 model (summed objective), which saves the per-solve overhead; one model holding 100
 problems took CP-SAT seconds to prove optimal. A request's solves share one `SplitWork`: when it
 is spent, the remaining problems keep their default split and the request says so.
