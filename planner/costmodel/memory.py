@@ -314,12 +314,16 @@ def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...])
 
 
 def all_stage_terms(
-    model: ModelSpec, c: Candidates, training: TrainingSpec, num: Numerics, stage_params: tuple[ParamCounts, ...]
+    model: ModelSpec,
+    c: Candidates,
+    training: TrainingSpec,
+    num: Numerics,
+    stage_params: tuple[ParamCounts, ...],
+    per_layer: FloatArray,
 ) -> tuple[StageTerms, ...]:
-    """`stage_terms` of the first, middle and last stage (`StageKind` order)."""
-    rt = training.runtime
-    per_layer = activation_bytes_per_layer(model, c, rt, num)
-    working = working_bytes(model, c, rt, num)
+    """`stage_terms` of the first, middle and last stage (`StageKind` order); `per_layer` is
+    `activation_bytes_per_layer` of `c` (the caller's, which the offload time reads too)."""
+    working = working_bytes(model, c, training.runtime, num)
     return tuple(
         stage_terms(model, c, params, per_layer, working, stage, num, training.activation_offload_layers)
         for params, stage in zip(stage_params, stage_kinds(c), strict=True)
@@ -337,5 +341,6 @@ def memory_per_gpu(model: ModelSpec, c: Candidates, training: TrainingSpec, hw: 
     """Peak bytes per GPU with breakdown, on the stage that needs the most (direct, unshared path)."""
     num = training_numerics(training, hw)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
-    terms = all_stage_terms(model, c, training, num, params)
+    per_layer = activation_bytes_per_layer(model, c, training.runtime, num)
+    terms = all_stage_terms(model, c, training, num, params, per_layer)
     return peak_stage(memory_by_stage(c, num, terms))

@@ -147,14 +147,14 @@ def _slowest_stage(
 
 
 def _stage_offload(
-    model: ModelSpec, c: Candidates, hw: Hardware, training: TrainingSpec, layer_s: LayerSeconds
+    c: Candidates, hw: Hardware, training: TrainingSpec, layer_s: LayerSeconds, per_layer: FloatArray
 ) -> StageOffload:
-    """`offload.exposed_offload_s` for these candidates, as a function of a stage's layers."""
+    """`offload.exposed_offload_s` for these candidates (`per_layer`: their activation bytes per layer), as a
+    function of a stage's layers."""
     requested = training.activation_offload_layers
     if requested == 0:
         zeros = np.zeros(len(c))
         return lambda layers: zeros
-    per_layer = activation_bytes_per_layer(model, c, training.runtime, training_numerics(training, hw))
     return lambda layers: exposed_offload_s(requested, layers, per_layer, layer_s.forward, layer_s.backward, hw)
 
 
@@ -187,13 +187,15 @@ def layer_quantities(
     params = tuple(p.map(spread) for p in base_params)
     layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)
-    slowest, average = _slowest_stage(model, c, layer_s, logits_s, _stage_offload(model, c, hw, training, layer_s))
+    num = training_numerics(training, hw)
+    per_layer = activation_bytes_per_layer(model, c, training.runtime, num)
+    slowest, average = _slowest_stage(model, c, layer_s, logits_s, _stage_offload(c, hw, training, layer_s, per_layer))
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,
         logits_s=logits_s,
         stage_params=params,
-        stage_terms=all_stage_terms(model, c, training, training_numerics(training, hw), params),
+        stage_terms=all_stage_terms(model, c, training, num, params, per_layer),
         largest_params=largest.map(spread),
         dp_collectives_s=collectives.map(spread),
         slowest_stage_s=slowest,

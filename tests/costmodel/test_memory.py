@@ -120,7 +120,9 @@ def _at_step(model: ModelSpec, c: Candidates, training: TrainingSpec):  # type: 
     """The single stage's bytes at the optimizer step (the states with the optimizer's gradient copy)."""
     num = training_numerics(training, HW)
     params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
-    (first, _, _) = all_stage_terms(model, c, training, num, params)
+    (first, _, _) = all_stage_terms(
+        model, c, training, num, params, activation_bytes_per_layer(model, c, training.runtime, num)
+    )
     return step_memory(c, num, first)
 
 
