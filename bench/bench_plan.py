@@ -99,7 +99,7 @@ def _phases(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, repe
     keys = space.layer_candidates
     ms["layer quantities"], q = _median_ms(lambda: layer_quantities(model, training, keys, hw, run=KEY_MODES), repeats)
     assert isinstance(q, LayerQuantities)
-    ms["key tables"], _ = _median_ms(lambda: key_tables(model, training, keys, q, hw), repeats)
+    ms["key tables"], _ = _median_ms(lambda: key_tables(model, training, keys, q, hw, run=KEY_MODES), repeats)
     evaluate_ms, ev = _median_ms(lambda: evaluate(model, training, space, hw), repeats)
     assert isinstance(ev, Evaluated)
     ms["grid"] = evaluate_ms - ms["layer quantities"] - ms["key tables"]

@@ -115,6 +115,13 @@ class Space:
         )
 
     @property
+    def mode_grid(self) -> tuple[IntArray, IntArray]:
+        """(pair codes recompute * 2 + sp, ZeRO stages): `modes` is their product, pair-major (`_modes`)."""
+        zeros = np.unique(self.modes[:, 2])
+        per_pair = self.modes[:: max(len(zeros), 1)]
+        return per_pair[:, 0] * 2 + per_pair[:, 1], zeros
+
+    @property
     def candidates(self) -> Candidates:
         """Every candidate's columns (materialised on each call; the search avoids it)."""
         return self.take(slice(None))

@@ -45,12 +45,14 @@ from planner.units import GIB
 __all__ = [
     "MemoryBreakdown",
     "activation_bytes_per_layer",
+    "activation_side_bytes",
     "memory_by_stage",
     "memory_per_gpu",
     "StageTerms",
     "all_stage_terms",
     "usable_hardware",
     "peak_stage",
+    "resident_state_bytes",
     "weight_bytes",
     "stage_memory",
     "stage_terms",
@@ -247,18 +249,56 @@ def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: 
     ZeRO-3 adds the gathered bf16 weights of the layer being computed
     (Rajbhandari 2020 Sec. 5.3; under PyTorch FSDP the prefetched unit's and the unsharded gradient too,
     `Numerics.zero3_gathered_bytes`). `num`: the training's bytes per tensor kind
-    (`numerics.training_numerics`). Broadcasts over `c`, `terms` and `in_flight`.
+    (`numerics.training_numerics`). Broadcasts over `c`, `terms` and `in_flight`. The peak is
+    `resident_state_bytes` plus `activation_side_bytes`, the split the search's tables use.
     """
-    activations = in_flight * terms.layer_activations + terms.fixed_activations
+    activations = _activations(terms, in_flight)
     return MemoryBreakdown(
         parameters=weight_bytes(c, num, terms),
-        gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
-        optimizer_states=num.resident_optimizer_bytes * _held(c, terms, ModelState.OPTIMIZER),
+        gradients=_gradient_bytes(c, num, terms),
+        optimizer_states=_resident_optimizer_bytes(c, num, terms),
         activations=activations,
-        other=RUNTIME_ALLOWANCE_BYTES
-        + FRAGMENTATION_FRACTION * activations
-        + np.where(c.zero_stage == 3, num.zero3_gathered_bytes * terms.zero3_buffer, 0.0),
+        other=_allowances(activations) + _zero3_gathered_bytes(c, num, terms),
     )
+
+
+def resident_state_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
+    """The part of `training_memory` that depends on the ZeRO stage and not on the activations: weights,
+    gradients, the optimizer's resident states and ZeRO-3's gathered weights. It reads only the terms a
+    stage's parameters fix (not recompute or sequence parallelism)."""
+    return np.asarray(
+        weight_bytes(c, num, terms)
+        + _gradient_bytes(c, num, terms)
+        + _resident_optimizer_bytes(c, num, terms)
+        + _zero3_gathered_bytes(c, num, terms),
+        dtype=np.float64,
+    )
+
+
+def activation_side_bytes(terms: StageTerms, in_flight: FloatArray) -> FloatArray:
+    """The rest of `training_memory`: activations and the allowances (runtime, fragmentation)."""
+    activations = _activations(terms, in_flight)
+    return np.asarray(activations + _allowances(activations), dtype=np.float64)
+
+
+def _activations(terms: StageTerms, in_flight: FloatArray) -> FloatArray:
+    return np.asarray(in_flight * terms.layer_activations + terms.fixed_activations, dtype=np.float64)
+
+
+def _allowances(activations: FloatArray) -> FloatArray:
+    return RUNTIME_ALLOWANCE_BYTES + FRAGMENTATION_FRACTION * activations
+
+
+def _gradient_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
+    return num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS)
+
+
+def _resident_optimizer_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
+    return num.resident_optimizer_bytes * _held(c, terms, ModelState.OPTIMIZER)
+
+
+def _zero3_gathered_bytes(c: Candidates, num: Numerics, terms: StageTerms) -> FloatArray:
+    return np.where(c.zero_stage == 3, num.zero3_gathered_bytes * terms.zero3_buffer, 0.0)
 
 
 def step_memory(c: Candidates, num: Numerics, terms: StageTerms) -> MemoryBreakdown:
@@ -267,7 +307,7 @@ def step_memory(c: Candidates, num: Numerics, terms: StageTerms) -> MemoryBreakd
     zeros = np.zeros(np.broadcast_shapes(np.shape(c.zero_stage), np.shape(terms.sharded)))
     return MemoryBreakdown(
         parameters=weight_bytes(c, num, terms),
-        gradients=num.gradient_bytes * _held(c, terms, ModelState.GRADIENTS),
+        gradients=_gradient_bytes(c, num, terms),
         optimizer_states=num.optimizer_state_bytes * _held(c, terms, ModelState.OPTIMIZER),
         activations=zeros,
         other=zeros + RUNTIME_ALLOWANCE_BYTES,

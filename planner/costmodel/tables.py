@@ -25,7 +25,7 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_comm_per_microbatch_s
-from planner.costmodel.memory import step_can_peak, step_memory, training_memory
+from planner.costmodel.memory import activation_side_bytes, resident_state_bytes, step_can_peak, step_memory
 from planner.costmodel.pipeline import (
     behind_first_stage,
     in_flight_microbatches,
@@ -45,7 +45,10 @@ ZERO_STAGES = (0, 1, 2, 3)
 
 @dataclass(frozen=True, slots=True)
 class KeyTables:
-    """Per layer-level key (rows) and, where it matters, per ZeRO stage (columns)."""
+    """Per layer-level key (first axis) and, where it matters, per ZeRO stage (last axis, `ZERO_STAGES`).
+
+    Laid out key-first so that gathering a block's keys yields contiguous (row, pair, ZeRO stage) blocks.
+    """
 
     critical_path_s: FloatArray
     """One micro-batch on the slowest stage (`LayerSeconds.critical_path_s`), pipeline sends excluded."""
@@ -53,95 +56,124 @@ class KeyTables:
     p2p_message_s: FloatArray
     """One point-to-point send of a micro-batch's activations (zero without a pipeline)."""
     once_per_step_s: FloatArray
-    """(ZeRO stage, key): exposed data-parallel seconds at the key's micro-batch count plus the optimizer step."""
+    """(key, ZeRO stage): exposed data-parallel seconds at the key's micro-batch count plus the optimizer step."""
     memory_fixed: FloatArray
-    """(stage kind, ZeRO stage, key): forward/backward bytes with no micro-batch in flight."""
+    """(stage kind, key, ZeRO stage): forward/backward bytes with no micro-batch in flight."""
     memory_per_in_flight: FloatArray
     """(stage kind, key): bytes per micro-batch in flight."""
     memory_step: FloatArray | None
-    """(stage kind, ZeRO stage, key): bytes at the optimizer step (`memory.step_memory`); None where the step
+    """(stage kind, key, ZeRO stage): bytes at the optimizer step (`memory.step_memory`); None where the step
     cannot be the peak (`memory.step_can_peak`)."""
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
     """(stage kind, key): a middle stage of a pipeline (`pipeline.behind_first_stage`)."""
 
+    def at_zero_stages(self, zeros: IntArray) -> KeyTables:
+        """The tables with their ZeRO-stage axis narrowed to `zeros`, in that order."""
+        if len(zeros) == len(ZERO_STAGES) and (zeros == np.asarray(ZERO_STAGES)).all():
+            return self
+        step = None if self.memory_step is None else np.ascontiguousarray(self.memory_step[..., zeros])
+        return replace(
+            self,
+            once_per_step_s=np.ascontiguousarray(self.once_per_step_s[:, zeros]),
+            memory_fixed=np.ascontiguousarray(self.memory_fixed[..., zeros]),
+            memory_step=step,
+        )
+
 
 def key_tables(
-    model: ModelSpec, training: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware
+    model: ModelSpec, training: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware, *, run: int = 1
 ) -> KeyTables:
-    """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`."""
+    """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`.
 
-    def row(a: np.ndarray) -> np.ndarray:
-        return a[None, :]
+    `run` as in `shared.layer_quantities`: runs of that many keys differ only in recompute and sequence
+    parallelism, so the model states (`memory.resident_state_bytes`, `memory.step_memory`) are computed once
+    per run and repeated.
+    """
 
-    # The ZeRO stages as a column against the keys as a row: the cost functions broadcast to (ZeRO stage,
-    # key), and what does not depend on the stage (activations, compute windows) is computed once per key.
-    at = Candidates(**{f: row(getattr(keys, f)) for f in Candidates.__slots__})
-    at = replace(at, zero_stage=np.asarray(ZERO_STAGES, dtype=np.int64)[:, None])
+    def column(a: np.ndarray) -> np.ndarray:
+        return a[:, None]
+
+    def spread(a: np.ndarray) -> np.ndarray:
+        return a if run == 1 else np.repeat(a, run, axis=0)
+
+    # The keys as a column against the ZeRO stages as a row: the cost functions broadcast to (key, ZeRO
+    # stage), and what does not depend on the stage (activations, compute windows) is computed once per key.
+    zero_row = np.asarray(ZERO_STAGES, dtype=np.int64)[None, :]
+    at = replace(Candidates(**{f: column(getattr(keys, f)) for f in Candidates.__slots__}), zero_stage=zero_row)
+    base = at if run == 1 else at.take(slice(None, None, run))
     dp_comm, optimizer = once_per_step_s(
-        at, q.dp_collectives_s.map(row), q.largest_params.map(row), q.slowest_stage_s.map(row), training, hw
+        at,
+        q.dp_collectives_s.map(column),
+        q.largest_params.map(column),
+        q.slowest_stage_s.map(column),
+        training,
+        hw,
     )
     # Sends per micro-batch are messages x one message; the message count is the row's (it depends on vp).
     messages = p2p_messages_per_microbatch(keys)
     num = training_numerics(training, hw)
     sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
     per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
-    fixed = [training_memory(at, num, t.map(row), np.zeros((1, len(keys)))).peak for t in q.stage_terms]
-    per_in_flight = [  # the in-flight part does not depend on the ZeRO stage (the keys are at stage 0)
-        training_memory(keys, num, t, np.ones(len(keys))).peak - at_zero[0]
-        for t, at_zero in zip(q.stage_terms, fixed, strict=True)
-    ]
-    step = [step_memory(at, num, t.map(row)).peak for t in q.stage_terms] if step_can_peak(num) else None
-    grid = (len(ZERO_STAGES), len(keys))
+    per_run = [t.map(lambda a: column(a[::run])) for t in q.stage_terms]
+    idle = [activation_side_bytes(t, np.zeros(len(keys))) for t in q.stage_terms]
+    fixed = [spread(resident_state_bytes(base, num, b)) + column(a) for b, a in zip(per_run, idle, strict=True)]
+    per_in_flight = [activation_side_bytes(t, np.ones(len(keys))) - a for t, a in zip(q.stage_terms, idle, strict=True)]
+    step = [spread(step_memory(base, num, b).peak) for b in per_run] if step_can_peak(num) else None
+    grid = (len(keys), len(ZERO_STAGES))
+
+    def by_key(parts: list[FloatArray]) -> FloatArray:  # (key, ZeRO stage) per stage kind, stacked
+        return np.stack([np.broadcast_to(x, grid) for x in parts])
+
     return KeyTables(
         critical_path_s=q.slowest_stage_s.critical_path_s,
         average_stage_s=q.average_stage_s,
         p2p_message_s=per_message,
-        once_per_step_s=np.broadcast_to(dp_comm + optimizer, grid),
-        memory_fixed=np.stack([np.broadcast_to(f, grid) for f in fixed]),
+        once_per_step_s=np.ascontiguousarray(np.broadcast_to(dp_comm + optimizer, grid)),
+        memory_fixed=by_key(fixed),
         memory_per_in_flight=np.stack(per_in_flight),
-        memory_step=None if step is None else np.stack([np.broadcast_to(x, grid) for x in step]),
+        memory_step=None if step is None else by_key(step),
         last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
         middle_of_pipeline=np.stack([t.middle_of_pipeline for t in q.stage_terms]),
     )
 
 
-def grid_step_time_and_peak(
-    tables: KeyTables, rows: Candidates, keys: IntArray, key_of_mode: IntArray, zero: IntArray
-) -> tuple[FloatArray, FloatArray]:
-    """(step seconds, peak bytes), each (rows, modes), of every row paired with every mode.
+def grid_step_time_and_peak(tables: KeyTables, rows: Candidates, keys: IntArray) -> tuple[FloatArray, FloatArray]:
+    """(step seconds, peak bytes), each (rows, pairs, ZeRO stages), of every row with every mode.
 
-    `keys[r, j]` is row r's layer-level key under its j-th (recompute, sequence
-    parallel) pair; mode q uses pair `key_of_mode[q]` at ZeRO stage `zero[q]`.
-    The step is `step.step_time_s` per (row, pair) without its once-per-step
-    parts, which depend on the ZeRO stage and are added per mode from the tables.
+    `keys[r, j]` is row r's layer-level key under its j-th (recompute, sequence parallel) pair; the ZeRO
+    stages are the tables' last axis (`KeyTables.at_zero_stages`). The step is `step.step_time_s` per
+    (row, pair) without its once-per-step parts, which depend on the ZeRO stage and are added from the tables.
     """
 
+    def at(table: np.ndarray) -> np.ndarray:  # `table[keys]`; np.take is several times faster for 2-D tables
+        return np.take(table, keys, axis=0)
+
     column = (slice(None), None)
-    sends = p2p_messages_per_microbatch(rows)[column] * tables.p2p_message_s[keys]
-    pipelined = step_time_s(  # per (row, pair); the ZeRO-dependent once-per-step part is added per mode below
+    sends = p2p_messages_per_microbatch(rows)[column] * at(tables.p2p_message_s)
+    pipelined = step_time_s(  # per (row, pair); the ZeRO-dependent once-per-step part is added below
         rows.num_microbatches[column].astype(np.float64),
         rows.pp[column],
         rows.vp[column],
-        tables.critical_path_s[keys],
+        at(tables.critical_path_s),
         sends,
-        tables.average_stage_s[keys],
+        at(tables.average_stage_s),
         0.0,
     )
-    flat_by_zero = keys[:, key_of_mode] + zero[None, :] * tables.average_stage_s.shape[0]
-    step = pipelined[:, key_of_mode] + np.take(tables.once_per_step_s, flat_by_zero)
-    in_flight_first = in_flight_microbatches(rows)[:, None]
-    behind, vp = behind_first_stage(rows)[:, None], rows.vp[:, None]
+    step = at(tables.once_per_step_s)
+    step += pipelined[..., None]
+    in_flight_first = in_flight_microbatches(rows)[column]
+    behind, vp = behind_first_stage(rows)[column], rows.vp[column]
     peak = None
     for k in range(tables.memory_fixed.shape[0]):
         in_flight = stage_in_flight_microbatches(
-            in_flight_first, tables.last_of_pipeline[k][keys], vp, tables.middle_of_pipeline[k][keys], behind
+            in_flight_first, at(tables.last_of_pipeline[k]), vp, at(tables.middle_of_pipeline[k]), behind
         )
-        fixed = np.take(tables.memory_fixed[k], flat_by_zero)
-        stage = fixed + (tables.memory_per_in_flight[k][keys] * in_flight)[:, key_of_mode]
+        stage = at(tables.memory_fixed[k])
+        stage += (at(tables.memory_per_in_flight[k]) * in_flight)[..., None]
         if tables.memory_step is not None:
-            stage = np.maximum(stage, np.take(tables.memory_step[k], flat_by_zero))
-        peak = stage if peak is None else np.maximum(peak, stage)
+            np.maximum(stage, at(tables.memory_step[k]), out=stage)
+        peak = stage if peak is None else np.maximum(peak, stage, out=peak)
     assert peak is not None
     return step, peak
