@@ -19,16 +19,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from planner.constraints.space import KEY_MODES, Space, build_space
+from planner.constraints.space import Space, build_space
 from planner.costmodel.shared import LayerQuantities, layer_quantities
 from planner.costmodel.tables import key_tables
 from planner.estimate import estimate
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
 from planner.rules import CORE
-from planner.search.baseline import MODERN, PAPER
+from planner.search.baseline import MODERN, PAPER, baseline_candidates
 from planner.search.evaluate import Evaluated, evaluate
-from planner.search.plan import _baselines, _top_plans, plan
+from planner.search.plan import _top_plans, plan
 from planner.search.rank import Objective, rank
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -96,22 +96,23 @@ def _phases(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, repe
     ms: dict[str, float] = {}
     ms["space"], space = _median_ms(lambda: build_space(model, training, cluster.num_gpus, {}), repeats)
     assert isinstance(space, Space)
-    keys = space.layer_candidates
-    ms["layer quantities"], q = _median_ms(lambda: layer_quantities(model, training, keys, hw, run=KEY_MODES), repeats)
+    keys = space.layer_keys
+    ms["layer quantities"], q = _median_ms(lambda: layer_quantities(model, training, keys, hw), repeats)
     assert isinstance(q, LayerQuantities)
-    ms["key tables"], _ = _median_ms(lambda: key_tables(model, training, keys, q, hw, run=KEY_MODES), repeats)
+    ms["key tables"], _ = _median_ms(lambda: key_tables(model, training, keys, q, hw), repeats)
     evaluate_ms, ev = _median_ms(lambda: evaluate(model, training, space, hw), repeats)
     assert isinstance(ev, Evaluated)
     ms["grid"] = evaluate_ms - ms["layer quantities"] - ms["key tables"]
     ms["rank"], order = _median_ms(lambda: rank(ev, hw.hbm_bytes, Objective.STEP_TIME, top=10), repeats)
     assert isinstance(order, np.ndarray)
-    ms["shortlist + CP-SAT"], plans = _median_ms(
-        lambda: _top_plans(model, training, cluster, hw, ev, order, 10, Objective.STEP_TIME, True), repeats
-    )
-    assert isinstance(plans, list)
-    ms["baselines"], _ = _median_ms(
-        lambda: _baselines(model, training, cluster, hw, plans, Objective.STEP_TIME, ev, CORE, (PAPER, MODERN)),
+    ms["baselines"], found = _median_ms(
+        lambda: [baseline_candidates(model, training, cluster.num_gpus, hw, ev, CORE, r) for r in (PAPER, MODERN)],
         repeats,
+    )
+    assert isinstance(found, list)
+    also = tuple(f[0].layout(f[1], model.num_layers) for f in found if f is not None)
+    ms["shortlist + baseline estimates + CP-SAT"], _ = _median_ms(
+        lambda: _top_plans(model, training, cluster, hw, ev, order, 10, Objective.STEP_TIME, True, also=also), repeats
     )
     return ms
 

@@ -58,12 +58,12 @@ def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Lay
     assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
     k = len(layouts)
     c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
-    q = layer_quantities(model, training, c, hw)
-    layer_time = q.layer_s.critical_path_s
     twice = c.take(np.concatenate([np.arange(k), np.arange(k)]))
     n = np.repeat([1, 2], k)
     at = replace(twice, stage_layers=n, first_stage_layers=n, last_stage_layers=n)
     qa = layer_quantities(model, training, at, hw)
+    # A layer's seconds and the logits' do not depend on the stage's layer count: read them at n = 1.
+    layer_time, logits = qa.layer_s.critical_path_s[:k], qa.logits_s[:k]
     peaks = np.stack([stage.peak for stage in memory_by_stage(at, training_numerics(training, hw), qa.stage_terms)])
     # peaks: (StageKind) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
@@ -71,7 +71,7 @@ def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Lay
     return [
         StageCosts(
             layer_time_s=float(layer_time[i]),
-            last_extra_s=float(q.logits_s[i]),
+            last_extra_s=float(logits[i]),
             memory_intercept_bytes=_by_kind(intercept, i),
             memory_per_layer_bytes=_by_kind(slope, i),
             capacity_bytes=hw.hbm_bytes,

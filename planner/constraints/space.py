@@ -18,6 +18,7 @@ grid and materialises `Candidates` columns only for the candidates it reports.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -70,45 +71,67 @@ Allowed = Mapping[str, Sequence[AllowedValue]]
 
 
 def divisors(n: int) -> list[int]:
-    """Positive divisors of n, ascending."""
+    """Positive divisors of n, ascending (a new list: the callers may filter it)."""
+    return list(_divisors(n))
+
+
+@functools.lru_cache(maxsize=256)
+def _divisors(n: int) -> tuple[int, ...]:
     small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    return tuple(sorted(set(small + [n // d for d in small])))
 
 
 @dataclass(frozen=True, slots=True)
 class Space:
     """Legal candidates for one GPU count, and how many partial layouts each rule removed.
 
-    Candidate i is row `row[i]` of `rows` (its recompute, sequence-parallel
-    and ZeRO columns are placeholders) with mode `mode[i]` of `modes`
-    (columns: recompute code, sequence_parallel, zero_stage); candidates are
-    ordered row-major. `layer_candidates` holds one candidate per layer-level
-    key, at row `row_key[r] * KEY_MODES + recompute * 2 + sp`.
+    Candidate i is a (row, mode) pair: row r of `rows` (its recompute, sequence-parallel and ZeRO columns
+    are placeholders) with mode j of `modes` (columns: recompute code, sequence_parallel, zero_stage), for
+    the pairs `pairs` marks, ordered row-major; `row_starts[r]` is row r's first candidate (`locate` finds
+    a candidate's pair). `layer_keys` holds the layer-level keys; flattened (`layer_candidates`), key
+    `row_key[r] * KEY_MODES + recompute * 2 + sp` is row r's under that pair.
     """
 
     rows: Candidates
     modes: IntArray
-    row: IntArray
-    mode: IntArray
     row_key: IntArray
-    layer_candidates: Candidates
+    layer_keys: Candidates
+    """The layer-level keys as a grid: row keys down (columns (row keys, 1)), the KEY_MODES (recompute,
+    sequence parallel) pairs across (columns (1, KEY_MODES)); the cost model broadcasts over it, so what
+    depends on neither is computed once per row key."""
     num_gpus: int
     pairs: BoolArray
     """(rows, modes): which pairs are candidates (sequence_parallel_needs_tp and any framework pair rule)."""
+    row_starts: IntArray
+    """(rows + 1): the index of each row's first candidate; the last entry is the candidate count."""
     rejected: Counter[str] = field(default_factory=Counter)
 
     def __len__(self) -> int:
-        return int(self.row.shape[0])
+        return int(self.row_starts[-1])
 
     def valid(self) -> BoolArray:
         """(rows, modes): which pairs are candidates, as `build_space` found them."""
         return self.pairs
 
+    def locate(self, index: IntArray | BoolArray | slice) -> tuple[IntArray, IntArray]:
+        """(row, mode) of the candidates selected by an index, mask or slice, in that order."""
+        if isinstance(index, slice) or (index.dtype == np.bool_):
+            index = np.arange(len(self))[index]
+        if len(index) * 8 > len(self):  # most of the space: one pass over the pairs is cheaper
+            row, mode = np.nonzero(self.pairs)
+            return row[index], mode[index]
+        row = np.searchsorted(self.row_starts, index, side="right") - 1
+        offset = index - self.row_starts[row]
+        # The offset-th valid mode of the row: the number of modes before which fewer than offset + 1 are valid.
+        mode = np.count_nonzero(np.cumsum(self.pairs[row], axis=1) <= offset[:, None], axis=1)
+        return row, mode
+
     def take(self, index: IntArray | BoolArray | slice) -> Candidates:
         """Columns of the candidates selected by an index, mask or slice."""
-        mode = self.modes[self.mode[index]]
+        row, mode_index = self.locate(index)
+        mode = self.modes[mode_index]
         return replace(
-            self.rows.take(self.row[index]),
+            self.rows.take(row),
             recompute=mode[:, 0],
             sequence_parallel=mode[:, 1].astype(np.bool_),
             zero_stage=mode[:, 2],
@@ -127,10 +150,19 @@ class Space:
         return self.take(slice(None))
 
     @property
+    def layer_candidates(self) -> Candidates:
+        """`layer_keys` flattened, one candidate per layer-level key (materialised on each call)."""
+        shape = self.layer_keys.shape
+        return Candidates(
+            **{f: np.broadcast_to(getattr(self.layer_keys, f), shape).reshape(-1) for f in Candidates.__slots__}
+        )
+
+    @property
     def layer_index(self) -> IntArray:
         """Each candidate's row in `layer_candidates`."""
-        mode = self.modes[self.mode]
-        return self.row_key[self.row] * KEY_MODES + mode[:, 0] * 2 + mode[:, 1]
+        row, mode_index = self.locate(slice(None))
+        mode = self.modes[mode_index]
+        return self.row_key[row] * KEY_MODES + mode[:, 0] * 2 + mode[:, 1]
 
 
 def _keep(values: Iterable[AllowedValue], key: str, allowed: Allowed, rejected: Counter[str]) -> list[AllowedValue]:
@@ -376,23 +408,21 @@ def build_space(
     key_splits = np.stack([np.ones_like(kq), kq // 2, kq % 2], axis=1)
     keys = _columns(model, training, outer[ko], ep_values[ke], key_splits, mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
-    layer_candidates = replace(
-        keys.take(np.repeat(np.arange(len(keys)), KEY_MODES)),
-        recompute=np.tile(key_modes[:, 0], len(keys)),
-        sequence_parallel=np.tile(key_modes[:, 1], len(keys)).astype(np.bool_),
+    layer_keys = replace(
+        Candidates(**{f: getattr(keys, f)[:, None] for f in Candidates.__slots__}),
+        recompute=key_modes[None, :, 0],
+        sequence_parallel=key_modes[None, :, 1].astype(np.bool_),
     )
     valid = _pairs(rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, *levels["pair"]), rejected)
-    row, mode = np.nonzero(valid)
     return Space(
         rows=rows,
         modes=modes,
-        row=row,
-        mode=mode,
         row_key=row_key,
-        layer_candidates=layer_candidates,
+        layer_keys=layer_keys,
         num_gpus=num_gpus,
         rejected=rejected,
         pairs=valid,
+        row_starts=np.concatenate([[0], np.cumsum(np.count_nonzero(valid, axis=1))]),
     )
 
 

@@ -75,6 +75,11 @@ class Candidates:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape the columns broadcast to (a search may hold some axes as broadcast dimensions)."""
+        return np.broadcast_shapes(*(np.shape(getattr(self, name)) for name in self.__slots__))
+
     @classmethod
     def from_layouts(cls, layouts: Sequence[Layout], num_layers: int, global_batch_size: int) -> Candidates:
         def col(values: list[int]) -> IntArray:

@@ -283,7 +283,7 @@ def ep_comm_per_layer_s(
     through its NIC, the rest over NVLink, concurrently. Averaged over all layers.
     """
     if model.moe is None:
-        return np.zeros(len(c))
+        return np.zeros(c.shape)
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.moe.top_k * model.hidden_size / c.tp
     group = placement.ep
     ep = group.size.astype(np.float64)

@@ -165,7 +165,7 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
     delayed-scaling amax-history update (kilobytes per GEMM).
     """
     if not hw.fp8:
-        zero = np.zeros(len(c), dtype=np.float64)
+        zero = np.zeros(c.shape, dtype=np.float64)
         return zero, zero
     tp = c.tp.astype(np.float64)
     inputs: FloatArray | float = 0.0

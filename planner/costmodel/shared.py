@@ -153,38 +153,24 @@ def _stage_offload(
     function of a stage's layers."""
     requested = training.activation_offload_layers
     if requested == 0:
-        zeros = np.zeros(len(c))
+        zeros = np.zeros(c.shape)
         return lambda layers: zeros
     return lambda layers: exposed_offload_s(requested, layers, per_layer, layer_s.forward, layer_s.backward, hw)
 
 
-def _spread(x: FloatArray, run: int) -> FloatArray:
-    """Per-run values repeated for each member of the run."""
-    return x if run == 1 else np.repeat(x, run)
-
-
-def layer_quantities(
-    model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware, *, run: int = 1
-) -> LayerQuantities:
+def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware) -> LayerQuantities:
     """The layer-level quantities of every candidate in `c`.
 
-    With `run` > 1, `c` holds runs of `run` consecutive candidates that differ
-    only in recompute and sequence parallelism (as `Space.layer_candidates`
-    does): the placement, the parameters per stage and the DP collectives,
-    which depend on neither, are computed once per run. The numbers are the
-    same either way (a test checks it).
+    `c`'s columns broadcast: the search passes its keys as a grid (`Space.layer_keys`, row keys down,
+    (recompute, sequence parallel) pairs across), so what depends on neither (the placement, the
+    parameters per stage, the DP collectives) is computed once per row key; every quantity then has the
+    shape its inputs give it, broadcastable to `c.shape`. The numbers are those of the flat candidates
+    (a test checks it).
     """
-
-    def spread(x: FloatArray) -> FloatArray:
-        return _spread(x, run)
-
-    base = c if run == 1 else c.take(slice(None, None, run))
-    base_placement = place(base, hw.nvlink_domain_gpus, hw.gpus_per_node)
-    placement = base_placement if run == 1 else base_placement.map(lambda a: np.repeat(a, run))
-    base_params = tuple(stage_params(model, base, stage) for stage in stage_kinds(base))
-    largest = largest_stage_params(base_params)
-    collectives = dp_collectives_s(model, base, largest, base_placement, hw, training)
-    params = tuple(p.map(spread) for p in base_params)
+    placement = place(c, hw.nvlink_domain_gpus, hw.gpus_per_node)
+    params = tuple(stage_params(model, c, stage) for stage in stage_kinds(c))
+    largest = largest_stage_params(params)
+    collectives = dp_collectives_s(model, c, largest, placement, hw, training)
     layer_s = _layer_seconds(model, c, hw, training, placement)
     logits_s = compute.logits_time_s(model, c, hw)
     num = training_numerics(training, hw)
@@ -196,8 +182,8 @@ def layer_quantities(
         logits_s=logits_s,
         stage_params=params,
         stage_terms=all_stage_terms(model, c, training, num, params, per_layer),
-        largest_params=largest.map(spread),
-        dp_collectives_s=collectives.map(spread),
+        largest_params=largest,
+        dp_collectives_s=collectives,
         slowest_stage_s=slowest,
         average_stage_s=average,
     )

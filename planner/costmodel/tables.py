@@ -83,31 +83,33 @@ class KeyTables:
 
 
 def key_tables(
-    model: ModelSpec, training: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware, *, run: int = 1
+    model: ModelSpec, training: TrainingSpec, keys: Candidates, q: LayerQuantities, hw: Hardware
 ) -> KeyTables:
-    """The tables for the key candidates `keys` (vp = 1, zero = 0) and their quantities `q`.
+    """The tables for the layer keys `keys` (`Space.layer_keys`; vp = 1, zero = 0) and their quantities `q`,
+    one table row per key in `Space.layer_candidates` order.
 
-    `run` as in `shared.layer_quantities`: runs of that many keys differ only in recompute and sequence
-    parallelism, so the model states (`memory.resident_state_bytes`, `memory.step_memory`) are computed once
-    per run and repeated.
+    The ZeRO stages are one more broadcast axis, after the keys': the cost functions broadcast over
+    (key axes, ZeRO stage), so what depends on neither the stage nor the (recompute, sequence parallel)
+    pair, such as the model states per row key, is computed once per row key and stage.
     """
+    shape, stages = keys.shape, len(ZERO_STAGES)
 
-    def column(a: np.ndarray) -> np.ndarray:
-        return a[:, None]
+    def flat(a: np.ndarray) -> np.ndarray:  # one entry per key
+        return np.broadcast_to(a, shape).reshape(-1)
 
-    def spread(a: np.ndarray) -> np.ndarray:
-        return a if run == 1 else np.repeat(a, run, axis=0)
+    def by_key(a: np.ndarray) -> np.ndarray:  # (key, ZeRO stage)
+        return np.ascontiguousarray(np.broadcast_to(a, (*shape, stages)).reshape(-1, stages))
 
-    # The keys as a column against the ZeRO stages as a row: the cost functions broadcast to (key, ZeRO
-    # stage), and what does not depend on the stage (activations, compute windows) is computed once per key.
-    zero_row = np.asarray(ZERO_STAGES, dtype=np.int64)[None, :]
-    at = replace(Candidates(**{f: column(getattr(keys, f)) for f in Candidates.__slots__}), zero_stage=zero_row)
-    base = at if run == 1 else at.take(slice(None, None, run))
+    def staged(a: np.ndarray) -> np.ndarray:  # the ZeRO axis appended
+        return np.asarray(a)[..., None]
+
+    zero = np.asarray(ZERO_STAGES, dtype=np.int64).reshape((1,) * len(shape) + (stages,))
+    at = replace(Candidates(**{f: staged(getattr(keys, f)) for f in Candidates.__slots__}), zero_stage=zero)
     dp_comm, optimizer = once_per_step_s(
         at,
-        q.dp_collectives_s.map(column),
-        q.largest_params.map(column),
-        q.slowest_stage_s.map(column),
+        q.dp_collectives_s.map(staged),
+        q.largest_params.map(staged),
+        q.slowest_stage_s.map(staged),
         training,
         hw,
     )
@@ -115,27 +117,23 @@ def key_tables(
     messages = p2p_messages_per_microbatch(keys)
     num = training_numerics(training, hw)
     sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
-    per_message = np.divide(sends, messages, out=np.zeros_like(sends), where=messages > 0)
-    per_run = [t.map(lambda a: column(a[::run])) for t in q.stage_terms]
-    idle = [activation_side_bytes(t, np.zeros(len(keys))) for t in q.stage_terms]
-    fixed = [spread(resident_state_bytes(base, num, b)) + column(a) for b, a in zip(per_run, idle, strict=True)]
-    per_in_flight = [activation_side_bytes(t, np.ones(len(keys))) - a for t, a in zip(q.stage_terms, idle, strict=True)]
-    step = [spread(step_memory(base, num, b).peak) for b in per_run] if step_can_peak(num) else None
-    grid = (len(keys), len(ZERO_STAGES))
-
-    def by_key(parts: list[FloatArray]) -> FloatArray:  # (key, ZeRO stage) per stage kind, stacked
-        return np.stack([np.broadcast_to(x, grid) for x in parts])
-
+    per_message = np.divide(
+        sends, messages, out=np.zeros(np.broadcast_shapes(sends.shape, messages.shape)), where=messages > 0
+    )
+    idle = [activation_side_bytes(t, np.zeros(1)) for t in q.stage_terms]
+    fixed = [resident_state_bytes(at, num, t.map(staged)) + staged(a) for t, a in zip(q.stage_terms, idle, strict=True)]
+    per_in_flight = [activation_side_bytes(t, np.ones(1)) - a for t, a in zip(q.stage_terms, idle, strict=True)]
+    step = [step_memory(at, num, t.map(staged)).peak for t in q.stage_terms] if step_can_peak(num) else None
     return KeyTables(
-        critical_path_s=q.slowest_stage_s.critical_path_s,
-        average_stage_s=q.average_stage_s,
-        p2p_message_s=per_message,
-        once_per_step_s=np.ascontiguousarray(np.broadcast_to(dp_comm + optimizer, grid)),
-        memory_fixed=by_key(fixed),
-        memory_per_in_flight=np.stack(per_in_flight),
-        memory_step=None if step is None else by_key(step),
-        last_of_pipeline=np.stack([t.last_of_pipeline for t in q.stage_terms]),
-        middle_of_pipeline=np.stack([t.middle_of_pipeline for t in q.stage_terms]),
+        critical_path_s=flat(q.slowest_stage_s.critical_path_s),
+        average_stage_s=flat(q.average_stage_s),
+        p2p_message_s=flat(per_message),
+        once_per_step_s=by_key(dp_comm + optimizer),
+        memory_fixed=np.stack([by_key(f) for f in fixed]),
+        memory_per_in_flight=np.stack([flat(f) for f in per_in_flight]),
+        memory_step=None if step is None else np.stack([by_key(x) for x in step]),
+        last_of_pipeline=np.stack([flat(t.last_of_pipeline) for t in q.stage_terms]),
+        middle_of_pipeline=np.stack([flat(t.middle_of_pipeline) for t in q.stage_terms]),
     )
 
 

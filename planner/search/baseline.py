@@ -116,7 +116,7 @@ def _mask(searched: Evaluated, allowed: Allowed) -> BoolArray:
             mode_ok &= np.isin(modes[:, 2], list(values))
         else:
             row_ok &= np.isin(getattr(rows, key), list(values))
-    in_space: BoolArray = row_ok[space.row] & mode_ok[space.mode]
+    in_space: BoolArray = (row_ok[:, None] & mode_ok[None, :])[space.pairs]
     return in_space
 
 

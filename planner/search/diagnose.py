@@ -85,8 +85,8 @@ def legal_values(
     if len(space) == 0:
         return []
     if key in _ROW_KEYS:
-        return sorted({int(v) for v in getattr(space.rows, key)[np.unique(space.row)]})
-    modes = space.modes[np.unique(space.mode)]
+        return sorted({int(v) for v in getattr(space.rows, key)[space.pairs.any(axis=1)]})
+    modes = space.modes[space.pairs.any(axis=0)]
     if key == "recompute":
         names = {code: r.value for r, code in RECOMPUTE_CODE.items()}
         return sorted({names[int(c)] for c in modes[:, 0]})

@@ -71,15 +71,11 @@ def evaluate(
     candidate that fits. Candidates left unevaluated have inf peak and step time, and `evaluated`
     counts those that were: the same space and limit always evaluate the same candidates.
     """
-    keys = space.layer_candidates
-    tables = key_tables(
-        model, training, keys, layer_quantities(model, training, keys, hw, run=KEY_MODES), hw, run=KEY_MODES
-    )
+    keys = space.layer_keys
+    tables = key_tables(model, training, keys, layer_quantities(model, training, keys, hw), hw)
     pairs, zeros = space.mode_grid
     tables = tables.at_zero_stages(zeros)
-    valid = space.valid()
-    per_row = np.count_nonzero(valid, axis=1)
-    row_starts = np.concatenate([[0], np.cumsum(per_row)])
+    valid, row_starts = space.valid(), space.row_starts
     step = np.full(len(space), np.inf)
     peak = np.full(len(space), np.inf)
     block = max(1, CHUNK // max(len(space.modes), 1))
@@ -101,7 +97,7 @@ def evaluate(
         spaces=(space,),
         step_time_s=step,
         peak_bytes=peak,
-        num_gpus=np.full(len(space), space.num_gpus, dtype=np.int64),
+        num_gpus=np.broadcast_to(np.int64(space.num_gpus), len(space)),  # read-only: one value per space
         evaluated=int(row_starts[stop]),
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import Counter
@@ -129,8 +128,6 @@ EXTRA_GPU_COUNTS = 3
 MAX_NODES_SCANNED = 4096
 """How far below a badly factoring request (in whole nodes) the extra counts are looked for."""
 
-_divisors = functools.lru_cache(maxsize=64)(divisors)
-
 
 def _sane_pp(pp: int, num_layers: int) -> bool:
     return pp == 1 or (
@@ -149,11 +146,11 @@ def factors_well(n: int, gpus_per_node: int, num_layers: int, global_batch: int)
     `MIN_LAYERS_PER_UNEVEN_STAGE` per stage. For an 80-layer model and batch 1024: 504 = 8 x 63 and
     496 = 8 x 31 x 2 fail, 480 = 8 x 15 x 4 passes.
     """
-    for tp in _divisors(gpus_per_node):
+    for tp in divisors(gpus_per_node):
         if n % tp:
             continue
         rest = n // tp
-        if any(rest % dp == 0 and _sane_pp(rest // dp, num_layers) for dp in _divisors(global_batch) if dp <= rest):
+        if any(rest % dp == 0 and _sane_pp(rest // dp, num_layers) for dp in divisors(global_batch) if dp <= rest):
             return True
     return False
 
@@ -222,13 +219,16 @@ def _refine_all(
     partition: bool,
     work: SplitWork | None = None,
     rules: RuleSet = CORE,
-) -> list[tuple[Layout, Estimate]]:
-    """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster."""
-    defaults = estimate_many(model, cluster, training, layouts, rules)
+    also: tuple[Layout, ...] = (),
+) -> tuple[list[tuple[Layout, Estimate]], list[Estimate]]:
+    """Estimates of `layouts` (one GPU count), each with CP-SAT's split where that is valid and faster; and
+    the estimates of the layouts `also` (the baselines), made in the same vectorised call."""
+    estimated = estimate_many(model, cluster, training, [*layouts, *also], rules)
+    defaults, extra = estimated[: len(layouts)], estimated[len(layouts) :]
     # With the embedding or loss counted in the split, Megatron-Core fixes an even split: nothing to refine.
     piped = [i for i, x in enumerate(layouts) if x.pp >= 2 and not x.counts_embedding_or_loss]
     if not partition or not piped:
-        return list(zip(layouts, defaults, strict=True))
+        return list(zip(layouts, defaults, strict=True)), extra
     costs = stage_costs_many(model, training, [layouts[i] for i in piped], hw)
     todo = [(i, c) for i, c in zip(piped, costs, strict=True) if _needs_split(model, layouts[i], defaults[i], c)]
     problems = [PartitionProblem(model.num_layers, layouts[i].pp, layouts[i].vp, c) for i, c in todo]
@@ -244,7 +244,7 @@ def _refine_all(
         alt = alternatives.get(i)
         better = alt is not None and alt.fits and (not e.fits or alt.step_time_s < e.step_time_s)
         out.append((splits[i], alt) if better and alt is not None else (layout, e))
-    return out
+    return out, extra
 
 
 def _objective_of(e: Estimate, n: int, objective: Objective) -> float:
@@ -301,17 +301,33 @@ def plan(
     order = rank(ev, hw.hbm_bytes, objective, top=top_k, max_step_s=bound)
     fit = ev.peak_bytes <= hw.hbm_bytes
     feasible = int(np.count_nonzero(fit))
-    plans = _top_plans(model, training, cluster, hw, ev, order, top_k, objective, partition, budget.split, rules)
+    reusable = not allowed and objective is Objective.STEP_TIME and len(counts) == 1 and ev.evaluated == len(ev)
+    recipes = (PAPER, MODERN)
+    found = [
+        baseline_candidates(model, training, cluster.num_gpus, hw, ev if reusable else None, rules, r) for r in recipes
+    ]
+    rule_layouts = [None if f is None else f[0].layout(f[1], model.num_layers) for f in found]
+    plans, rule_estimates = _top_plans(
+        model,
+        training,
+        cluster,
+        hw,
+        ev,
+        order,
+        top_k,
+        objective,
+        partition,
+        budget.split,
+        rules,
+        tuple(x for x in rule_layouts if x is not None),
+    )
     diagnosis = None
     if not plans and feasible and max_step_time_s is not None:
         fastest = int(np.argmin(np.where(fit, ev.step_time_s, np.inf)))
         diagnosis = too_slow(max_step_time_s, float(ev.step_time_s[fastest]), int(ev.num_gpus[fastest]), hw)
     elif not plans:
         diagnosis = diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
-    reusable = not allowed and objective is Objective.STEP_TIME and len(counts) == 1 and ev.evaluated == len(ev)
-    baseline, modern = _baselines(
-        model, training, cluster, hw, plans, objective, ev if reusable else None, rules, (PAPER, MODERN)
-    )
+    baseline, modern = _baselines(recipes, rule_layouts, rule_estimates, plans, objective, cluster.num_gpus)
     stats = SearchStats(
         candidates=len(ev),
         evaluated=ev.evaluated,
@@ -347,58 +363,61 @@ def _top_plans(
     partition: bool,
     work: SplitWork | None = None,
     rules: RuleSet = CORE,
-) -> list[Plan]:
+    also: tuple[Layout, ...] = (),
+) -> tuple[list[Plan], list[Estimate]]:
+    """The ranked plans of the shortlist `order`, and the estimates of the layouts `also` on all the cluster's
+    GPUs (the baselines), made beside the shortlist's own at that GPU count."""
     shortlist = [int(i) for i in order[:top_k]]
     by_gpus: dict[int, list[int]] = {}
     for i in shortlist:
         by_gpus.setdefault(int(ev.num_gpus[i]), []).append(i)
+    if also:
+        by_gpus.setdefault(cluster.num_gpus, [])
     scored: list[tuple[float, int, int, Estimate, Layout]] = []
+    extra: list[Estimate] = []
     for n, indexes in by_gpus.items():
-        chosen = ev.take(np.asarray(indexes))
+        chosen = ev.take(np.asarray(indexes, dtype=np.int64))
         layouts = [chosen.layout(j, model.num_layers) for j in range(len(indexes))]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
-        for i, (layout, e) in zip(
-            indexes, _refine_all(model, training, cluster_n, hw, layouts, partition, work, rules), strict=True
-        ):
+        with_rules = also if n == cluster.num_gpus else ()
+        refined, found = _refine_all(model, training, cluster_n, hw, layouts, partition, work, rules, with_rules)
+        extra += found
+        for i, (layout, e) in zip(indexes, refined, strict=True):
             scored.append((_objective_of(e, n, objective), shortlist.index(i), n, e, layout))
     scored.sort(key=lambda s: (s[0], s[1]))
     if not scored:
-        return []
+        return [], extra
     within = scored[0][0] * (1 + EQUIVALENT_WITHIN)
     equivalent = sorted((s for s in scored if s[0] <= within), key=lambda s: (simplicity(s[4]), s[0], s[1]))
     ordered = [(True, s) for s in equivalent] + [(False, s) for s in scored if s[0] > within]
-    return [
+    plans = [
         Plan(rank=r + 1, layout=layout, num_gpus=n, estimate=e, equivalent=same)
         for r, (same, (_, _, n, e, layout)) in enumerate(ordered)
     ]
+    return plans, extra
 
 
 def _baselines(
-    model: ModelSpec,
-    training: TrainingSpec,
-    cluster: ClusterSpec,
-    hw: Hardware,
+    recipes: tuple[Recipe, ...],
+    layouts: list[Layout | None],
+    estimates: list[Estimate],
     plans: list[Plan],
     objective: Objective,
-    searched: Evaluated | None,
-    rules: RuleSet,
-    recipes: tuple[Recipe, ...],
+    num_gpus: int,
 ) -> list[Baseline]:
-    """Each recipe's rule-of-thumb layout, estimated together (one vectorised call), against the best plan."""
-    found = [baseline_candidates(model, training, cluster.num_gpus, hw, searched, rules, r) for r in recipes]
-    layouts = [ev.layout(i, model.num_layers) for ev, i in (f for f in found if f is not None)]
-    estimates = iter(estimate_many(model, cluster, training, layouts, rules) if layouts else [])
-    chosen = iter(layouts)
+    """Each recipe's rule-of-thumb layout (None where nothing fits) with its estimate (`estimates`, one per
+    layout that is not None, in order), against the best plan."""
+    given = iter(estimates)
     out = []
-    for recipe, hit in zip(recipes, found, strict=True):
-        if hit is None:
+    for recipe, layout in zip(recipes, layouts, strict=True):
+        if layout is None:
             out.append(Baseline(rule=recipe.rule, plan=None, speedup_of_best=None))
             continue
-        e = next(estimates)
-        base = Plan(rank=0, layout=next(chosen), num_gpus=cluster.num_gpus, estimate=e)
+        e = next(given)
+        base = Plan(rank=0, layout=layout, num_gpus=num_gpus, estimate=e)
         speedup = None
         if plans:  # against the fastest plan (the first may be a simpler equivalent one)
             ours = min(_objective_of(p.estimate, p.num_gpus, objective) for p in plans)
-            speedup = _objective_of(e, cluster.num_gpus, objective) / ours
+            speedup = _objective_of(e, num_gpus, objective) / ours
         out.append(Baseline(rule=recipe.rule, plan=base, speedup_of_best=speedup))
     return out

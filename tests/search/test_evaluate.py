@@ -37,3 +37,21 @@ def test_sequence_parallel_only_with_tensor_parallel() -> None:
     assert not (c.sequence_parallel & (c.tp == 1)).any()
     assert (c.sequence_parallel & (c.tp > 1)).any() and (~c.sequence_parallel & (c.tp == 1)).any()
     assert space.rejected["sequence_parallel_needs_tp"] == np.count_nonzero(~space.valid())
+
+
+def test_locate_finds_each_candidates_row_and_mode_by_either_path() -> None:
+    """A few candidates are located by row offsets, many by one pass over the pairs: both give the row-major
+    (row, mode) order of `pairs`, including rows where sequence parallelism leaves gaps (tp = 1)."""
+    model = get_preset("megatron-1.7b").model
+    space = build_space(model, TrainingSpec(global_batch_size=64), 16, {})
+    assert not space.pairs.all()  # tp = 1 rows take no sequence-parallel mode: gaps inside rows
+    row, mode = np.nonzero(space.pairs)
+    rng = np.random.default_rng(1)
+    for size in (0, 1, 7, len(space) // 9, len(space) // 2, len(space)):
+        index = rng.choice(len(space), size=size, replace=False)
+        found = space.locate(index)
+        np.testing.assert_array_equal(found[0], row[index])
+        np.testing.assert_array_equal(found[1], mode[index])
+    mask = rng.random(len(space)) < 0.01
+    np.testing.assert_array_equal(space.locate(mask)[1], mode[mask])
+    np.testing.assert_array_equal(space.locate(slice(3, 40))[0], row[3:40])

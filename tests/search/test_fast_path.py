@@ -42,18 +42,24 @@ def test_tables_match_the_reference(preset: str, profile: str, gpus: int, batch:
 
 
 @pytest.mark.parametrize(("preset", "profile", "gpus", "batch", "runtime"), CASES, ids=[c[0] for c in CASES])
-def test_quantities_per_run_equal_per_candidate(
+def test_quantities_on_the_key_grid_equal_per_candidate(
     preset: str, profile: str, gpus: int, batch: int, runtime: RuntimeFeatures
 ) -> None:
-    """Computing the recompute- and SP-independent quantities once per run of layer keys changes no number."""
+    """Computing on the key grid (row keys down, recompute and SP pairs across, `Space.layer_keys`), where what
+    depends on neither is computed once per row key, changes no number against the flat candidates."""
     model = get_preset(preset).model
     training = TrainingSpec(global_batch_size=batch, runtime=runtime)
     hw = load_profiles()[profile].hardware(training.precision)
-    keys = build_space(model, training, gpus, {}).layer_candidates
-    per_run = layer_quantities(model, training, keys, hw, run=KEY_MODES)
-    each = layer_quantities(model, training, keys, hw)
-    for a, b in zip(_arrays(per_run), _arrays(each), strict=True):
-        np.testing.assert_array_equal(a, b)
+    space = build_space(model, training, gpus, {})
+    grid = layer_quantities(model, training, space.layer_keys, hw)
+    each = layer_quantities(model, training, space.layer_candidates, hw)
+    shape = space.layer_keys.shape
+    assert shape == (len(space.layer_candidates) // KEY_MODES, KEY_MODES)
+    compared = 0
+    for a, b in zip(_arrays(grid), _arrays(each), strict=True):
+        np.testing.assert_array_equal(np.broadcast_to(a, shape).reshape(-1), b)
+        compared += int(np.ndim(a) == 2 and np.shape(a)[1] == 1)  # computed once per row key
+    assert compared > 20
 
 
 def _arrays(q: LayerQuantities) -> list[np.ndarray]:
