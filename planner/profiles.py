@@ -17,7 +17,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InvalidSpecError, UnknownHardwareError
-from planner.specs import AttentionKernel, Fp8Recipe, Precision
+from planner.specs import AttentionKernel, Fp8Recipe, Precision, TrainingSpec
 from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
 
 __all__ = [
@@ -186,6 +186,15 @@ DEFAULT_CALIBRATION = Calibration(
 )
 
 
+MXFP8_GEMM_RATE = 6.812 / 7.161
+"""Throughput of MXFP8 GEMM kernels against per-tensor-scaled FP8 ones on the same tensor cores: Transformer
+Engine's GEMM profiling guide (`docs/examples/gemm_profiling/gemm_profiling.rst` at TE d0067d0, "Autocast vs
+Pre-quantized"), NVIDIA B300, the twelve GEMMs of a hidden-4096 layer at 15,872 tokens with the inputs
+quantized beforehand (kernels only): 6.812 ms per layer under FP8 current scaling, 7.161 ms under MXFP8.
+The block scales (one per 32 elements of each operand) ride through the GEMM's main loop. Measured on one
+Blackwell part and shape set; applied to every GPU with MXFP8 tensor cores."""
+
+
 class HardwareProfile(BaseModel):
     """One system. `sources` maps each dotted key (e.g. `gpu.peak_tflops`) to where its number comes from."""
 
@@ -203,6 +212,10 @@ class HardwareProfile(BaseModel):
     efficiency: EfficiencySection = Field(default_factory=EfficiencySection)
     calibration: Calibration | None = None
     sources: dict[str, str] = Field(default_factory=dict)
+
+    def training_hardware(self, training: TrainingSpec) -> Hardware:
+        """`hardware` at the training's precision and FP8 recipe (no memory headroom: `memory.usable_hardware`)."""
+        return self.hardware(training.precision, training.fp8_recipe)
 
     def hardware(self, precision: Precision, fp8_recipe: Fp8Recipe | None = None) -> Hardware:
         """The profile in SI units for one precision; raises if the GPU lacks that precision or FP8 recipe."""
@@ -247,6 +260,7 @@ class HardwareProfile(BaseModel):
                 (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
             ),
             fp8_gemm_non_tn=self.gpu.fp8_gemm_non_tn,
+            fp8_gemm_rate=MXFP8_GEMM_RATE if precision is Precision.FP8 and fp8_recipe is Fp8Recipe.MXFP8 else 1.0,
             host_link_bytes_per_s=None if (link := self.node.host_link_gb_per_s) is None else link * GB,
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
@@ -290,11 +304,12 @@ class Hardware:
         return self.bf16_peak_flop_per_s is not None
 
     def gemm_peak_flop_per_s(self, fp8_gemm: bool) -> float:
-        """The peak one GEMM runs at: the training precision's for an fp8-eligible GEMM (`gemms.Gemm.fp8`),
-        else the 16-bit peak (bf16 under an FP8 run; the same peak under bf16/fp16)."""
-        if fp8_gemm or self.bf16_peak_flop_per_s is None:
+        """The peak one GEMM runs at: the training precision's for an fp8-eligible GEMM (`gemms.Gemm.fp8`;
+        under FP8 times `fp8_gemm_rate`, the recipe's kernels), else the 16-bit peak (bf16 under an FP8 run;
+        the same peak under bf16/fp16)."""
+        if self.bf16_peak_flop_per_s is None:
             return self.peak_flop_per_s
-        return self.bf16_peak_flop_per_s
+        return self.peak_flop_per_s * self.fp8_gemm_rate if fp8_gemm else self.bf16_peak_flop_per_s
 
     fused_attention_flop_per_s: tuple[float, float] | None = None
     """(forward, backward) flop/s of the fused attention kernel as published (`GpuSection.fused_attention_tflops`);
@@ -308,6 +323,9 @@ class Hardware:
 
     fp8_gemm_non_tn: bool = False
     """FP8 GEMMs take any operand layout (`GpuSection.fp8_gemm_non_tn`): no transposed FP8 weight copy."""
+    fp8_gemm_rate: float = 1.0
+    """The FP8 recipe's GEMM kernels against per-tensor-scaled ones, at the same peak: `MXFP8_GEMM_RATE` under
+    MXFP8, else 1."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     host_link_bytes_per_s: float | None = None

@@ -193,7 +193,7 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: _Errors, loso: _Error
         pub_step = run.step_time_s
         pub_tflops = hardware_flop / pub_step / run.num_gpus / TERA
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
-    memory = memory_per_gpu(run.model, c, run.training, profile.hardware(run.training.precision))
+    memory = memory_per_gpu(run.model, c, run.training, profile.training_hardware(run.training))
     return RunRow(
         id=run.id,
         gpu_kind=run.gpu_kind,

@@ -78,7 +78,7 @@ def usable_hardware(cluster: ClusterSpec, training: TrainingSpec) -> Hardware:
     of communicators, allocator blocks reserved but not handed out) and for the memory model's own
     error; `planner.profiles.DEFAULT_MEMORY_HEADROOM` states the default.
     """
-    hw = cluster.profile.hardware(training.precision, training.fp8_recipe)
+    hw = cluster.profile.training_hardware(training)
     return replace(hw, hbm_bytes=hw.hbm_bytes * (1.0 - cluster.memory_headroom))
 
 

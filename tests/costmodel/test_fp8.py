@@ -9,9 +9,10 @@ import pytest
 from planner.costmodel import compute
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.gemms import GemmRole, layer_gemms, logits_gemm
+from planner.errors import InvalidSpecError
 from planner.layout import Layout
-from planner.profiles import Hardware, load_profiles
-from planner.specs import AttentionKernel, ModelSpec, MoESpec, Precision, RuntimeFeatures
+from planner.profiles import MXFP8_GEMM_RATE, Hardware, load_profiles
+from planner.specs import AttentionKernel, Fp8Recipe, ModelSpec, MoESpec, Precision, RuntimeFeatures
 from planner.units import TERA
 
 BF16 = Hardware(
@@ -139,3 +140,24 @@ def test_a100_runs_flashattention_2_for_either_kernel() -> None:
         forward, backward = hw.flash2_attention_flop_per_s
         assert 3.5 / (1 / forward + 2.5 / backward) == pytest.approx(0.615 * 312 * TERA, rel=1e-3)
         assert forward / backward == pytest.approx(368 / 310, rel=1e-3)
+
+
+def test_mxfp8_runs_the_linear_gemms_at_its_kernel_rate_and_nothing_else_slower() -> None:
+    """MXFP8's fp8 GEMMs at `MXFP8_GEMM_RATE` of per-tensor FP8's (TE's profiling guide: 6.812 / 7.161 ms per
+    layer on B300); its bf16 GEMMs (attention core, output layer) and a bf16 run keep their peaks; a GPU without
+    MXFP8 tensor cores refuses the recipe."""
+    assert MXFP8_GEMM_RATE == pytest.approx(0.9513, abs=1e-4)
+    gb200 = load_profiles()["gb200-nvl72"]
+    mx = gb200.hardware(Precision.FP8, Fp8Recipe.MXFP8)
+    cs = gb200.hardware(Precision.FP8, Fp8Recipe.TENSORWISE)
+    assert mx.gemm_peak_flop_per_s(True) == pytest.approx(cs.gemm_peak_flop_per_s(True) * MXFP8_GEMM_RATE)
+    assert mx.gemm_peak_flop_per_s(False) == cs.gemm_peak_flop_per_s(False) == cs.bf16_peak_flop_per_s
+    assert gb200.hardware(Precision.FP8, Fp8Recipe.DELAYED).fp8_gemm_rate == 1.0
+    assert gb200.hardware(Precision.BF16).gemm_peak_flop_per_s(True) == gb200.gpu.peak_tflops.bf16 * TERA
+    flop = 1e12  # a large GEMM: time is flop / (eta * rate), overhead aside
+    ratio = (compute.tensor_core_time_s(flop, mx) - mx.gemm_overhead_s) / (
+        compute.tensor_core_time_s(flop, cs) - cs.gemm_overhead_s
+    )
+    assert float(ratio) == pytest.approx(1 / MXFP8_GEMM_RATE)
+    with pytest.raises(InvalidSpecError, match="fp8_recipe"):
+        load_profiles()["dgx-h100"].hardware(Precision.FP8, Fp8Recipe.MXFP8)
