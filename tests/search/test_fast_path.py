@@ -13,6 +13,7 @@ from planner.costmodel.step import estimate_steps
 from planner.estimate import estimate
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
+from planner.search.constraints import parse_constraints
 from planner.search.evaluate import evaluate
 from planner.specs import RuntimeFeatures, TrainingSpec
 from planner.units import GIB
@@ -96,3 +97,29 @@ def test_splits_that_count_the_embedding_or_loss_match_the_scalar_estimate() -> 
         assert ev.peak_bytes[i] / GIB == pytest.approx(e.memory.peak_gib, rel=1e-12), layout
         if np.isfinite(ev.step_time_s[i]):
             assert ev.step_time_s[i] == pytest.approx(e.step_time_s, rel=1e-12), layout
+
+
+@pytest.mark.parametrize(
+    "allowed",
+    [
+        {"zero_stage": [0, 3], "recompute": ["full", "none"]},
+        {"zero_stage": [2], "sequence_parallel": [True]},
+        {"recompute": ["selective"], "zero_stage": [1, 2, 3]},
+    ],
+)
+def test_tables_match_the_reference_on_a_subset_of_modes(allowed: dict[str, list[object]]) -> None:
+    """Pinned modes: the grid runs over the pinned pairs and ZeRO stages (`Space.mode_grid`), in the space's
+    mode order, and agrees with the reference path on every candidate."""
+    model = get_preset("gpt3-175b").model
+    training = TrainingSpec(global_batch_size=128)
+    hw = load_profiles()["dgx-a100-80gb"].hardware(training.precision)
+    space = build_space(model, training, 64, parse_constraints(allowed))
+    pairs, zeros = space.mode_grid
+    assert len(pairs) * len(zeros) == len(space.modes)
+    q = layer_quantities(model, training, space.layer_candidates, hw)
+    ev = evaluate(model, training, space, hw)
+    reference = estimate_steps(model, training, space.candidates, hw, q.take(space.layer_index))
+    fits = reference.memory.peak <= hw.hbm_bytes
+    assert len(ev) > 50 and fits.any()
+    np.testing.assert_allclose(ev.peak_bytes, reference.memory.peak, rtol=1e-12)
+    np.testing.assert_allclose(ev.step_time_s[fits], reference.step_time_s[fits], rtol=1e-12)
