@@ -163,6 +163,14 @@ def _job_body(
             min=0, help="Layers whose activations are offloaded to host memory (Megatron-Core CPU offloading); pp 1."
         ),
     ] = 0,
+    recompute_num_layers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="With full recompute, recompute only the first N layers of each pipeline stage (Megatron-Core"
+            " recompute_method block); default: every layer.",
+        ),
+    ] = None,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -177,6 +185,8 @@ def _job_body(
         training["train_tokens"] = train_tokens
     if activation_offload_layers:
         training["activation_offload_layers"] = activation_offload_layers
+    if recompute_num_layers is not None:
+        training["recompute_num_layers"] = recompute_num_layers
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},

@@ -320,6 +320,15 @@ class TrainingSpec(BaseModel):
         "they do not hide is time. Needs pp = 1, no recomputation and fewer layers than the model has (rule "
         "activation_offload).",
     )
+    recompute_num_layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LAYERS,
+        description="Under full recomputation, recompute only this many layers of each pipeline stage, the first "
+        "ones, and keep the other layers' activations (Megatron-Core `recompute_method` block with "
+        "`recompute_num_layers`); null (default): every layer (method uniform, one layer per unit). Applies to "
+        "plans with recompute full; priced without interleaving only (rule recompute_block).",
+    )
     attention_dropout: float = Field(
         default=0.0,
         ge=0,

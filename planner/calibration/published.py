@@ -264,6 +264,10 @@ def _published_step_s(row: dict[str, Any], model: ModelSpec) -> float:
     return float(flop / (measured["tflops_per_gpu"] * TERA * lay["gpus"]))
 
 
+_STATED_TRAINING = ("fp8_recipe", "fp8_param_gather", "activation_offload_layers", "recompute_num_layers")
+"""`TrainingSpec` fields a modern row's `runtime` may state."""
+
+
 def _modern(row: dict[str, Any]) -> list[PublishedRun]:
     """A Megatron-Core / NeMo era row (H100 and later): settings as published or as listed assumptions.
 
@@ -272,7 +276,8 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
     or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default), and for FP8 rows
     the scaling recipe and weight storage (`runtime.fp8_recipe`, `runtime.fp8_param_gather`; absent: Megatron-LM's
     defaults, delayed scaling and 16-bit weights); `runtime.activation_offload_layers` where a recipe offloads
-    activations; `layout.zero_stage` where it is not the distributed optimizer's 1 (Megatron-FSDP: 3).
+    activations, `runtime.recompute_num_layers` where it recomputes some layers only; `layout.zero_stage` where
+    it is not the distributed optimizer's 1 (Megatron-FSDP: 3).
     """
     lay, stated = row["layout"], row["runtime"]
     zero = lay["zero_stage"] if "zero_stage" in lay else 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0
@@ -282,7 +287,7 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
         precision=_PRECISIONS[row["precision"]],
         runtime=runtime,
         grad_reduce_in_fp32=stated.get("grad_reduce_in_fp32"),
-        **{k: stated[k] for k in ("fp8_recipe", "fp8_param_gather", "activation_offload_layers") if k in stated},
+        **{k: stated[k] for k in _STATED_TRAINING if k in stated},
     )
     model = _model(row)
     layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], zero)

@@ -39,6 +39,7 @@ from planner.rules import (
     INTERLEAVE_MICROBATCHES,
     LAYOUT_AXES,
     LOSS_IN_SPLIT,
+    RECOMPUTE_BLOCK,
     SEQUENCE_PARALLEL_NEEDS_TP,
     STAGE_SPLIT,
     TENSOR_SPLIT,
@@ -413,7 +414,9 @@ def build_space(
         recompute=key_modes[None, :, 0],
         sequence_parallel=key_modes[None, :, 1].astype(np.bool_),
     )
-    valid = _pairs(rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, *levels["pair"]), rejected)
+    valid = _pairs(
+        rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, *levels["pair"]), rejected
+    )
     return Space(
         rows=rows,
         modes=modes,

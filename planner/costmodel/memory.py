@@ -30,12 +30,14 @@ from planner.costmodel.candidates import (
     BoolArray,
     Candidates,
     FloatArray,
+    IntArray,
     select_max,
     tokens_per_microbatch,
 )
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
+from planner.costmodel.recompute import recomputed_layers
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
@@ -153,15 +155,21 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
     selective recompute without flash attention that layer's attention scores.
     """
-    no_recompute = Candidates(
-        **{name: getattr(c, name) for name in c.__slots__} | {"recompute": np.full_like(c.recompute, NONE)}
-    )
-    working = np.where(c.recompute == FULL, activation_bytes_per_layer(model, no_recompute, rt, num), 0.0)
+    working = np.where(c.recompute == FULL, _kept_bytes_per_layer(model, c, rt, num), 0.0)
     if not rt.flash_attention:
         tokens = tokens_per_microbatch(model, c)
         scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
         working = np.where(c.recompute == SELECTIVE, scores, working)
     return np.asarray(working, dtype=np.float64)
+
+
+def _kept_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:
+    """`activation_bytes_per_layer` of the candidates without recomputation: what a layer that is not
+    recomputed (or is being recomputed) holds."""
+    no_recompute = Candidates(
+        **{name: getattr(c, name) for name in c.__slots__} | {"recompute": np.full_like(c.recompute, NONE)}
+    )
+    return activation_bytes_per_layer(model, no_recompute, rt, num)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +223,17 @@ def stage_terms(
     stage: StageShape,
     num: Numerics,
     offload: int,
+    partial: tuple[IntArray, FloatArray] | None = None,
 ) -> StageTerms:
     """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer.
 
     The output stage keeps the final hidden states and the logits in `num.logit_bytes` (fp32) for the loss.
     With `offload` layers' activations offloaded to the host (`TrainingSpec.activation_offload_layers`), a
     micro-batch keeps those of the other layers only (`offload.offloaded_layers`: at most L - k sets on the GPU).
+    `partial` (block recompute, `TrainingSpec.recompute_num_layers`): the stage's recomputed layers
+    (`recompute.recomputed_layers`) keep `per_layer` each, the others the bytes of a layer without recompute;
+    the recompute working set then needs no room of its own when some layers are not recomputed, as
+    backward reaches the first (recomputed) layers after the later ones freed theirs.
     """
     layers, embedding, output = stage
     tokens = tokens_per_microbatch(model, c)
@@ -228,10 +241,12 @@ def stage_terms(
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
     logits = np.where(output, num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
     fp8 = stage_fp8_weights(model, c, layers)
+    if partial is not None:  # the recomputed layers run last in backward, after the others freed their activations
+        working = np.where(partial[0] < layers, 0.0, working)
     return StageTerms(
         params=params,
         sharded=sharded_params(params, c.dp, c.cp, c.ep),
-        layer_activations=per_layer * (layers - offloaded_layers(offload, layers)) + embedding_bytes,
+        layer_activations=_layer_activations(per_layer, layers, offload, partial) + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
         fp8_weights=fp8.total,
@@ -239,6 +254,16 @@ def stage_terms(
         last_of_pipeline=np.asarray(output & (c.pp > 1)),
         middle_of_pipeline=np.asarray(~embedding & ~output & (c.pp > 2)),
     )
+
+
+def _layer_activations(
+    per_layer: FloatArray, layers: IntArray, offload: int, partial: tuple[IntArray, FloatArray] | None
+) -> FloatArray:
+    """Bytes one in-flight micro-batch keeps in a stage's layers (`stage_terms`)."""
+    if partial is None:
+        return np.asarray(per_layer * (layers - offloaded_layers(offload, layers)), dtype=np.float64)
+    rerun, kept = partial  # offloading needs recompute none (rule activation_offload): nothing offloaded here
+    return np.asarray(per_layer * rerun + kept * (layers - rerun), dtype=np.float64)
 
 
 def training_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: FloatArray) -> MemoryBreakdown:
@@ -364,8 +389,20 @@ def all_stage_terms(
     """`stage_terms` of the first, middle and last stage (`StageKind` order); `per_layer` is
     `activation_bytes_per_layer` of `c` (the caller's, which the offload time reads too)."""
     working = working_bytes(model, c, training.runtime, num)
+    block = training.recompute_num_layers
+    kept = None if block is None else _kept_bytes_per_layer(model, c, training.runtime, num)
     return tuple(
-        stage_terms(model, c, params, per_layer, working, stage, num, training.activation_offload_layers)
+        stage_terms(
+            model,
+            c,
+            params,
+            per_layer,
+            working,
+            stage,
+            num,
+            training.activation_offload_layers,
+            None if kept is None else (recomputed_layers(c, stage.layers, block), kept),
+        )
         for params, stage in zip(stage_params, stage_kinds(c), strict=True)
     )
 

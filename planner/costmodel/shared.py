@@ -2,9 +2,10 @@
 
 Everything here is a function of (tp, cp, pp, dp, ep, micro-batch, recompute,
 sequence parallel): not of the ZeRO stage, the interleaving depth or the
-number of micro-batches. A search evaluates them on the few distinct keys and
-gathers them to every candidate; a single estimate computes them directly.
-The numbers are the same either way, so the search stays exact.
+number of micro-batches. A search evaluates them on its grid of distinct keys
+(`Space.layer_keys`, over which every function here broadcasts) and gathers
+them to every candidate; a single estimate computes them directly. The numbers
+are the same either way, so the search stays exact.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
 from planner.costmodel.memory import StageTerms, activation_bytes_per_layer, all_stage_terms
 from planner.costmodel.offload import exposed_offload_s
 from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
+from planner.costmodel.recompute import recomputed_layers, recomputed_layers_in_model
 from planner.costmodel.topology import Placement, place
 from planner.numerics import training_numerics
 from planner.profiles import Hardware
@@ -127,23 +129,48 @@ StageOffload = Callable[[IntArray], FloatArray]
 
 
 def _slowest_stage(
-    model: ModelSpec, c: Candidates, layer_s: LayerSeconds, logits_s: FloatArray, offload_s: StageOffload
+    model: ModelSpec,
+    c: Candidates,
+    layer_s: LayerSeconds,
+    logits_s: FloatArray,
+    offload_s: StageOffload,
+    block: int | None = None,
 ) -> tuple[LayerSeconds, FloatArray]:
     """Seconds of one micro-batch on the slowest stage, by kind, and on an average stage.
 
     `offload_s` gives a stage's exposed activation copies from its layer count (zero without offloading); the
     average stage carries the slowest one's share (offloading runs at pp = 1, rule activation_offload).
+    `block` (`TrainingSpec.recompute_num_layers`): a stage reruns its recompute on `recompute.recomputed_layers`
+    of its layers only.
     """
     layer_total = layer_s.critical_path_s
     stages = stage_kinds(c)
     offload = [offload_s(s.layers) for s in stages]
+    if block is None:
+        totals = [
+            s.layers * layer_total + np.where(s.output, logits_s, 0.0) + o for s, o in zip(stages, offload, strict=True)
+        ]
+        n, has_logits, copies = select_max(totals, [s.layers for s in stages], [s.output for s in stages], offload)
+        slowest = layer_s.map(lambda a: n * a)
+        slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0), offload=copies)
+        return slowest, (model.num_layers * layer_total + logits_s + copies) / c.pp
+    rerun = [recomputed_layers(c, s.layers, block) for s in stages]
     totals = [
-        s.layers * layer_total + np.where(s.output, logits_s, 0.0) + o for s, o in zip(stages, offload, strict=True)
+        s.layers * layer_total - (s.layers - r) * layer_s.recompute + np.where(s.output, logits_s, 0.0) + o
+        for s, r, o in zip(stages, rerun, offload, strict=True)
     ]
-    n, has_logits, copies = select_max(totals, [s.layers for s in stages], [s.output for s in stages], offload)
+    options = ([s.layers for s in stages], [s.output for s in stages], offload, rerun)
+    n, has_logits, copies, r = select_max(totals, *options)
     slowest = layer_s.map(lambda a: n * a)
-    slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0), offload=copies)
-    return slowest, (model.num_layers * layer_total + logits_s + copies) / c.pp
+    slowest = replace(
+        slowest,
+        compute=slowest.compute + np.where(has_logits, logits_s, 0.0),
+        recompute=r * layer_s.recompute,
+        backward=slowest.backward - (n - r) * layer_s.recompute,
+        offload=copies,
+    )
+    skipped = model.num_layers - recomputed_layers_in_model(c, block)
+    return slowest, (model.num_layers * layer_total - skipped * layer_s.recompute + logits_s + copies) / c.pp
 
 
 def _stage_offload(
@@ -175,7 +202,8 @@ def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw
     logits_s = compute.logits_time_s(model, c, hw)
     num = training_numerics(training, hw)
     per_layer = activation_bytes_per_layer(model, c, training.runtime, num)
-    slowest, average = _slowest_stage(model, c, layer_s, logits_s, _stage_offload(c, hw, training, layer_s, per_layer))
+    offload = _stage_offload(c, hw, training, layer_s, per_layer)
+    slowest, average = _slowest_stage(model, c, layer_s, logits_s, offload, training.recompute_num_layers)
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,

@@ -23,6 +23,7 @@ from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, 
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.pipeline import bubble_s
+from planner.costmodel.recompute import recomputed_layers_in_model
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
 from planner.costmodel.zero import ModelState, held_params, sharded_params
@@ -179,12 +180,15 @@ def estimate_steps(
     """
     q = q or layer_quantities(model, training, c, hw)
     sequences = float(training.global_batch_size)
-    model_flop = np.full(len(c), sequences * flops.model_flop_per_sequence(model))
-    by_mode = np.array([flops.hardware_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])
+    per_sequence = flops.model_flop_per_sequence(model)
+    model_flop = np.full(len(c), sequences * per_sequence)
+    rerun = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])[c.recompute]
+    block = training.recompute_num_layers
+    share = 1.0 if block is None else recomputed_layers_in_model(c, block) / model.num_layers
     return StepEstimates(
         time_s=_step_times_s(model, training, c, hw, q),
         model_flop=model_flop,
-        hardware_flop=sequences * by_mode[c.recompute],
+        hardware_flop=sequences * (per_sequence + rerun * share),
         memory=peak_stage(memory_by_stage(c, training_numerics(training, hw), q.stage_terms)),
         placement=q.placement,
         forward_s=q.slowest_stage_s.forward,

@@ -12,7 +12,7 @@ from planner.layout import Layout
 from planner.numerics import fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "known_model",
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
+    "torchtitan_block_recompute_notes",
     "torchtitan_offload_notes",
     "model_notes",
     "moe_layer_pattern",
@@ -223,6 +224,16 @@ def torchtitan_offload_notes(training: TrainingSpec) -> list[str]:
         f"training.activation_offload_layers({training.activation_offload_layers}): TorchTitan has no activation"
         " offloading, so this launch keeps every layer's activations; plans for it refuse it"
         " (rule torchtitan_no_activation_offload)."
+    ]
+
+
+def torchtitan_block_recompute_notes(training: TrainingSpec, layout: Layout) -> list[str]:
+    """TorchTitan's full activation checkpointing wraps every layer (rule torchtitan_no_block_recompute)."""
+    if training.recompute_num_layers is None or layout.recompute is not Recompute.FULL:
+        return []
+    return [
+        f"training.recompute_num_layers({training.recompute_num_layers}): TorchTitan's full activation checkpointing"
+        " recomputes every layer, so this launch does; plans for it refuse it (rule torchtitan_no_block_recompute)."
     ]
 
 

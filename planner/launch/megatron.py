@@ -85,7 +85,9 @@ def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
 def _batch_recompute_flags(training: TrainingSpec, layout: Layout) -> list[str]:
     flags = ["--micro-batch-size", str(layout.micro_batch_size), "--global-batch-size", str(training.global_batch_size)]
     if layout.recompute is Recompute.FULL:
-        flags += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+        block = training.recompute_num_layers  # the first `block` layers of each stage, or every layer (uniform, 1)
+        method, count = ("uniform", 1) if block is None else ("block", block)
+        flags += ["--recompute-granularity", "full", "--recompute-method", method, "--recompute-num-layers", str(count)]
     elif layout.recompute is Recompute.SELECTIVE:
         flags += ["--recompute-granularity", "selective"]
     return flags

@@ -136,14 +136,14 @@ def _data_parallel(training: TrainingSpec, layout: Layout) -> dict[str, Override
 
 
 def _batch_recompute(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
-    full = layout.recompute is Recompute.FULL
+    full, block = layout.recompute is Recompute.FULL, training.recompute_num_layers
     return {
         "data.micro_batch_size": layout.micro_batch_size,
         "data.global_batch_size": training.global_batch_size,
         "data.seq_length": model.seq_length,
         "model.config.recompute_granularity": None if layout.recompute is Recompute.NONE else layout.recompute.value,
-        "model.config.recompute_method": "uniform" if full else None,
-        "model.config.recompute_num_layers": 1 if full else None,
+        "model.config.recompute_method": ("uniform" if block is None else "block") if full else None,
+        "model.config.recompute_num_layers": (1 if block is None else block) if full else None,
     } | _activation_offload(training)
 
 

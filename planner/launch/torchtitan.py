@@ -31,6 +31,7 @@ from planner.launch.common import (
     known_model,
     model_notes,
     torchrun_command,
+    torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
     torchtitan_offload_notes,
 )
@@ -187,5 +188,6 @@ def _v02_launch(
             *model_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
+            *torchtitan_block_recompute_notes(training, layout),
         ],
     )

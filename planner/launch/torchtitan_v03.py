@@ -32,6 +32,7 @@ from planner.launch.common import (
     model_notes,
     sequence_parallel_on,
     torchrun_command,
+    torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
     torchtitan_offload_notes,
 )
@@ -201,5 +202,6 @@ def torchtitan_v03_launch(
             *model_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
+            *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -168,7 +168,7 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training["grad_reduce_in_fp32"] = False
     if training["precision"] == "fp8":
         training |= _fp8(args, where)
-    training |= _offload(args, where)
+    training |= _offload(args, where) | _recompute_block(args, where)
     return training
 
 
@@ -213,14 +213,19 @@ def _stages(args: Mapping[str, Any], where: str, num_layers: int, pp: int) -> li
     return [*([first] if first is not None else []), *inner, *([last] if last is not None else [])]
 
 
-def _recompute(args: Mapping[str, Any], notes: list[str]) -> str:
+def _recompute(args: Mapping[str, Any]) -> str:
     granularity = args.get("recompute_granularity")
     if granularity == "full":
-        method, count = args.get("recompute_method"), args.get("recompute_num_layers")
-        if method == "block":
-            notes.append(f"recompute: full on {count} layers per stage (block), priced as full on every layer")
         return "full"
     return "selective" if granularity == "selective" else "none"
+
+
+def _recompute_block(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Full recompute of the first `recompute_num_layers` layers of each stage (`recompute_method` block) as
+    `TrainingSpec.recompute_num_layers`; the uniform method recomputes every layer."""
+    if args.get("recompute_granularity") != "full" or args.get("recompute_method") != "block":
+        return {}
+    return {"recompute_num_layers": _int(args, "recompute_num_layers", where)}
 
 
 def _zero_stage(args: Mapping[str, Any], where: str) -> int:
@@ -234,7 +239,7 @@ def _zero_stage(args: Mapping[str, Any], where: str) -> int:
     return 1 if _on(args, "use_distributed_optimizer") else 0
 
 
-def _layout(args: Mapping[str, Any], where: str, world_size: int, notes: list[str]) -> dict[str, Any]:
+def _layout(args: Mapping[str, Any], where: str, world_size: int) -> dict[str, Any]:
     layout: dict[str, Any] = {
         field: _int(args, name, where, 1 if name not in REQUIRED else None) for name, field in _LAYOUT.items()
     }
@@ -251,7 +256,7 @@ def _layout(args: Mapping[str, Any], where: str, world_size: int, notes: list[st
     for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
         if _on(args, name):
             layout[name] = True
-    layout["recompute"] = _recompute(args, notes)
+    layout["recompute"] = _recompute(args)
     layout["sequence_parallel"] = _on(args, "sequence_parallel")
     layout["zero_stage"] = _zero_stage(args, where)
     return layout
@@ -272,7 +277,7 @@ def megatron_request(
         "model": _model(args, where, vocab_size),
         "cluster": {"num_gpus": world_size},
         "training": _training(args, where),
-        "layout": _layout(args, where, world_size, notes),
+        "layout": _layout(args, where, world_size),
         "framework": framework,
     }
     return request, notes

@@ -16,6 +16,7 @@ from planner.rules.core import (
     EXPERT_SPLIT,
     INTERLEAVE_MICROBATCHES,
     POSITIVE_SIZES,
+    RECOMPUTE_BLOCK,
     SEQUENCE_PARALLEL_NEEDS_TP,
     SIZE_AXES,
     STAGE_SPLIT,
@@ -49,6 +50,7 @@ from planner.rules.rule import (
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
+    "RECOMPUTE_BLOCK",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE",

@@ -17,6 +17,7 @@ from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Column
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
+    "RECOMPUTE_BLOCK",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE_RULES",
@@ -367,6 +368,29 @@ ACTIVATION_OFFLOAD = Rule(
     " num_layers at most model_layers - 1, which is what the cost model prices (`costmodel.offload`)",
 )
 
+
+def _block(j: Job) -> int | None:
+    return j.training.recompute_num_layers
+
+
+RECOMPUTE_BLOCK = Rule(
+    name="recompute_block",
+    axes=("vp", "recompute"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["vp"] > 1) & (c["recompute"] == 2) & (_block(j) is not None),
+            lambda x, j: (
+                f"training.recompute_num_layers({_block(j)}) with recompute full is priced without interleaving"
+                f" only; got vp({x.vp})"
+            ),
+        ),
+    ),
+    source="A modelling limit, not a framework's: Megatron-Core's block method recomputes the first"
+    " recompute_num_layers layers of each TransformerBlock, one per model chunk under interleaving"
+    " (core_v0.16.1 transformer_block.py _checkpointed_forward), so the recomputed share of a stage depends on vp,"
+    " which the search's per-key tables leave out (`costmodel.recompute`)",
+)
+
 CORE_RULES = (
     POSITIVE_SIZES,
     WORLD_SIZE,
@@ -378,5 +402,6 @@ CORE_RULES = (
     INTERLEAVE_MICROBATCHES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     ACTIVATION_OFFLOAD,
+    RECOMPUTE_BLOCK,
 )
 """Today's rules, in the order their violations are reported."""

@@ -40,6 +40,7 @@ __all__ = [
     "TORCHTITAN_FP8",
     "TORCHTITAN_GRADIENT_LAYOUT",
     "TORCHTITAN_NO_ACTIVATION_OFFLOAD",
+    "TORCHTITAN_NO_BLOCK_RECOMPUTE",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
@@ -245,6 +246,23 @@ def _offload_rule(name: str, framework: str, source: str) -> Rule:
     )
 
 
+TORCHTITAN_NO_BLOCK_RECOMPUTE = Rule(
+    name="torchtitan_no_block_recompute",
+    axes=("recompute",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["recompute"] == 2) & (j.training.recompute_num_layers is not None),
+            lambda x, j: (
+                f"training.recompute_num_layers({j.training.recompute_num_layers}) with recompute full: TorchTitan's"
+                " full activation checkpointing wraps every layer; use null"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} and {_TORCHTITAN_03}: activation_checkpoint.mode full checkpoints every transformer block;"
+    " selective_ac_option picks op-level or every n-th layer, not the first n of a stage",
+)
+
+
 MEGATRON_15_NO_ACTIVATION_OFFLOAD = _offload_rule(
     "megatron_no_activation_offload",
     _MEGATRON,
@@ -436,6 +454,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_GRADIENT_LAYOUT,
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
+    TORCHTITAN_NO_BLOCK_RECOMPUTE,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
@@ -443,6 +462,7 @@ _TORCHTITAN_03_RULES = (
     TORCHTITAN_GRADIENT_LAYOUT,
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
+    TORCHTITAN_NO_BLOCK_RECOMPUTE,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {

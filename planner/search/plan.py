@@ -225,8 +225,15 @@ def _refine_all(
     the estimates of the layouts `also` (the baselines), made in the same vectorised call."""
     estimated = estimate_many(model, cluster, training, [*layouts, *also], rules)
     defaults, extra = estimated[: len(layouts)], estimated[len(layouts) :]
-    # With the embedding or loss counted in the split, Megatron-Core fixes an even split: nothing to refine.
-    piped = [i for i, x in enumerate(layouts) if x.pp >= 2 and not x.counts_embedding_or_loss]
+    # With the embedding or loss counted in the split, Megatron-Core fixes an even split: nothing to refine. Under
+    # block recompute a stage's time and memory are piecewise in its layers, not the lines `stage_costs_many`
+    # measures: the default split stays.
+    block = training.recompute_num_layers is not None
+    piped = [
+        i
+        for i, x in enumerate(layouts)
+        if x.pp >= 2 and not x.counts_embedding_or_loss and not (block and x.recompute is Recompute.FULL)
+    ]
     if not partition or not piped:
         return list(zip(layouts, defaults, strict=True)), extra
     costs = stage_costs_many(model, training, [layouts[i] for i in piped], hw)

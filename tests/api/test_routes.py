@@ -377,3 +377,34 @@ def test_activation_offload_over_the_api(client: TestClient) -> None:
     inline = {"gpu": profile["gpu"], "node": node, "network": profile["network"], "num_gpus": 64}
     body = _problem(client.post("/v1/plan", json=base | {"cluster": inline}), 422)
     assert "training.activation_offload_layers" in json.dumps(body)
+
+
+def test_block_recompute_over_the_api(client: TestClient) -> None:
+    """recompute_num_layers prices full recompute on the first k layers of a stage (less recompute time than every
+    layer), names rule recompute_block at vp > 1, comes back in the launch arguments, and 0 is a 422 naming it."""
+    base = {
+        "model": {"preset": "llama3-8b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 8},
+        "training": {"global_batch_size": 128, "recompute_num_layers": 5},
+    }
+    full = {"tp": 1, "pp": 1, "dp": 8, "recompute": "full", "zero_stage": 3}
+    block = client.post("/v1/estimate", json=base | {"layout": full})
+    assert block.status_code == 200, block.text
+    uniform = client.post("/v1/estimate", json=base | {"training": {"global_batch_size": 128}, "layout": full})
+    parts = [r.json()["estimate"]["time_breakdown_s"]["recompute"] for r in (block, uniform)]
+    assert parts[0] == pytest.approx(5 / 32 * parts[1])
+    planned = client.post("/v1/plan", json=base | {"constraints": {"recompute": ["full"], "pp": [1]}})
+    assert planned.status_code == 200, planned.text
+    command = planned.json()["plans"][0]["launch"]["megatron"]["command"]
+    assert "--recompute-granularity full --recompute-method block --recompute-num-layers 5" in command
+    interleaved = {"tp": 1, "pp": 2, "dp": 4, "vp": 2, "recompute": "full", "zero_stage": 1}
+    r = client.post("/v1/estimate", json=base | {"layout": interleaved})
+    assert "recompute_block" in {v["rule"] for v in r.json()["violations"]}
+    body = _problem(
+        client.post(
+            "/v1/estimate",
+            json=base | {"training": {"global_batch_size": 128, "recompute_num_layers": 0}, "layout": full},
+        ),
+        422,
+    )
+    assert "training.recompute_num_layers" in json.dumps(body)

@@ -166,6 +166,14 @@ CASES = [
         gpus_per_node=4,
     ),
     Case(
+        # Megatron-Bridge's H100 Llama 3 8B FP8 recipe: Megatron-FSDP, full recompute of the first 5 of 32 layers.
+        "llama3-8b-fsdp-block-recompute-5",
+        _model("llama3-8b"),
+        TrainingSpec(global_batch_size=128, recompute_num_layers=5),
+        Layout(tp=1, pp=1, dp=8, micro_batch_size=1, recompute=Recompute.FULL, zero_stage=3),
+        8,
+    ),
+    Case(
         "custom-moe-freq2-first1",
         CUSTOM_MOE,
         _train(64),

@@ -84,6 +84,10 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     assert fc.layers_per_rank(config) == list(stage_layers(p.model, x))
     granularity = {Recompute.NONE: None, Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
     assert config.recompute_granularity == granularity[x.recompute]
+    if x.recompute is Recompute.FULL:  # every layer (uniform, 1) or the first k of each stage (block)
+        block = p.training.recompute_num_layers
+        expected = ("uniform", 1) if block is None else ("block", block)
+        assert (config.recompute_method, config.recompute_num_layers) == expected
     assert ddp.use_distributed_optimizer == optimizer.use_distributed_optimizer == (x.zero_stage >= 1)
     sharding = {0: "no_shard", 1: "no_shard", 2: "optim_grads", 3: "optim_grads_params"}
     assert ddp.data_parallel_sharding_strategy == sharding[x.zero_stage]

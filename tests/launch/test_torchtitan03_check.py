@@ -104,6 +104,7 @@ def test_the_refused_cases_are_refused_for_a_torchtitan_rule(p: Planned) -> None
         "torchtitan_no_expert_tensor_parallel",
         "torchtitan_seq_len_divisible",
         "torchtitan_no_activation_offload",
+        "torchtitan_no_block_recompute",
     }
     assert rules <= expected, rules
 

@@ -307,3 +307,36 @@ def test_megatron_log_states_its_activation_offloading() -> None:
     )
     with pytest.raises(InvalidSpecError, match="cpu_offloading_weights in the .* is not modelled"):
         observe_log(weights, profile="dgx-h100")
+
+
+def test_megatron_log_states_its_block_recompute() -> None:
+    """recompute_method block with recompute_num_layers k: full recompute of the first k layers of each stage
+    (`training.recompute_num_layers`); the uniform method recomputes every layer and states nothing more."""
+    text = _log("megatron_llama8b.log")
+    block = text.replace(
+        "  recompute_granularity ........................... selective\n"
+        "  recompute_method ................................ None\n"
+        "  recompute_num_layers ............................ None",
+        "  recompute_granularity ........................... full\n"
+        "  recompute_method ................................ block\n"
+        "  recompute_num_layers ............................ 3",
+    )
+    # The fixture interleaves (vp 2), which the model does not price with block recompute: the rule says so.
+    with pytest.raises(InvalidSpecError, match=r"recompute_num_layers\(3\) with recompute full .* got vp\(2\)"):
+        observe_log(block, profile="dgx-h100")
+    block = block.replace(
+        "  num_layers_per_virtual_pipeline_stage ........... 8",
+        "  num_layers_per_virtual_pipeline_stage ........... None",
+    ).replace(
+        "  virtual_pipeline_model_parallel_size ............ 2",
+        "  virtual_pipeline_model_parallel_size ............ None",
+    )
+    request = observe_log(block, profile="dgx-h100").request
+    assert request["layout"]["recompute"] == "full"
+    assert request["training"]["recompute_num_layers"] == 3
+    uniform = block.replace(
+        "recompute_method ................................ block",
+        "recompute_method ................................ uniform",
+    )
+    request = observe_log(uniform, profile="dgx-h100").request
+    assert request["layout"]["recompute"] == "full" and "recompute_num_layers" not in request["training"]

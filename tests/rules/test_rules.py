@@ -21,7 +21,7 @@ from planner.rules import (
     interleave_problem,
     rule_set,
 )
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -132,6 +132,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "interleave_microbatches",
         "sequence_parallel_needs_tp",
         "activation_offload",
+        "recompute_block",
     )
 
 
@@ -341,6 +342,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_gradient_layout",
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
+        "torchtitan_no_block_recompute",
     )
     assert rule_set("torchtitan", "0.2.2").names[len(CORE.names) :] == (
         "ddp_one_dimensional",
@@ -350,6 +352,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_gradient_layout",
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
+        "torchtitan_no_block_recompute",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
@@ -542,3 +545,33 @@ def test_activation_offload_is_the_frameworks_own(framework: str, refused_by: st
     found = [v.rule for v in layout_violations(layout, DENSE, offload, 8, rules)]
     assert found == ([] if refused_by is None else [refused_by])
     assert layout_violations(layout, DENSE, TrainingSpec(global_batch_size=16), 8, rules) == []
+
+
+@pytest.mark.parametrize(
+    ("framework", "refused_by"),
+    [
+        ("core@planner", None),
+        ("megatron@core_v0.15.0", None),
+        ("nemo@2.7.3", None),
+        ("torchtitan@0.3.0", "torchtitan_no_block_recompute"),
+        ("torchtitan@0.2.2", "torchtitan_no_block_recompute"),
+    ],
+)
+def test_block_recompute_is_megatrons_and_priced_without_interleaving(framework: str, refused_by: str | None) -> None:
+    """Megatron's block method (recompute_num_layers under full recompute) passes at vp 1 and, as a modelling limit,
+    fails recompute_block at vp > 1; TorchTitan has no block method. Other recompute modes ignore the count."""
+    rules = rule_set(*framework.split("@"))
+    block = TrainingSpec(global_batch_size=16, recompute_num_layers=2)
+    full = Layout(tp=1, pp=2, dp=4, recompute=Recompute.FULL, zero_stage=1)
+    found = [v.rule for v in layout_violations(full, DENSE, block, 8, rules)]
+    assert found == ([] if refused_by is None else [refused_by])
+    interleaved = Layout(tp=1, pp=2, dp=4, vp=2, recompute=Recompute.FULL, zero_stage=1)
+    messages = [
+        v.message for v in layout_violations(interleaved, DENSE, block, 8, rules) if v.rule == "recompute_block"
+    ]
+    assert messages == [
+        "training.recompute_num_layers(2) with recompute full is priced without interleaving only; got vp(2)"
+    ]
+    for mode in (Recompute.NONE, Recompute.SELECTIVE):
+        other = Layout(tp=1, pp=2, dp=4, vp=2, recompute=mode, zero_stage=1)
+        assert layout_violations(other, DENSE, block, 8, rules) == []

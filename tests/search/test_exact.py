@@ -54,7 +54,10 @@ def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec, TrainingSpec, dict[str
     # A fifth of the instances offload activations (own stream, so the other draws stay as they were).
     extra = np.random.default_rng(10_000 + seed)
     offload = int(extra.integers(1, model.num_layers)) if extra.random() < 0.2 else 0
-    training = TrainingSpec(global_batch_size=batch, activation_offload_layers=offload)
+    # A fifth recompute only the first k layers of each stage under full recompute (a third stream).
+    third = np.random.default_rng(20_000 + seed)
+    block = int(third.integers(1, model.num_layers + 1)) if third.random() < 0.2 else None
+    training = TrainingSpec(global_batch_size=batch, activation_offload_layers=offload, recompute_num_layers=block)
     return model, ClusterSpec(profile=profile, num_gpus=gpus), training, allowed
 
 
