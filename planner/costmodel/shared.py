@@ -146,15 +146,7 @@ def _slowest_stage(
     layer_total = layer_s.critical_path_s
     stages = stage_kinds(c)
     offload = [offload_s(s.layers) for s in stages]
-    if block is None:
-        totals = [
-            s.layers * layer_total + np.where(s.output, logits_s, 0.0) + o for s, o in zip(stages, offload, strict=True)
-        ]
-        n, has_logits, copies = select_max(totals, [s.layers for s in stages], [s.output for s in stages], offload)
-        slowest = layer_s.map(lambda a: n * a)
-        slowest = replace(slowest, compute=slowest.compute + np.where(has_logits, logits_s, 0.0), offload=copies)
-        return slowest, (model.num_layers * layer_total + logits_s + copies) / c.pp
-    rerun = [recomputed_layers(c, s.layers, block) for s in stages]
+    rerun = [recomputed_layers(c, s.layers, block) for s in stages]  # every layer without block recompute
     totals = [
         s.layers * layer_total - (s.layers - r) * layer_s.recompute + np.where(s.output, logits_s, 0.0) + o
         for s, r, o in zip(stages, rerun, offload, strict=True)
@@ -169,7 +161,7 @@ def _slowest_stage(
         backward=slowest.backward - (n - r) * layer_s.recompute,
         offload=copies,
     )
-    skipped = model.num_layers - recomputed_layers_in_model(c, block)
+    skipped = 0.0 if block is None else model.num_layers - recomputed_layers_in_model(c, block)
     return slowest, (model.num_layers * layer_total - skipped * layer_s.recompute + logits_s + copies) / c.pp
 
 
