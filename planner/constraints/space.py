@@ -64,7 +64,8 @@ MAX_MICRO_BATCH = 16
 MAX_CANDIDATES = 2_000_000
 """Bound on one search's candidates; a request past it is refused before any work."""
 KEY_MODES = 6
-"""(recompute, sequence_parallel) pairs per row key: layer key = row_key * KEY_MODES + recompute * 2 + sp."""
+"""(recompute, sequence_parallel) pairs per row key: layer key = (recompute * 2 + sp) * row keys + row_key
+(`Space.key_index`)."""
 
 AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
 AllowedValue = int | bool | str
@@ -90,16 +91,18 @@ class Space:
     are placeholders) with mode j of `modes` (columns: recompute code, sequence_parallel, zero_stage), for
     the pairs `pairs` marks, ordered row-major; `row_starts[r]` is row r's first candidate (`locate` finds
     a candidate's pair). `layer_keys` holds the layer-level keys; flattened (`layer_candidates`), key
-    `row_key[r] * KEY_MODES + recompute * 2 + sp` is row r's under that pair.
+    `key_index(row_key[r], recompute * 2 + sp)` is row r's under that pair.
     """
 
     rows: Candidates
     modes: IntArray
     row_key: IntArray
     layer_keys: Candidates
-    """The layer-level keys as a grid: row keys down (columns (row keys, 1)), the KEY_MODES (recompute,
-    sequence parallel) pairs across (columns (1, KEY_MODES)); the cost model broadcasts over it, so what
-    depends on neither is computed once per row key."""
+    """The layer-level keys as a grid: the KEY_MODES (recompute, sequence parallel) pairs down (columns
+    (KEY_MODES, 1)), row keys across (columns (1, row keys)); the cost model broadcasts over it, so what
+    depends on neither is computed once per row key. Row keys run along the last axis because numpy's
+    inner loop runs there: a broadcast axis of 6 (or 4 ZeRO stages) last would make every operation a
+    loop of 6-element strides, several times slower."""
     num_gpus: int
     pairs: BoolArray
     """(rows, modes): which pairs are candidates (sequence_parallel_needs_tp and any framework pair rule)."""
@@ -158,12 +161,17 @@ class Space:
             **{f: np.broadcast_to(getattr(self.layer_keys, f), shape).reshape(-1) for f in Candidates.__slots__}
         )
 
+    def key_index(self, row_key: IntArray, pair: IntArray) -> IntArray:
+        """The layer-level key (a row of `layer_candidates`) of row key `row_key` under pair code `pair`
+        (recompute * 2 + sp): pair-major, as `layer_keys` flattens. Broadcasts."""
+        return np.asarray(pair * self.layer_keys.shape[1] + row_key, dtype=np.int64)
+
     @property
     def layer_index(self) -> IntArray:
         """Each candidate's row in `layer_candidates`."""
         row, mode_index = self.locate(slice(None))
         mode = self.modes[mode_index]
-        return self.row_key[row] * KEY_MODES + mode[:, 0] * 2 + mode[:, 1]
+        return self.key_index(self.row_key[row], mode[:, 0] * 2 + mode[:, 1])
 
 
 def _keep(values: Iterable[AllowedValue], key: str, allowed: Allowed, rejected: Counter[str]) -> list[AllowedValue]:
@@ -410,9 +418,9 @@ def build_space(
     keys = _columns(model, training, outer[ko], ep_values[ke], key_splits, mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
     layer_keys = replace(
-        Candidates(**{f: getattr(keys, f)[:, None] for f in Candidates.__slots__}),
-        recompute=key_modes[None, :, 0],
-        sequence_parallel=key_modes[None, :, 1].astype(np.bool_),
+        Candidates(**{f: getattr(keys, f)[None, :] for f in Candidates.__slots__}),
+        recompute=key_modes[:, 0, None],
+        sequence_parallel=key_modes[:, 1, None].astype(np.bool_),
     )
     valid = _pairs(
         rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, *levels["pair"]), rejected

@@ -180,8 +180,8 @@ def _stage_offload(
 def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware) -> LayerQuantities:
     """The layer-level quantities of every candidate in `c`.
 
-    `c`'s columns broadcast: the search passes its keys as a grid (`Space.layer_keys`, row keys down,
-    (recompute, sequence parallel) pairs across), so what depends on neither (the placement, the
+    `c`'s columns broadcast: the search passes its keys as a grid (`Space.layer_keys`, (recompute,
+    sequence parallel) pairs down, row keys across), so what depends on neither (the placement, the
     parameters per stage, the DP collectives) is computed once per row key; every quantity then has the
     shape its inputs give it, broadcastable to `c.shape`. The numbers are those of the flat candidates
     (a test checks it).

@@ -88,9 +88,10 @@ def key_tables(
     """The tables for the layer keys `keys` (`Space.layer_keys`; vp = 1, zero = 0) and their quantities `q`,
     one table row per key in `Space.layer_candidates` order.
 
-    The ZeRO stages are one more broadcast axis, after the keys': the cost functions broadcast over
-    (key axes, ZeRO stage), so what depends on neither the stage nor the (recompute, sequence parallel)
-    pair, such as the model states per row key, is computed once per row key and stage.
+    The ZeRO stages are one more broadcast axis, before the keys' (the row keys stay last, where numpy's
+    inner loop runs: `Space.layer_keys`): the cost functions broadcast over (ZeRO stage, key axes), so
+    what depends on neither the stage nor the (recompute, sequence parallel) pair, such as the model
+    states per row key, is computed once per row key and stage.
     """
     shape, stages = keys.shape, len(ZERO_STAGES)
 
@@ -98,12 +99,12 @@ def key_tables(
         return np.broadcast_to(a, shape).reshape(-1)
 
     def by_key(a: np.ndarray) -> np.ndarray:  # (key, ZeRO stage)
-        return np.ascontiguousarray(np.broadcast_to(a, (*shape, stages)).reshape(-1, stages))
+        return np.ascontiguousarray(np.broadcast_to(a, (stages, *shape)).reshape(stages, -1).T)
 
-    def staged(a: np.ndarray) -> np.ndarray:  # the ZeRO axis appended
-        return np.asarray(a)[..., None]
+    def staged(a: np.ndarray) -> np.ndarray:  # the ZeRO axis prepended
+        return np.asarray(a)[None]
 
-    zero = np.asarray(ZERO_STAGES, dtype=np.int64).reshape((1,) * len(shape) + (stages,))
+    zero = np.asarray(ZERO_STAGES, dtype=np.int64).reshape((stages,) + (1,) * len(shape))
     at = replace(Candidates(**{f: staged(getattr(keys, f)) for f in Candidates.__slots__}), zero_stage=zero)
     dp_comm, optimizer = once_per_step_s(
         at,

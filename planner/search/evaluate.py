@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.constraints.space import KEY_MODES, Space
+from planner.constraints.space import Space
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 from planner.costmodel.shared import layer_quantities
 from planner.costmodel.tables import grid_step_time_and_peak, key_tables
@@ -82,7 +82,7 @@ def evaluate(
     stop = len(space.rows) if limit is None else int(np.searchsorted(row_starts, limit, side="right")) - 1
     for first in range(0, stop, block):
         rows = slice(first, min(first + block, stop))
-        row_keys = space.row_key[rows, None] * KEY_MODES + pairs[None, :]
+        row_keys = space.key_index(space.row_key[rows, None], pairs[None, :])
         s, p = grid_step_time_and_peak(tables, space.rows.take(rows), row_keys)
         s, p = s.reshape(len(row_keys), -1), p.reshape(len(row_keys), -1)
         out = slice(row_starts[rows.start], row_starts[rows.stop])

@@ -46,7 +46,7 @@ def test_tables_match_the_reference(preset: str, profile: str, gpus: int, batch:
 def test_quantities_on_the_key_grid_equal_per_candidate(
     preset: str, profile: str, gpus: int, batch: int, runtime: RuntimeFeatures
 ) -> None:
-    """Computing on the key grid (row keys down, recompute and SP pairs across, `Space.layer_keys`), where what
+    """Computing on the key grid (recompute and SP pairs down, row keys across, `Space.layer_keys`), where what
     depends on neither is computed once per row key, changes no number against the flat candidates."""
     model = get_preset(preset).model
     training = TrainingSpec(global_batch_size=batch, runtime=runtime)
@@ -55,11 +55,11 @@ def test_quantities_on_the_key_grid_equal_per_candidate(
     grid = layer_quantities(model, training, space.layer_keys, hw)
     each = layer_quantities(model, training, space.layer_candidates, hw)
     shape = space.layer_keys.shape
-    assert shape == (len(space.layer_candidates) // KEY_MODES, KEY_MODES)
+    assert shape == (KEY_MODES, len(space.layer_candidates) // KEY_MODES)
     compared = 0
     for a, b in zip(_arrays(grid), _arrays(each), strict=True):
         np.testing.assert_array_equal(np.broadcast_to(a, shape).reshape(-1), b)
-        compared += int(np.ndim(a) == 2 and np.shape(a)[1] == 1)  # computed once per row key
+        compared += int(np.ndim(a) == 2 and np.shape(a)[0] == 1)  # computed once per row key
     assert compared > 20
 
 
