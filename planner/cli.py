@@ -261,7 +261,7 @@ def calibrate(
     as_json: Annotated[bool, typer.Option("--json", help="Site calibration: the report as JSON.")] = False,
 ) -> None:
     """Fit each GPU kind's two constants on its fit set (A100: Narayanan 2021 Table 1; H100: Megatron-LM
-    README; GB200: Megatron-Bridge NeMo 26.04.01).
+    README and NeMo 24.07; GB200: Megatron-Bridge NeMo 26.04.01).
 
     With --profile: fit that profile's constants (and the network's efficiency where the runs identify it)
     on a site's observations, report the error before, after and leave-one-out, and store the calibrated

@@ -65,13 +65,15 @@ __all__ = [
 
 FIT_SETS: dict[str, tuple[str, ...]] = {
     "A100": ("Narayanan2021_Table1",),
-    "H100": ("MegatronLM_README_H100_2024",),
+    "H100": ("MegatronLM_README_H100_2024", "NeMo_PerfSummary_24.07"),
     "GB200": ("MegatronBridge_PerfSummary_26.04.01",),
 }
 """Per GPU kind, the sources (`group`s) its two constants are fitted on. Every other row is a prediction.
 
 A100: Narayanan 2021 Table 1 (10 rows, 1.7B-1T). H100: the Megatron-LM README's
-weak-scaling table (9 rows, 1.7B-462B, July 2024). GB200: the Megatron-Bridge
+weak-scaling table (9 rows, 1.7B-462B, July 2024, bf16) and NeMo 24.07's performance summary (12 FP8 rows,
+GPT-3 5B-175B, Llama 2 / 3, Nemotron 8B-340B on 8-512 GPUs; NVIDIA/NeMo v2.1.0
+docs/source/performance/performance_summary.md), one fit over both. GB200: the Megatron-Bridge
 performance summary of NeMo 26.04.01 (its 4 GB200 rows: Llama 3 70B MXFP8 on 64 GPUs
 at tp 2 pp 4, Llama 3 70B FP8 on 64 with Megatron-FSDP and 40 of 80 layers' activations
 offloaded, Llama 3.1 405B FP8 and MXFP8 on 256). Nemotron-4

@@ -264,8 +264,15 @@ def _published_step_s(row: dict[str, Any], model: ModelSpec) -> float:
     return float(flop / (measured["tflops_per_gpu"] * TERA * lay["gpus"]))
 
 
-_STATED_TRAINING = ("fp8_recipe", "fp8_param_gather", "activation_offload_layers", "recompute_num_layers")
-"""`TrainingSpec` fields a modern row's `runtime` may state."""
+_STATED_TRAINING = (
+    "fp8_recipe",
+    "fp8_param_gather",
+    "activation_offload_layers",
+    "recompute_num_layers",
+    "attention_dropout",
+    "hidden_dropout",
+)
+"""`TrainingSpec` fields a modern row's `runtime` may state (absent: the `TrainingSpec` default)."""
 
 
 def _modern(row: dict[str, Any]) -> list[PublishedRun]:
@@ -276,7 +283,8 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
     or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default), and for FP8 rows
     the scaling recipe and weight storage (`runtime.fp8_recipe`, `runtime.fp8_param_gather`; absent: Megatron-LM's
     defaults, delayed scaling and 16-bit weights); `runtime.activation_offload_layers` where a recipe offloads
-    activations, `runtime.recompute_num_layers` where it recomputes some layers only; `layout.zero_stage` where
+    activations, `runtime.recompute_num_layers` where it recomputes some layers only, `runtime.attention_dropout`
+    and `runtime.hidden_dropout` where a recipe trains with dropout (NeMo's GPT-3 configs); `layout.zero_stage` where
     it is not the distributed optimizer's 1 (Megatron-FSDP: 3).
     """
     lay, stated = row["layout"], row["runtime"]

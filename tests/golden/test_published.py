@@ -2,8 +2,8 @@
 
 A100 constants are fitted on Narayanan 2021 Table 1 only; Table 2, Korthikanti 2022
 and the figure findings are predictions. H100 constants are fitted on the
-Megatron-LM README's weak-scaling table (July 2024); Nemotron-4 340B and the
-Megatron-Bridge rows are predictions. MosaicML's MPT (PyTorch FSDP) rows on both are
+Megatron-LM README's weak-scaling table (July 2024, bf16) and NeMo 24.07's performance summary (FP8);
+Nemotron-4 340B and the Megatron-Bridge rows are predictions. MosaicML's MPT (PyTorch FSDP) rows on both are
 predictions that enter no fit, not even another source's leave-one-source-out refit
 (test_mosaicml.py). GB200 is fitted on Megatron-Bridge's NeMo 26.04.01 rows; B200 predicts its rows with
 GB200's constants.
@@ -33,28 +33,35 @@ ZERO3_COLLAPSE = 2.5
 GAIN_POINTS = 5.0
 
 README_H100 = "MegatronLM_README_H100_2024"
+NEMO_2407 = "NeMo_PerfSummary_24.07"
 BRIDGE = "MegatronBridge_PerfSummary_26.04.01"
 BRIDGE_2511 = "MegatronBridge_PerfSummary_25.11"
 NEMOTRON = "Nemotron4_340B_2024"
 MOSAICML = "MosaicML_llmfoundry_MPT"
 """PyTorch FSDP rows (A100 and H100), predictions that enter no fit: their bars are in test_mosaicml.py."""
-H100_FIT_ROW_TOLERANCE = 0.25
-"""Today: max 23.4% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
-micro-batches per step); 1.7B (tp1 pp1) +22.3%, too fast (was 26.3% before Megatron's cross-entropy bytes
-and the measured fused-attention rate). The pp = 1 rows carry the error."""
+H100_FIT_ROW_TOLERANCE = 0.28
+"""Today: max 26.0% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
+micro-batches per step); 1.7B (tp1 pp1) +16.5%, too fast. The pp = 1 rows carry the error, in both fitted
+sources (README-only constants: 23.4% / +22.3%)."""
 H100_FIT_LOO_ROW_TOLERANCE = 0.29
-"""Today: max 26.6% leave-one-out."""
-H100_FIT_MEAN_TOLERANCE = 0.11
-"""Today: mean 9.0% in sample, 10.2% leave-one-out (was 10.2% / 11.6%)."""
-NEMOTRON_TOLERANCE = 0.16
-"""Today: -14.9% (prediction; its tp_comm_overlap is off as its report does not state it; was -15.6%)."""
-H100_FP8_TOLERANCE = 0.15
-"""Today: -1.5% / +9.6% (FP8 priced as Transformer Engine runs it: attention and output layer in bf16, casts; FP8
-weights gathered at one byte, `fp8_param_gather` as the recipe sets it)."""
-H100_FP8_2511_TOLERANCE = 0.22
-"""Today: +1.2% (70B, batch 128), -0.3% (8B, Megatron-FSDP, the first 5 of 32 layers recomputed: -19% if priced
-as recompute on every layer) and +20.1% (405B on 1,024 GPUs, batch 512; +18.8% before the recipe's
-fp8_param_gather halved the parameter all-gather's bytes): at a third of 26.04.01's batch the 405B row has 11%
+"""Today: max 26.5% leave-one-out."""
+H100_FIT_MEAN_TOLERANCE = 0.12
+"""Today: README mean 11.6% in sample, 11.7% leave-one-out over all 21 fit rows (README-only: 9.0% / 10.2%)."""
+NEMO_2407_ROW_TOLERANCE = 0.20
+"""Today: max 17.7% (GPT-3 20B and Llama 3 8B, tp <= 2 and pp 1, too fast; 18.7% leave-one-out); the pipelined
+rows are within 14% (Nemotron-4 340B at tp 8 pp 8 vp 12 -13.6%, GPT-3 175B on 512 GPUs -12.5%)."""
+NEMO_2407_MEAN_TOLERANCE = 0.12
+"""Today: mean 10.9% (13.8% predicted from README-only constants, before it joined the fit)."""
+NEMOTRON_TOLERANCE = 0.06
+"""Today: -3.4% with the schedule of NVIDIA's training config for this model and batch (NeMo-Framework-Launcher
+24.07 nemotron_340b.yaml: pp 12 with 8 virtual stages, selective recompute, bf16 gradient reduction); -14.9%
+while the row assumed no interleaving and no recompute."""
+H100_FP8_TOLERANCE = 0.10
+"""Today: -6.6% / +3.5% (FP8 priced as Transformer Engine runs it: attention and output layer in bf16, casts; FP8
+weights gathered at one byte, `fp8_param_gather` as the recipe sets it); -1.5% / +9.6% on README-only constants."""
+H100_FP8_2511_TOLERANCE = 0.16
+"""Today: -4.0% (70B, batch 128), -4.7% (8B, Megatron-FSDP, the first 5 of 32 layers recomputed) and +13.5% (405B
+on 1,024 GPUs, batch 512; +20.1% on README-only constants): at a third of 26.04.01's batch the 405B row has 11%
 less throughput, the model 3%; the container differs too (26.02 -> 26.04.01 alone: +5.5%)."""
 GB200_FIT_ROW_TOLERANCE = 0.08
 """Today: +3.3% (70B MXFP8), +6.0% (70B FP8, Megatron-FSDP, 40 layers offloaded; +5.8% before it joined the fit),
@@ -70,13 +77,11 @@ LOSO_BARS = {
     ("A100", "Narayanan2021_Table1"): (0.04, 0.10),  # 3.7% / 9.0%
     ("A100", "Narayanan2021_Table2"): (0.05, 0.14),  # 4.2% / 13.0%
     ("A100", "Korthikanti2022"): (0.07, 0.10),  # 6.8% / 9.5%
-    ("H100", README_H100): (0.105, 0.28),  # 10.0% / 24.4%: fitted on the 5 other rows, 4 of them FP8
-    ("H100", BRIDGE): (0.07, 0.12),  # 5.6% / 9.4%
-    ("H100", NEMOTRON): (0.17, 0.17),  # 16.7%
-    ("H100", BRIDGE_2511): (
-        0.12,
-        0.22,
-    ),  # 7.7% / 21.0% (the 405B row; 19.7% before FP8 weights were gathered at 1 byte)
+    ("H100", README_H100): (0.135, 0.29),  # 12.9% / 27.5%: fitted on the 18 other rows, all FP8
+    ("H100", NEMO_2407): (0.135, 0.23),  # 12.6% / 21.7%: fitted on the 15 other rows, 9 of them bf16
+    ("H100", BRIDGE): (0.06, 0.08),  # 5.0% / 6.7%
+    ("H100", NEMOTRON): (0.05, 0.05),  # 3.5%
+    ("H100", BRIDGE_2511): (0.08, 0.15),  # 7.4% / 13.9% (the 405B row)
     ("GB200", BRIDGE): (0.07, 0.14),  # 5.0% / 10.8%: fitted on 25.11's two 8B rows and its 70B row
     ("GB200", BRIDGE_2511): (0.07, 0.11),  # 4.8% / 6.8%
 }
@@ -106,6 +111,7 @@ def test_every_published_row_is_reported() -> None:
     assert len(_rows("Narayanan2021_Table2", "zero-3")) == 6
     assert len(report().gains) == 4
     assert len(_rows(README_H100)) == 9
+    assert len(_rows(NEMO_2407)) == 12
     assert len(_rows(BRIDGE, gpu_kind="H100")) == 2
     assert len(_rows(NEMOTRON)) == 1
     assert len(_rows(BRIDGE, gpu_kind="GB200")) == 4 and len(_rows(BRIDGE_2511, gpu_kind="GB200")) == 3
@@ -183,20 +189,31 @@ def test_h100_readme_mean_error_at_most_12_percent() -> None:
     assert h100.loo_mean_abs_error is not None and h100.loo_mean_abs_error <= H100_FIT_MEAN_TOLERANCE
 
 
-def test_nemotron_340b_predicted_within_17_percent() -> None:
+@pytest.mark.parametrize("row", _rows(NEMO_2407), ids=lambda r: r.id)
+def test_h100_nemo_24_07_row_within_20_percent(row: RunRow) -> None:
+    assert row.in_fit and row.variant == "fp8"
+    assert abs(row.error) <= NEMO_2407_ROW_TOLERANCE
+    assert row.loo_error is not None and abs(row.loo_error) <= NEMO_2407_ROW_TOLERANCE
+
+
+def test_h100_nemo_24_07_mean_error_at_most_12_percent() -> None:
+    assert mean(abs(r.error) for r in _rows(NEMO_2407)) <= NEMO_2407_MEAN_TOLERANCE
+
+
+def test_nemotron_340b_predicted_within_6_percent() -> None:
     (row,) = _rows(NEMOTRON)
     assert not row.in_fit
     assert abs(row.error) <= NEMOTRON_TOLERANCE
 
 
 @pytest.mark.parametrize("row", _rows(BRIDGE, gpu_kind="H100"), ids=lambda r: r.id)
-def test_h100_fp8_rows_within_15_percent(row: RunRow) -> None:
+def test_h100_fp8_rows_within_10_percent(row: RunRow) -> None:
     assert not row.in_fit and row.variant == "fp8"
     assert abs(row.error) <= H100_FP8_TOLERANCE
 
 
 @pytest.mark.parametrize("row", _rows(BRIDGE_2511, gpu_kind="H100"), ids=lambda r: r.id)
-def test_h100_fp8_nemo_25_11_rows_within_21_percent(row: RunRow) -> None:
+def test_h100_fp8_nemo_25_11_rows_within_16_percent(row: RunRow) -> None:
     assert not row.in_fit and row.variant == "fp8"
     assert abs(row.error) <= H100_FP8_2511_TOLERANCE
 
@@ -249,10 +266,16 @@ def test_per_source_summary_matches_the_rows() -> None:
         assert g.in_fit == (g.group in FIT_SETS.get(g.gpu_kind, ()))
 
 
-MEMORY_KNOWN_MISS: dict[str, str] = {}
-"""A100 rows the memory model refuses although they ran, each with the figure; strict, so a fix shows as XPASS.
-None today: MosaicML's MPT-30B at 8,192 tokens on 8 A100 80 GB (82.3 GiB while FSDP's gradients were priced as
-Megatron's 16-bit buffer plus an fp32 copy) is 75.3 GiB with `gradient_layout` pytorch_fsdp."""
+MEMORY_KNOWN_MISS: dict[str, str] = {
+    "nemo_24.07_h100_nemotron4_340b_fp8": (
+        "88.1 GiB of 80 (over the 10% allowance by 0.1 GiB): at dp 2 the optimizer shard is 32.3 GiB with fp32 Adam"
+        " moments, while the launcher config keeps them in bf16 (distributed_fused_adam dtype bf16), which the"
+        " planner does not model"
+    ),
+}
+"""Rows the memory model refuses although they ran, each with the figure; strict, so a fix shows as XPASS.
+(MosaicML's MPT-30B at 8,192 tokens on 8 A100 80 GB, 82.3 GiB while FSDP's gradients were priced as Megatron's
+16-bit buffer plus an fp32 copy, is 75.3 GiB with `gradient_layout` pytorch_fsdp.)"""
 
 
 @pytest.mark.parametrize(
@@ -310,7 +333,7 @@ def test_validate_json_carries_the_report() -> None:
     first = body["runs"][0]
     assert {"source", "group", "error", "loo_error", "loso_error"} <= set(first)
     h100 = body["kinds"][1]
-    assert {h["source"] for h in h100["holdouts"]} == {README_H100, BRIDGE, BRIDGE_2511, NEMOTRON, MOSAICML}
+    assert {h["source"] for h in h100["holdouts"]} == {README_H100, NEMO_2407, BRIDGE, BRIDGE_2511, NEMOTRON, MOSAICML}
 
 
 BUS_BANDWIDTH_ROW_TOLERANCE = 0.25
