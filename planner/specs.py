@@ -213,7 +213,8 @@ class RuntimeFeatures(BaseModel):
     fused_kernels: bool = Field(
         default=True,
         description="Transformer Engine fused layers (bias, activation and dropout-add fused into fewer kernels, "
-        "launched from C++); false: eager Megatron-LM of 2021, one Python-launched kernel per op.",
+        "launched from C++; the column-parallel layers' input-gradient collectives overlap the weight-gradient "
+        "GEMMs); false: eager Megatron-LM of 2021, one Python-launched kernel per op, every collective paid.",
     )
     cuda_graphs: bool = Field(
         default=False,

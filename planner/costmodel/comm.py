@@ -52,8 +52,8 @@ __all__ = [
     "ring_bytes_per_s",
     "ring_latency_s",
     "pp_comm_per_microbatch_s",
-    "sp_backward_gather_per_layer_s",
-    "tp_comm_per_layer_s",
+    "TpCollectives",
+    "tp_collectives_s",
 ]
 
 NVLS_LATENCY_S = 25e-6
@@ -76,7 +76,12 @@ def exposed_s(comm_s: FloatArray, window_s: FloatArray | float) -> FloatArray:
 
 
 def exposed_tp_comm_s(
-    tp_comm_s: FloatArray, gemm_window_s: FloatArray, c: Candidates, rt: RuntimeFeatures
+    tp_comm_s: FloatArray,
+    dgrad_comm_s: FloatArray,
+    gemm_window_s: FloatArray,
+    wgrad_window_s: FloatArray,
+    c: Candidates,
+    rt: RuntimeFeatures,
 ) -> FloatArray:
     """TP collective seconds left on the critical path of one layer and micro-batch.
 
@@ -86,12 +91,22 @@ def exposed_tp_comm_s(
     `ub_overlap_rs`, `ub_overlap_rs_dgrad`); what does not fit beside the GEMMs stays
     exposed (`exposed_s`). Megatron-LM allows the overlap only with sequence parallelism
     (`arguments.py`: "Tensor parallel communication/GEMM overlap can happen only when
-    sequence parallelism is enabled"), so a layout without it pays every all-reduce.
-    `gemm_window_s` is the layer's compute, most of which is those GEMMs.
+    sequence parallelism is enabled"). `gemm_window_s` is the layer's compute, most of
+    which is those GEMMs.
+
+    Otherwise, with Transformer Engine's layers (`rt.fused_kernels`), the column-parallel
+    layers' input-gradient collectives (`dgrad_comm_s`, part of `tp_comm_s`: a reduce-scatter
+    under sequence parallelism, else an all-reduce) are issued asynchronously and the
+    weight-gradient GEMM runs meanwhile (TE v1.8 `module/linear.py` and `layernorm_linear.py`
+    backward, "Overlap dgrad-RS/AR with wgrad", commit 3ec998e): they hide behind
+    `wgrad_window_s`, the backward's weight-gradient half; the rest is paid in full. The eager
+    Megatron-LM of 2021 (`fused_kernels` false) pays every collective.
     """
+    dgrad = np.asarray(dgrad_comm_s if rt.fused_kernels else np.zeros_like(dgrad_comm_s), dtype=np.float64)
+    unfused = tp_comm_s - dgrad + exposed_s(dgrad, wgrad_window_s)
     if not rt.tp_comm_overlap:
-        return tp_comm_s
-    return np.asarray(np.where(c.sequence_parallel, exposed_s(tp_comm_s, gemm_window_s), tp_comm_s), dtype=np.float64)
+        return np.asarray(unfused, dtype=np.float64)
+    return np.asarray(np.where(c.sequence_parallel, exposed_s(tp_comm_s, gemm_window_s), unfused), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,29 +249,38 @@ def all_gather_s(
     return _ring_s(nbytes, group, hw, collectives, rails, 1)
 
 
-def tp_comm_per_layer_s(
+@dataclass(frozen=True, slots=True)
+class TpCollectives:
+    """Seconds of one layer's TP collectives for one micro-batch, before any overlap (`tp_collectives_s`)."""
+
+    total_s: FloatArray
+    """2 forward + 2 backward (+2 under full recompute), each an all-reduce, or with sequence parallelism a
+    reduce-scatter and an all-gather (two ring calls)."""
+    dgrad_s: FloatArray
+    """The part of `total_s` on the input gradients of the layer's two column-parallel linears (QKV and the
+    first MLP GEMM) in backward: a reduce-scatter each under sequence parallelism (the mirror of their
+    forward all-gather), else an all-reduce each (Megatron's `f` operator, Shoeybi et al. 2019 Fig. 3).
+    `exposed_tp_comm_s` says when they overlap the weight-gradient GEMMs."""
+    sp_gather_s: FloatArray
+    """Sequence parallelism's extra backward all-gathers of the saved sequence shards (two per layer), not in
+    `total_s`. Source: Korthikanti 2022 Sec. 4.2.2: the column-parallel inputs are kept sharded and gathered
+    again for the weight gradients, overlapped with the input-gradient GEMM."""
+
+
+def tp_collectives_s(
     model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
-) -> FloatArray:
-    """TP collectives of one layer and micro-batch: 2 forward + 2 backward (+2 under full recompute), each an
-    all-reduce, or with sequence parallelism a reduce-scatter and an all-gather (two ring calls)."""
+) -> TpCollectives:
+    """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden in
+    `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass."""
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
+    gather = all_gather_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
+    reduce = all_reduce_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
     count = 4 + np.where(c.recompute == FULL, 2, 0)
-    group = placement.tp
-    pair = 2 * all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
-    return count * np.where(c.sequence_parallel, pair, all_reduce_s(nbytes, group, hw, rails=rt.ring_rails))
-
-
-def sp_backward_gather_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
-) -> FloatArray:
-    """Sequence parallel's extra backward all-gathers of the saved sequence shards (two per layer).
-
-    Source: Korthikanti 2022 Sec. 4.2.2: the column-parallel inputs are kept
-    sharded and gathered again for the weight gradients, overlapped with the
-    input-gradient GEMM.
-    """
-    nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    return np.where(c.sequence_parallel, 2 * all_gather_s(nbytes, placement.tp, hw, rails=rt.ring_rails), 0.0)
+    return TpCollectives(
+        total_s=np.asarray(count * np.where(c.sequence_parallel, 2 * gather, reduce), dtype=np.float64),
+        dgrad_s=np.asarray(2 * np.where(c.sequence_parallel, gather, reduce), dtype=np.float64),
+        sp_gather_s=np.asarray(np.where(c.sequence_parallel, 2 * gather, 0.0), dtype=np.float64),
+    )
 
 
 def cp_comm_per_layer_s(

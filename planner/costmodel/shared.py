@@ -22,8 +22,7 @@ from planner.costmodel.comm import (
     ep_comm_per_layer_s,
     exposed_s,
     exposed_tp_comm_s,
-    sp_backward_gather_per_layer_s,
-    tp_comm_per_layer_s,
+    tp_collectives_s,
 )
 from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
 from planner.costmodel.memory import StageTerms, activation_bytes_per_layer, all_stage_terms
@@ -109,9 +108,9 @@ def _layer_seconds(
     rt, num = training.runtime, training_numerics(training, hw)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
-    tp_comm = exposed_tp_comm_s(tp_comm_per_layer_s(model, c, placement, hw, rt, num), layer_compute, c, rt)
-    sp_gather = sp_backward_gather_per_layer_s(model, c, placement, hw, rt, num)
-    tp_comm = tp_comm + exposed_s(sp_gather, layer.backward_s / 2)
+    tp = tp_collectives_s(model, c, placement, hw, rt, num)
+    tp_comm = exposed_tp_comm_s(tp.total_s, tp.dgrad_s, layer_compute, layer.backward_s / 2, c, rt)
+    tp_comm = tp_comm + exposed_s(tp.sp_gather_s, layer.backward_s / 2)
     return LayerSeconds(
         compute=layer_compute,
         recompute=layer.recompute_s,

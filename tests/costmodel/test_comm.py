@@ -17,11 +17,14 @@ from planner.costmodel.comm import (
     nvls_all_reduce_s,
     ring_bytes_per_s,
     ring_latency_s,
+    tp_collectives_s,
 )
-from planner.costmodel.topology import GroupPlacement
+from planner.costmodel.topology import GroupPlacement, place
 from planner.layout import Layout
+from planner.numerics import training_numerics
+from planner.presets import get_preset
 from planner.profiles import Hardware
-from planner.specs import RuntimeFeatures
+from planner.specs import Recompute, RuntimeFeatures, TrainingSpec
 
 NVLINK_BW, NIC_BW = 100e9, 10e9
 NVLINK_LAT, NET_LAT, BASE_LAT = 1e-6, 5e-6, 2e-6
@@ -173,18 +176,47 @@ def test_point_to_point_hops_use_one_nic_share_capped_by_nvlink() -> None:
 
 
 @pytest.mark.parametrize(
-    ("overlap", "sp", "expected"),
+    ("overlap", "sp", "fused", "expected"),
     [
-        (True, True, 0.15 * 0.2),  # hidden behind the GEMMs, slowing them by OVERLAP_SLOWDOWN
-        (True, False, 0.2),  # Megatron-LM allows the overlap only with sequence parallelism
-        (False, True, 0.2),
+        (True, True, True, 0.15 * 0.2),  # userbuffers: hidden behind the GEMMs, slowing them by OVERLAP_SLOWDOWN
+        # without userbuffers (or without SP, which Megatron-LM requires for them) Transformer Engine still runs the
+        # column-parallel dgrad collectives (0.05 of the 0.2) beside the wgrad GEMMs
+        (True, False, True, 0.2 - 0.05 + 0.15 * 0.05),
+        (False, True, True, 0.2 - 0.05 + 0.15 * 0.05),
+        (False, True, False, 0.2),  # eager Megatron-LM of 2021: every collective paid
     ],
-    ids=["overlap-sp", "overlap-no-sp", "off"],
+    ids=["overlap-sp", "overlap-no-sp", "off-te", "off-eager"],
 )
-def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, expected: float) -> None:
+def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, fused: bool, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=sp)], num_layers=4, global_batch_size=8)
-    got = exposed_tp_comm_s(np.array([0.2]), np.array([1.0]), c, RuntimeFeatures(tp_comm_overlap=overlap))
+    rt = RuntimeFeatures(tp_comm_overlap=overlap, fused_kernels=fused)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.05]), np.array([1.0]), np.array([1.0]), c, rt)
     np.testing.assert_allclose(got, [expected], rtol=1e-12)
+
+
+def test_dgrad_collectives_longer_than_the_wgrad_window_stay_exposed_in_part() -> None:
+    c = Candidates.from_layouts([Layout(tp=4, pp=1, dp=1, sequence_parallel=True)], num_layers=4, global_batch_size=8)
+    rt = RuntimeFeatures(tp_comm_overlap=False)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.1]), np.array([1.0]), np.array([0.04]), c, rt)
+    # 0.1 paid outright; of the 0.1 of dgrad collectives 0.04 hides (at the 15% slowdown) and 0.06 is exposed
+    np.testing.assert_allclose(got, [0.1 + 0.06 + 0.15 * 0.04], rtol=1e-12)
+
+
+@pytest.mark.parametrize(("sp", "share"), [(True, 2 / 8), (False, 2 / 4)])
+def test_dgrad_collectives_are_the_column_parallel_backward_share(sp: bool, share: float) -> None:
+    """Of a layer's 8 ring calls under sequence parallelism (AG + RS per forward and backward half of both
+    sublayers) the 2 backward reduce-scatters are the dgrad ones; without it 2 of the 4 all-reduces; full
+    recompute adds 2 forward collectives (6 AR-equivalents), not dgrad ones; SP's extra gathers are apart."""
+    model = get_preset("gpt3-175b").model
+    training = TrainingSpec(global_batch_size=64)
+    hw = _hw()
+    for recompute, count in ((Recompute.NONE, 4), (Recompute.FULL, 6)):
+        layout = Layout(tp=8, pp=1, dp=1, recompute=recompute, sequence_parallel=sp)
+        c = Candidates.from_layouts([layout], model.num_layers, 64)
+        placement = place(c, 8, 8)
+        tp = tp_collectives_s(model, c, placement, hw, training.runtime, training_numerics(training, hw))
+        np.testing.assert_allclose(tp.dgrad_s, share * 4 / count * tp.total_s, rtol=1e-12)
+        np.testing.assert_allclose(tp.sp_gather_s, tp.dgrad_s if sp else 0.0, rtol=1e-12)
 
 
 def test_nvls_all_reduce_by_hand_and_chosen_when_faster() -> None:
