@@ -205,7 +205,8 @@ class RuntimeFeatures(BaseModel):
     tp_comm_overlap: bool = Field(
         default=True,
         description="TP all-gathers and reduce-scatters overlap their GEMMs (TE userbuffers); needs sequence"
-        " parallelism, as Megatron-LM requires. On in NeMo's performance recipes.",
+        " parallelism, as Megatron-LM requires, and a TP group inside one NVLink domain. On in NeMo's performance"
+        " recipes.",
     )
     scatter_gather_p2p: bool = Field(
         default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."

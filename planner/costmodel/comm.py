@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, Candidates, FloatArray, tokens_per_microbatch
+from planner.costmodel.candidates import FULL, BoolArray, Candidates, FloatArray, tokens_per_microbatch
 from planner.costmodel.pipeline import p2p_messages_per_microbatch
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics
@@ -82,6 +82,7 @@ def exposed_tp_comm_s(
     wgrad_window_s: FloatArray,
     c: Candidates,
     rt: RuntimeFeatures,
+    tp_crosses_network: BoolArray | bool = False,
 ) -> FloatArray:
     """TP collective seconds left on the critical path of one layer and micro-batch.
 
@@ -92,7 +93,10 @@ def exposed_tp_comm_s(
     exposed (`exposed_s`). Megatron-LM allows the overlap only with sequence parallelism
     (`arguments.py`: "Tensor parallel communication/GEMM overlap can happen only when
     sequence parallelism is enabled"). `gemm_window_s` is the layer's compute, most of
-    which is those GEMMs.
+    which is those GEMMs. Userbuffers work inside one NVLink domain: TE's `initialize_ub`
+    makes one communicator per TP group, the "TP model on single NVLink domain", sharing its
+    buffers over NVLink (`module/base.py` at d0067d0), so a TP group that crosses the network
+    (`tp_crosses_network`) overlaps nothing that way.
 
     Otherwise, with Transformer Engine's layers (`rt.fused_kernels`), the column-parallel
     layers' input-gradient collectives (`dgrad_comm_s`, part of `tp_comm_s`: a reduce-scatter
@@ -106,7 +110,8 @@ def exposed_tp_comm_s(
     unfused = tp_comm_s - dgrad + exposed_s(dgrad, wgrad_window_s)
     if not rt.tp_comm_overlap:
         return np.asarray(unfused, dtype=np.float64)
-    return np.asarray(np.where(c.sequence_parallel, exposed_s(tp_comm_s, gemm_window_s), unfused), dtype=np.float64)
+    userbuffers = c.sequence_parallel & ~np.asarray(tp_crosses_network, dtype=np.bool_)
+    return np.asarray(np.where(userbuffers, exposed_s(tp_comm_s, gemm_window_s), unfused), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,9 @@ def _layer_seconds(
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
     tp = tp_collectives_s(model, c, placement, hw, rt, num)
-    tp_comm = exposed_tp_comm_s(tp.total_s, tp.dgrad_s, layer_compute, layer.backward_s / 2, c, rt)
+    tp_comm = exposed_tp_comm_s(
+        tp.total_s, tp.dgrad_s, layer_compute, layer.backward_s / 2, c, rt, placement.tp.crosses_network
+    )
     tp_comm = tp_comm + exposed_s(tp.sp_gather_s, layer.backward_s / 2)
     return LayerSeconds(
         compute=layer_compute,

@@ -194,6 +194,15 @@ def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, fus
     np.testing.assert_allclose(got, [expected], rtol=1e-12)
 
 
+def test_userbuffers_stay_inside_one_nvlink_domain() -> None:
+    """A TP group that crosses the network overlaps only its dgrad collectives, as without userbuffers."""
+    c = Candidates.from_layouts([Layout(tp=16, pp=1, dp=1, sequence_parallel=True)], num_layers=4, global_batch_size=8)
+    rt = RuntimeFeatures(tp_comm_overlap=True)
+    args = (np.array([0.2]), np.array([0.05]), np.array([1.0]), np.array([1.0]), c, rt)
+    np.testing.assert_allclose(exposed_tp_comm_s(*args, np.array([False])), [0.15 * 0.2], rtol=1e-12)
+    np.testing.assert_allclose(exposed_tp_comm_s(*args, np.array([True])), [0.2 - 0.05 + 0.15 * 0.05], rtol=1e-12)
+
+
 def test_dgrad_collectives_longer_than_the_wgrad_window_stay_exposed_in_part() -> None:
     c = Candidates.from_layouts([Layout(tp=4, pp=1, dp=1, sequence_parallel=True)], num_layers=4, global_batch_size=8)
     rt = RuntimeFeatures(tp_comm_overlap=False)
