@@ -38,7 +38,7 @@ from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
 from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
-from planner.specs import ModelSpec, Precision, Recompute
+from planner.specs import AdamMoments, ModelSpec, Precision, Recompute
 from planner.store import LiveProfiles, Store, open_store
 from planner.timeline import schedule_svg
 
@@ -171,6 +171,10 @@ def _job_body(
             " recompute_method block); default: every layer.",
         ),
     ] = None,
+    adam_moments: Annotated[
+        AdamMoments,
+        typer.Option(help="Adam moments' storage: bf16 is Megatron-Core's precision-aware optimizer (zero >= 1)."),
+    ] = AdamMoments.FP32,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -187,6 +191,8 @@ def _job_body(
         training["activation_offload_layers"] = activation_offload_layers
     if recompute_num_layers is not None:
         training["recompute_num_layers"] = recompute_num_layers
+    if adam_moments is not AdamMoments.FP32:
+        training["adam_moments"] = adam_moments.value
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},

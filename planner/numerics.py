@@ -59,7 +59,7 @@ import numpy as np
 
 from planner.costmodel.candidates import BoolArray, IntArray
 from planner.profiles import Hardware
-from planner.specs import Fp8Recipe, GradientLayout, Precision, TrainingSpec
+from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, Precision, TrainingSpec
 
 __all__ = [
     "FP8_BYTES",
@@ -99,9 +99,10 @@ class Numerics:
     """Gradient bytes on the wire of the data-parallel all-reduce / reduce-scatter: the reduction dtype
     (`TrainingSpec.grad_reduce_in_fp32`; FSDP `MixedPrecision.reduce_dtype`)."""
     master_weight_bytes: int
-    """The optimizer's fp32 copy of the weights."""
+    """The optimizer's fp32 copy of the weights (4; the 16-bit remainder beside bf16 weights, 2, under the
+    precision-aware optimizer, `_precision_aware_optimizer`)."""
     adam_moment_bytes: int
-    """Adam's first and second moments, fp32 each: 4 + 4."""
+    """Adam's first and second moments, fp32 each: 4 + 4 (bf16 each, 2 + 2, with `TrainingSpec.adam_moments` bf16)."""
     gradient_copy_bytes: int
     """An fp32 copy of 16-bit gradients Megatron's optimizer keeps (fp16, or 16-bit reduction); 0 under FSDP."""
     main_gradient_bytes: int
@@ -163,7 +164,7 @@ class Numerics:
 
     @property
     def resident_optimizer_bytes(self) -> int:
-        """Optimizer bytes per parameter between steps: master + m + v (12).
+        """Optimizer bytes per parameter between steps: master + m + v (12; 6 with bf16 moments and remainders).
 
         The fp32 copy of 16-bit gradients exists only from the step to the next iteration's start:
         Megatron-Core's optimizers make it in `_copy_model_grads_to_main_grads` (`main_param.grad =
@@ -220,17 +221,21 @@ def numerics(
     fp8_recipe: Fp8Recipe | None = None,
     fp8_param_gather: bool | None = None,
     fp8_gemm_non_tn: bool = False,
+    adam_moments: AdamMoments = AdamMoments.FP32,
 ) -> Numerics:
     """The bytes per element of `precision` under the given recipe; one frozen object per combination.
 
     `grad_reduce_in_fp32` None: the precision's framework default (fp32 main grads under
     bf16/fp8, Megatron-LM `arguments.py`; fp16 grads under fp16). False: 16-bit reduction.
-    `gradient_layout`: what the held gradient costs (`_gradient_bytes`). The last three set the FP8
-    weights' storage (`_fp8_weights`); they do nothing outside fp8.
+    `gradient_layout`: what the held gradient costs (`_gradient_bytes`). `fp8_recipe`, `fp8_param_gather`
+    and `fp8_gemm_non_tn` set the FP8 weights' storage (`_fp8_weights`); they do nothing outside fp8.
+    `adam_moments`: the optimizer states' storage (`_precision_aware_optimizer`).
     """
     num = _gradient_bytes(_NUMERICS[precision], grad_reduce_in_fp32, gradient_layout)
     if precision is Precision.FP8:
         num = _fp8_weights(num, fp8_recipe, fp8_param_gather, fp8_gemm_non_tn)
+    if adam_moments is AdamMoments.BF16:
+        num = _precision_aware_optimizer(num, precision, fp8_recipe)
     return replace(
         num,
         attention_dropout_mask_bytes=MASK_BYTES if attention_dropout else 0,
@@ -263,6 +268,26 @@ def _fp8_weights(num: Numerics, recipe: Fp8Recipe | None, param_gather: bool | N
         quantized_weight_bytes=quantized,
         fp8_param_gather=param_gather,
         fp8_weight_gather_bytes=FP8_BYTES if per_tensor_gather else num.weight_bytes,
+    )
+
+
+def _precision_aware_optimizer(num: Numerics, precision: Precision, fp8_recipe: Fp8Recipe | None) -> Numerics:
+    """`num` under Megatron-Core's precision-aware optimizer with bf16 moments: 2 bytes each; the master weight
+    is Transformer Engine's FusedAdam's 16-bit remainder of the fp32 value beside the bf16 weight (2 bytes)
+    where TE keeps the master (bf16 weights: bf16 training, and FP8 with delayed scaling, the recipe default),
+    else Megatron-Core's fp32 copy (fp16 weights; FP8 with per-tensor current or MXFP8 scaling).
+
+    Source: Megatron-Core core_v0.16.1 `optimizer/optimizer_config.py`
+    (`use_precision_aware_optimizer_no_fp8_or_ds_fp8`; `store_param_remainders`, default True: "store the
+    16-bit FP32 parameter remainders in the optimizer state, excluding the 16 bits shared with the BF16
+    parameters") and `optimizer/__init__.py` (`master_weights` handed to TE's FusedAdam in that case)."""
+    bf16_weights = precision is Precision.BF16 or (
+        precision is Precision.FP8 and fp8_recipe in (None, Fp8Recipe.DELAYED)
+    )
+    return replace(
+        num,
+        adam_moment_bytes=2 * HALF_BYTES,
+        master_weight_bytes=HALF_BYTES if bf16_weights else FP32_BYTES,
     )
 
 
@@ -303,4 +328,5 @@ def training_numerics(training: TrainingSpec, hw: Hardware) -> Numerics:
         training.fp8_recipe,
         training.fp8_param_gather,
         hw.fp8_gemm_non_tn,
+        training.adam_moments,
     )

@@ -12,6 +12,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 __all__ = [
+    "AdamMoments",
     "AttentionKernel",
     "Fp8Recipe",
     "GradientLayout",
@@ -251,6 +252,16 @@ class GradientLayout(StrEnum):
     full parameter dtype so that the optimizer step runs with that dtype")."""
 
 
+class AdamMoments(StrEnum):
+    """How Adam's two moments are stored (Megatron-Core `--use-precision-aware-optimizer` with `--exp-avg-dtype`
+    and `--exp-avg-sq-dtype`). It sets optimizer-state bytes (`planner.numerics`)."""
+
+    FP32 = "fp32"
+    """4 bytes each, beside an fp32 master weight: Megatron-LM's default."""
+    BF16 = "bf16"
+    """2 bytes each (Megatron-Bridge's DeepSeek-V3 recipe; NeMo 1's distributed_fused_adam `dtype: bf16`)."""
+
+
 class Fp8Recipe(StrEnum):
     """How FP8 training scales its tensors (Megatron-LM `--fp8-recipe`, Megatron-Bridge `fp8_recipe`); with
     `TrainingSpec.precision` fp8 only. It sets what a quantized weight costs (`planner.numerics`)."""
@@ -310,6 +321,14 @@ class TrainingSpec(BaseModel):
         "Megatron-FSDP (zero_stage >= 1; NeMo's per-tensor and Megatron-Bridge's FP8 presets set it, Megatron-LM "
         "refuses it at zero_stage 0). Off: bf16 weights plus the FP8 copy Transformer Engine caches across "
         "micro-batches.",
+    )
+    adam_moments: AdamMoments = Field(
+        default=AdamMoments.FP32,
+        strict=False,
+        description="Storage of Adam's moments: fp32 (default) or bf16, Megatron-Core's precision-aware optimizer "
+        "(`--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`), which needs the "
+        "distributed optimizer. With bf16 weights its master weight is then the 16-bit remainder beside them "
+        "(`store_param_remainders`, on by default), 2 bytes: 6 bytes of optimizer state per parameter instead of 12.",
     )
     activation_offload_layers: int = Field(
         default=0,

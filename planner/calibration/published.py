@@ -271,6 +271,7 @@ _STATED_TRAINING = (
     "recompute_num_layers",
     "attention_dropout",
     "hidden_dropout",
+    "adam_moments",
 )
 """`TrainingSpec` fields a modern row's `runtime` may state (absent: the `TrainingSpec` default)."""
 

@@ -24,7 +24,7 @@ from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
 from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
 
@@ -195,9 +195,12 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version
 
 
 def _recipe_flags(training: TrainingSpec) -> list[str]:
-    """Dropout rates (always: Megatron-LM's defaults are 0.1) and the gradient dtype where it differs from
-    Megatron-LM's default for the precision (fp32 main grads under bf16, fp16 grads under fp16)."""
+    """Dropout rates (always: Megatron-LM's defaults are 0.1), bf16 Adam moments (the precision-aware optimizer) and
+    the gradient dtype where it differs from Megatron-LM's default for the precision (fp32 main grads under bf16,
+    fp16 grads under fp16)."""
     flags = ["--attention-dropout", str(training.attention_dropout), "--hidden-dropout", str(training.hidden_dropout)]
+    if training.adam_moments is AdamMoments.BF16:  # master weights as priced: Megatron-Core's store_param_remainders
+        flags += ["--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
     half = training.precision is Precision.FP16
     if training.grad_reduce_in_fp32 is False and not half:
         flags.append("--grad-reduce-in-bf16")

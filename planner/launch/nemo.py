@@ -43,7 +43,7 @@ from planner.launch.common import (
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
 from planner.rules import default_version
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
@@ -205,6 +205,8 @@ def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     }
     if training.grad_reduce_in_fp32 is not None:
         recipe["trainer.plugins.grad_reduce_in_fp32"] = training.grad_reduce_in_fp32
+    if training.adam_moments is AdamMoments.BF16:
+        recipe["optim.config.use_precision_aware_optimizer"] = True
     if training.precision is Precision.FP16:
         return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None} | recipe
     if training.precision is Precision.FP8:
@@ -272,6 +274,16 @@ def _fp16_notes(training: TrainingSpec) -> list[str]:
     ]
 
 
+def _adam_moment_notes(training: TrainingSpec) -> list[str]:
+    if training.adam_moments is not AdamMoments.BF16:
+        return []
+    return [
+        "bf16 Adam moments: optim.config.use_precision_aware_optimizer=True is set; set optim.config.exp_avg_dtype and"
+        " optim.config.exp_avg_sq_dtype to torch.bfloat16 in the recipe (torch dtypes, which a key=value override"
+        " cannot spell), as Megatron-Bridge's DeepSeek-V3 recipe does."
+    ]
+
+
 def _checkpoint_notes(release: NemoRelease, layout: Layout) -> list[str]:
     """2.7.3's default distributed-optimizer checkpoint resumes only under the same tp, pp and ep (ZeRO 1; ZeRO 2/3
     save fsdp_dtensor, ZeRO 0 has no distributed optimizer)."""
@@ -323,6 +335,7 @@ def nemo_launch(
             *_node_notes(nodes),
             *_checkpoint_notes(release, layout),
             *_fp16_notes(training),
+            *_adam_moment_notes(training),
             *megatron_gradient_notes(training),
         ],
     )

@@ -22,10 +22,11 @@ from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
+from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
 
 __all__ = [
     "FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER",
+    "PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER",
     "FRAMEWORK_RULES",
     "Framework",
     "MEGATRON_GRADIENT_LAYOUT",
@@ -36,6 +37,7 @@ __all__ = [
     "RULE_SETS",
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
     "TORCHTITAN_03_SEQ_LEN_DIVISIBLE",
+    "TORCHTITAN_ADAM_MOMENTS",
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
     "TORCHTITAN_FP8",
     "TORCHTITAN_GRADIENT_LAYOUT",
@@ -194,6 +196,42 @@ FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER = Rule(
     source=f"{_MEGATRON}, {_MEGATRON_16} and core_v0.19.0 megatron/training/arguments.py validate_args"
     " ('--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference"
     " mode'); core_v0.19.2 taken to keep it (its source was not read here)",
+)
+
+
+PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER = Rule(
+    name="precision_aware_optimizer_needs_distributed_optimizer",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["zero_stage"] == 0) & (j.training.adam_moments is AdamMoments.BF16),
+            lambda x, j: (
+                "training.adam_moments(bf16) is Megatron-Core's precision-aware optimizer, which needs the distributed"
+                f" optimizer; zero_stage({x.zero_stage}) has none: use zero_stage >= 1"
+            ),
+        ),
+    ),
+    source=f"{_MEGATRON}, {_MEGATRON_16} and core_v0.19.0 megatron/core/optimizer/optimizer_config.py"
+    " OptimizerConfig.__post_init__ ('--use-precision-aware-optimizer only supported with distributed optimizer',"
+    " read in all three),"
+    f" which {_NEMO} and {_NEMO_27} run too; core_v0.19.2 taken to keep it (its source was not read here)",
+)
+
+TORCHTITAN_ADAM_MOMENTS = Rule(
+    name="torchtitan_adam_moments",
+    axes=("zero_stage",),
+    clauses=(
+        Clause(
+            lambda c, j: _every_layout(c, j.training.adam_moments is not AdamMoments.FP32),
+            lambda x, j: (
+                "training.adam_moments(bf16): TorchTitan's AdamW keeps its states in the fp32 sharded"
+                " parameters' dtype; use fp32"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/config/job_config.py Optimizer (name, lr, betas, eps, weight_decay,"
+    " implementation: no state dtype; torch's AdamW keeps its states in the dtype of FSDP2's fp32 sharded"
+    f" parameters); {_TORCHTITAN_03} taken to keep it (its optimizer config was not read here)",
 )
 
 
@@ -444,8 +482,14 @@ _MEGATRON_15_RULES = (
     MEGATRON_GRADIENT_LAYOUT,
     FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
     MEGATRON_15_NO_ACTIVATION_OFFLOAD,
+    PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
 )
-_MEGATRON_16_RULES = (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT, FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER)
+_MEGATRON_16_RULES = (
+    MEGATRON_FSDP_NEEDS_NO_PP,
+    MEGATRON_GRADIENT_LAYOUT,
+    FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+)
 _TORCHTITAN_RULES = (
     TORCHTITAN_DDP_ONE_DIMENSIONAL,
     TORCHTITAN_FLEX_ATTENTION_NO_CP,
@@ -455,6 +499,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
+    TORCHTITAN_ADAM_MOMENTS,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
@@ -463,6 +508,7 @@ _TORCHTITAN_03_RULES = (
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
+    TORCHTITAN_ADAM_MOMENTS,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
@@ -473,8 +519,23 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
         "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
     },
     "nemo": {
-        "2.7.3": (_NEMO_27, (MEGATRON_FSDP_NEEDS_NO_PP, MEGATRON_GRADIENT_LAYOUT)),
-        "2.5.0rc0+8cfedd7": (_NEMO, (MEGATRON_FSDP_NEEDS_NO_PP, QUERY_GROUPS_SPLIT, MEGATRON_GRADIENT_LAYOUT)),
+        "2.7.3": (
+            _NEMO_27,
+            (
+                MEGATRON_FSDP_NEEDS_NO_PP,
+                MEGATRON_GRADIENT_LAYOUT,
+                PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+            ),
+        ),
+        "2.5.0rc0+8cfedd7": (
+            _NEMO,
+            (
+                MEGATRON_FSDP_NEEDS_NO_PP,
+                QUERY_GROUPS_SPLIT,
+                MEGATRON_GRADIENT_LAYOUT,
+                PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+            ),
+        ),
     },
     "torchtitan": {"0.3.0": (_TORCHTITAN_03, _TORCHTITAN_03_RULES), "0.2.2": (_TORCHTITAN, _TORCHTITAN_RULES)},
 }
@@ -495,6 +556,9 @@ layout (`TrainingSpec.gradient_layout`) is each framework's own: Megatron-LM and
 fp32 reduction the two hold and move the same bytes). FP8 weight storage (`TrainingSpec.fp8_param_gather`) needs
 Megatron-LM's distributed optimizer (fp8_param_gather_needs_distributed_optimizer; NeMo's own path to it was not
 read, so NeMo does not list it); TorchTitan refuses it and any recipe but its float8 tensorwise (torchtitan_fp8).
+bf16 Adam moments (`TrainingSpec.adam_moments`) are Megatron-Core's precision-aware optimizer, which its
+OptimizerConfig refuses without the distributed optimizer (precision_aware_optimizer_needs_distributed_optimizer,
+for NeMo too: the check is Megatron-Core's own); TorchTitan has no such optimizer (torchtitan_adam_moments).
 Activation offloading (`TrainingSpec.activation_offload_layers`) is Megatron-Core's: the core rule activation_offload
 states its limits, Megatron-LM core_v0.15.0 has no flag for it and TorchTitan none at all (the two
 *_no_activation_offload rules); NeMo sets the TransformerConfig fields directly."""

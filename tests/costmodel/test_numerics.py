@@ -8,7 +8,7 @@ import pytest
 from planner.errors import InvalidSpecError
 from planner.numerics import Numerics, fp8_param_gather_on, numerics, training_numerics
 from planner.profiles import load_profiles
-from planner.specs import Fp8Recipe, GradientLayout, Precision, TrainingSpec
+from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, Precision, TrainingSpec
 from tests.costmodel.hardware import fabric_hardware
 
 MC, FSDP = GradientLayout.MEGATRON, GradientLayout.PYTORCH_FSDP
@@ -156,3 +156,28 @@ def test_mxfp8_needs_mxfp8_tensor_cores() -> None:
     assert not profiles["dgx-h100"].hardware(Precision.FP8).fp8_gemm_non_tn
     with pytest.raises(InvalidSpecError, match="training.fp8_recipe: mxfp8 needs MXFP8 tensor cores; H100"):
         profiles["dgx-h100"].hardware(Precision.FP8, Fp8Recipe.MXFP8)
+
+
+@pytest.mark.parametrize(
+    ("precision", "recipe", "master", "step_bytes"),
+    [
+        # master: TE FusedAdam's 16-bit remainder beside bf16 weights (2), else Megatron-Core's fp32 copy (4)
+        (Precision.BF16, None, 2, 4 + 4 + (4 + 2 + 4) + (2 + 4) + 2 + 2),
+        (Precision.FP8, None, 2, 4 + 4 + (4 + 2 + 4) + (2 + 4) + 2 + 2),  # delayed scaling, the default
+        (Precision.FP8, Fp8Recipe.TENSORWISE, 4, 4 + 4 + (4 + 4 + 4) + (4 + 4) + 4 + 2),
+        (Precision.FP16, None, 4, 4 + 4 + (4 + 4 + 4) + (4 + 4) + 4 + 2),
+    ],
+)
+def test_bf16_adam_moments(precision: Precision, recipe: Fp8Recipe | None, master: int, step_bytes: int) -> None:
+    """The precision-aware optimizer's bf16 moments (2 + 2) and master weight: zero grad (4), clip (4), Adam
+    reads grad, master, m, v and writes master, m, v, then the master is copied to the 16-bit weight."""
+    fp32 = numerics(precision, fp8_recipe=recipe)
+    bf16 = numerics(precision, fp8_recipe=recipe, adam_moments=AdamMoments.BF16)
+    assert (fp32.master_weight_bytes, fp32.adam_moment_bytes) == (4, 8)
+    assert (bf16.master_weight_bytes, bf16.adam_moment_bytes) == (master, 4)
+    assert bf16.resident_optimizer_bytes == master + 4
+    assert bf16.optimizer_step_hbm_bytes == step_bytes
+    assert bf16.gradient_bytes == fp32.gradient_bytes and bf16.weight_bytes == fp32.weight_bytes
+    hw = load_profiles()["dgx-h100"].hardware(precision, recipe)
+    training = TrainingSpec(global_batch_size=8, precision=precision, fp8_recipe=recipe, adam_moments="bf16")
+    assert training_numerics(training, hw).resident_optimizer_bytes == master + 4

@@ -268,16 +268,12 @@ def test_per_source_summary_matches_the_rows() -> None:
         assert g.in_fit == (g.group in FIT_SETS.get(g.gpu_kind, ()))
 
 
-MEMORY_KNOWN_MISS: dict[str, str] = {
-    "nemo_24.07_h100_nemotron4_340b_fp8": (
-        "88.1 GiB of 80 (over the 10% allowance by 0.1 GiB): at dp 2 the optimizer shard is 32.3 GiB with fp32 Adam"
-        " moments, while the launcher config keeps them in bf16 (distributed_fused_adam dtype bf16), which the"
-        " planner does not model"
-    ),
-}
+MEMORY_KNOWN_MISS: dict[str, str] = {}
 """Rows the memory model refuses although they ran, each with the figure; strict, so a fix shows as XPASS.
-(MosaicML's MPT-30B at 8,192 tokens on 8 A100 80 GB, 82.3 GiB while FSDP's gradients were priced as Megatron's
-16-bit buffer plus an fp32 copy, is 75.3 GiB with `gradient_layout` pytorch_fsdp.)"""
+None today. (NeMo 24.07's Nemotron-4 340B on 128 H100s was 88.1 GiB of 80 with fp32 Adam moments at dp 2; with
+its launcher config's bf16 optimizer states, `adam_moments` bf16, it is judged to fit. MosaicML's MPT-30B at
+8,192 tokens on 8 A100 80 GB, 82.3 GiB while FSDP's gradients were priced as Megatron's 16-bit buffer plus an
+fp32 copy, is 75.3 GiB with `gradient_layout` pytorch_fsdp.)"""
 
 
 @pytest.mark.parametrize(

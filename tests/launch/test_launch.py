@@ -852,3 +852,16 @@ def test_data_without_tokenizer_names_the_placeholder_left() -> None:
     plain = launch_args(LLAMA3_8B, TrainingSpec(global_batch_size=64), layout, 8, 8)
     assert plain.megatron.notes[0].startswith("Smoke test on mock data")
     assert "--mock-data" in shlex.split(plain.megatron.command)
+
+
+def test_bf16_adam_moments_reach_megatron_and_nemo() -> None:
+    layout = Layout(tp=8, pp=1, dp=2, zero_stage=1)
+    launch = _launch(LLAMA70, layout, adam_moments="bf16")
+    flags = _flags(launch.megatron)
+    assert "--use-precision-aware-optimizer" in flags
+    assert flags["--exp-avg-dtype"] == ["bf16"] and flags["--exp-avg-sq-dtype"] == ["bf16"]
+    assert launch.nemo.config["optim.config.use_precision_aware_optimizer"] is True
+    assert any("optim.config.exp_avg_dtype" in note for note in launch.nemo.notes)
+    default = _launch(LLAMA70, layout)
+    assert "--use-precision-aware-optimizer" not in _flags(default.megatron)
+    assert "optim.config.use_precision_aware_optimizer" not in default.nemo.config

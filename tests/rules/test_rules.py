@@ -10,6 +10,7 @@ from planner.constraints.costs import StageCosts
 from planner.constraints.space import build_space
 from planner.costmodel.candidates import RECOMPUTE_CODE
 from planner.layout import Layout
+from planner.presets import get_preset
 from planner.rules import (
     CORE,
     LAYOUT_AXES,
@@ -21,7 +22,7 @@ from planner.rules import (
     interleave_problem,
     rule_set,
 )
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -318,7 +319,12 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     assert (
         rule_set("megatron").names[len(CORE.names) :]
         == rule_set("megatron", "core_v0.16.1").names[len(CORE.names) :]
-        == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout", "fp8_param_gather_needs_distributed_optimizer")
+        == (
+            "megatron_fsdp_needs_pp_1",
+            "megatron_gradient_layout",
+            "fp8_param_gather_needs_distributed_optimizer",
+            "precision_aware_optimizer_needs_distributed_optimizer",
+        )
     )
     assert rule_set("megatron", "core_v0.15.0").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
@@ -327,13 +333,19 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "megatron_gradient_layout",
         "fp8_param_gather_needs_distributed_optimizer",
         "megatron_no_activation_offload",
+        "precision_aware_optimizer_needs_distributed_optimizer",
     )
     assert rule_set("nemo").version == "2.7.3"
-    assert rule_set("nemo").names[len(CORE.names) :] == ("megatron_fsdp_needs_pp_1", "megatron_gradient_layout")
+    assert rule_set("nemo").names[len(CORE.names) :] == (
+        "megatron_fsdp_needs_pp_1",
+        "megatron_gradient_layout",
+        "precision_aware_optimizer_needs_distributed_optimizer",
+    )
     assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
         "query_groups_split",
         "megatron_gradient_layout",
+        "precision_aware_optimizer_needs_distributed_optimizer",
     )
     assert rule_set("torchtitan").version == "0.3.0"
     assert rule_set("torchtitan").names[len(CORE.names) :] == (
@@ -343,6 +355,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_adam_moments",
     )
     assert rule_set("torchtitan", "0.2.2").names[len(CORE.names) :] == (
         "ddp_one_dimensional",
@@ -353,6 +366,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_adam_moments",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
@@ -575,3 +589,23 @@ def test_block_recompute_is_megatrons_and_priced_without_interleaving(framework:
     for mode in (Recompute.NONE, Recompute.SELECTIVE):
         other = Layout(tp=1, pp=2, dp=4, vp=2, recompute=mode, zero_stage=1)
         assert layout_violations(other, DENSE, block, 8, rules) == []
+
+
+@pytest.mark.parametrize(
+    ("framework", "zero", "expected"),
+    [
+        ("megatron", 0, ["precision_aware_optimizer_needs_distributed_optimizer"]),
+        ("megatron", 1, []),
+        ("nemo", 0, ["precision_aware_optimizer_needs_distributed_optimizer"]),
+        ("torchtitan", 1, ["torchtitan_adam_moments"]),
+    ],
+)
+def test_bf16_adam_moments_need_the_distributed_optimizer(framework: str, zero: int, expected: list[str]) -> None:
+    model = get_preset("llama3-8b").model
+    training = TrainingSpec(global_batch_size=64, adam_moments=AdamMoments.BF16)
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
+    broken = [v.rule for v in layout_violations(layout, model, training, 8, rule_set(framework))]
+    named = {"precision_aware_optimizer_needs_distributed_optimizer", "torchtitan_adam_moments"}
+    assert [r for r in broken if r in named] == expected
+    fp32 = TrainingSpec(global_batch_size=64)
+    assert not {v.rule for v in layout_violations(layout, model, fp32, 8, rule_set(framework))} & set(expected)
