@@ -139,7 +139,8 @@ _LAYOUT_SIZES = (*LAYOUT_AXES, "recompute")
 
 def layout_from(layout: LayoutIn) -> Layout:
     stages = tuple(layout.layers_per_stage) if layout.layers_per_stage else None
-    return Layout(**{k: getattr(layout, k) for k in _LAYOUT_SIZES}, layers_per_stage=stages)
+    sizes = {k: getattr(layout, k) for k in _LAYOUT_SIZES} | {"etp": layout.etp or 0}  # 0: Layout resolves it to tp
+    return Layout(**sizes, layers_per_stage=stages)
 
 
 def _layout_out(layout: Layout, num_microbatches: int) -> LayoutOut:

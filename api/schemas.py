@@ -279,7 +279,19 @@ class LayoutIn(BaseModel):
     pp: int = Field(ge=1, le=1_048_576, description="Pipeline-parallel size.")
     dp: int = Field(ge=1, le=1_048_576, description="Data-parallel size.")
     cp: int = Field(default=1, ge=1, le=1_048_576, description="Context-parallel size.")
-    ep: int = Field(default=1, ge=1, le=1_048_576, description="Expert-parallel size (carved out of dp x cp).")
+    ep: int = Field(
+        default=1,
+        ge=1,
+        le=1_048_576,
+        description="Expert-parallel size (carved out of each stage's tp x cp x dp ranks).",
+    )
+    etp: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="Expert tensor-parallel size: the ranks each routed expert is split over (Megatron-Core's "
+        "expert_tensor_parallel_size); null (default): the same as tp. (tp x cp x dp) % (etp x ep) must be 0.",
+    )
     vp: int = Field(default=1, ge=1, le=1024, description="Model chunks per pipeline rank; 1 = no interleaving.")
     micro_batch_size: int = Field(default=1, ge=1, le=65536, description="Sequences per micro-batch.")
     num_microbatches: int | None = Field(
@@ -335,6 +347,9 @@ class LayoutOut(BaseModel):
     dp: int
     cp: int
     ep: int
+    etp: int = Field(
+        description="Expert tensor-parallel size (equal to tp unless the layout splits experts otherwise)."
+    )
     vp: int
     micro_batch_size: int
     num_microbatches: int

@@ -352,6 +352,9 @@ def estimate_cmd(
     dp: Annotated[int, typer.Option(min=1, help="Data-parallel size.")] = 16,
     cp: Annotated[int, typer.Option(min=1, help="Context-parallel size.")] = 1,
     ep: Annotated[int, typer.Option(min=1, help="Expert-parallel size.")] = 1,
+    etp: Annotated[
+        int | None, typer.Option(min=1, help="Expert tensor-parallel size (routed experts); default: the same as --tp.")
+    ] = None,
     vp: Annotated[int, typer.Option(min=1, help="Model chunks per pipeline rank.")] = 1,
     micro_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per micro-batch.")] = 1,
     num_microbatches: Annotated[
@@ -388,6 +391,8 @@ def estimate_cmd(
             "sequence_parallel": tp > 1 if sequence_parallel is None else sequence_parallel,
             "zero_stage": zero_stage,
         }
+        if etp is not None:
+            layout["etp"] = etp
         if num_microbatches is not None:
             layout["num_microbatches"] = num_microbatches
         if layers_per_stage is not None:

@@ -160,7 +160,7 @@ def seconds(x: float) -> str:
 
 
 def layout_cell(x: Layout | LayoutOut) -> str:
-    extra = f" ep{x.ep}" if x.ep > 1 else ""
+    extra = (f" ep{x.ep}" if x.ep > 1 else "") + (f" etp{x.etp}" if x.etp != x.tp else "")
     return (
         f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
         f"{' sp' if x.sequence_parallel else ''} zero{x.zero_stage}"

@@ -139,6 +139,7 @@ def _to_estimate(
             int(c.pp[i]),
             int(c.dp[i]),
             int(c.ep[i]),
+            int(c.etp[i]),
             cluster.profile.node.nvlink_domain_gpus,
             cluster.profile.node.gpus_per_node,
         ),

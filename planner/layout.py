@@ -11,13 +11,18 @@ __all__ = ["Layout"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Layout:
-    """One parallel layout. `tp * pp * dp * cp` is the GPU count; `ep` is carved out of `dp * cp`."""
+    """One parallel layout. `tp * pp * dp * cp` is the GPU count. The experts have their own grid over each
+    stage's `tp * cp * dp` ranks (Megatron-Core's MoE parallel folding): `etp` expert-tensor ranks, `ep`
+    expert-parallel ranks and the rest expert-data-parallel."""
 
     tp: int
     pp: int
     dp: int
     cp: int = 1
     ep: int = 1
+    etp: int = 0
+    """Expert tensor-parallel size: over how many ranks each routed expert's weights are split. 0 (default):
+    the same as tp, Megatron-Core's default (`expert_tensor_parallel_size` None -> tp); resolved on creation."""
     vp: int = 1
     micro_batch_size: int = 1
     recompute: Recompute = Recompute.NONE
@@ -28,6 +33,10 @@ class Layout:
     """Megatron-Core counts the input embedding as one layer of the pipeline split (first stage, first chunk)."""
     account_for_loss_in_pipeline_split: bool = False
     """Megatron-Core counts the output layer and loss as one layer of the pipeline split (last stage, last chunk)."""
+
+    def __post_init__(self) -> None:
+        if self.etp == 0:
+            object.__setattr__(self, "etp", self.tp)
 
     @property
     def counts_embedding_or_loss(self) -> bool:

@@ -198,6 +198,7 @@ function layoutText(x) {
   let s = `tp${x.tp} pp${x.pp} dp${x.dp}`;
   if (x.cp > 1) s += ` cp${x.cp}`;
   if (x.ep > 1) s += ` ep${x.ep}`;
+  if (x.etp !== undefined && x.etp !== x.tp) s += ` etp${x.etp}`;
   if (x.vp > 1) s += ` vp${x.vp}`;
   s += ` b${x.micro_batch_size} ${x.recompute}${x.sequence_parallel ? " sp" : ""} zero${x.zero_stage}`;
   return s;

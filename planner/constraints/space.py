@@ -7,8 +7,8 @@ Each rule that removes something is counted under its name, so "why is there no
 plan?" has an answer.
 
 The space is kept as a product, not as one row per candidate: a *row* fixes
-(tp, cp, pp, dp, ep, vp, micro_batch_size, and whether the embedding and the
-loss count in the pipeline split) and a *mode* fixes (recompute,
+(tp, cp, pp, dp, ep, etp, vp, micro_batch_size, and whether the embedding and
+the loss count in the pipeline split) and a *mode* fixes (recompute,
 sequence_parallel, zero_stage); every row pairs with every mode, except that a
 row with tp = 1 takes no mode with sequence parallelism. Rows that differ only
 in vp (same stage split) share a *row key*, and a row key with a (recompute, sequence_parallel)
@@ -67,7 +67,7 @@ KEY_MODES = 6
 """(recompute, sequence_parallel) pairs per row key: layer key = (recompute * 2 + sp) * row keys + row_key
 (`Space.key_index`)."""
 
-AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
+AXES = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
 AllowedValue = int | bool | str
 Allowed = Mapping[str, Sequence[AllowedValue]]
 
@@ -199,7 +199,7 @@ _LEVELS = {
     "tp": {"tp"},
     "cp": {"cp"},
     "outer": {"tp", "cp", "pp", "dp"},
-    "row": {"tp", "cp", "pp", "dp", "ep", "micro_batch_size", "vp", EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT},
+    "row": {"tp", "cp", "pp", "dp", "ep", "etp", "micro_batch_size", "vp", EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT},
     "pair": set(LAYOUT_AXES),
 }
 """The space's levels, by the axes a rule may read there: tp, cp, (tp, cp, pp, dp), rows, (row, mode) pairs."""
@@ -299,7 +299,7 @@ def key_rejects(value: AllowedValue, key: str, allowed: Allowed, rejected: Count
 
 def _allowed_mask(values: IntArray, key: str, allowed: Allowed) -> BoolArray:
     if key not in allowed:
-        return np.ones(len(values), dtype=np.bool_)
+        return np.ones(np.shape(values), dtype=np.bool_)
     return np.isin(values, list(allowed[key]))
 
 
@@ -344,13 +344,48 @@ def vp_domain(num_layers: int, allowed: Allowed) -> IntArray:
     return np.asarray(options, dtype=np.int64).reshape(-1, 3)
 
 
+def _expert_options(job: Job, allowed: Allowed) -> IntArray:
+    """(ep, etp code) options worth testing, one row each; etp code 0 means "the same as tp", any other code
+    is the etp itself.
+
+    ep among the expert count's divisors (1 for a dense model). etp: tp (Megatron-Core's default) and, for a
+    mixture-of-experts model, 1 (each expert whole on its rank, the experts folded over the attention's tp
+    ranks: what NVIDIA's MoE recipes and TorchTitan run); any other etp the rules accept is searched where the
+    request pins it (so is a dense model's, so that expert_split names what refuses it).
+    """
+    pinned = {v for v in allowed.get("etp", ()) if isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    moe = job.model.moe
+    codes = [0, 1, *sorted(pinned - {1})] if moe is not None else [0, *sorted(pinned)]
+    experts = divisors(moe.num_experts) if moe is not None else [1]
+    return np.asarray([(e, t) for e in experts for t in codes], dtype=np.int64).reshape(-1, 2)
+
+
+def _expert_legal(
+    ok: BoolArray, ep: IntArray, etp: IntArray, domain: BoolArray, allowed: Allowed, rejected: Counter[str]
+) -> BoolArray:
+    """`ok` (outer, expert option) narrowed to the request's constraints on ep and etp (`_legal` for two axes):
+    a pinned option expert_split refuses counts under the rule, a legal one left out under the constraint
+    that leaves it out (ep first)."""
+    ep_pin = np.broadcast_to(_allowed_mask(ep, "ep", allowed), ok.shape)
+    etp_pin = np.broadcast_to(_allowed_mask(etp, "etp", allowed), ok.shape)
+    rule_ok, pinned = ok & domain, ep_pin & etp_pin & domain
+    if ("ep" in allowed or "etp" in allowed) and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
+        rejected[EXPERT_SPLIT.name] += refused
+    if removed := int(np.count_nonzero(rule_ok & ~ep_pin)):
+        rejected["constraint:ep"] += removed
+    if removed := int(np.count_nonzero(rule_ok & ep_pin & ~etp_pin)):
+        rejected["constraint:etp"] += removed
+    return np.asarray(rule_ok & pinned, dtype=np.bool_)
+
+
 def _rows(
     job: Job, outer: IntArray, extra: tuple[Rule, ...], allowed: Allowed, rejected: Counter[str]
-) -> tuple[BoolArray, IntArray, IntArray, IntArray]:
-    """Which (outer, ep, micro_batch_size, split) combinations are legal, and the ep, mbs and split values.
+) -> tuple[BoolArray, IntArray, IntArray, IntArray, IntArray]:
+    """Which (outer, expert option, micro_batch_size, split) combinations are legal, and the (ep, etp code)
+    options, the etp column (outer, option), the mbs and the split values.
 
     A split is a (vp, embedding, loss) row of `vp_domain`. The values searched are the rules' domains,
-    not counted as rejections: ep among the expert count's divisors passing expert_split, micro-batches
+    not counted as rejections: (ep, etp) among `_expert_options` passing expert_split, micro-batches
     up to MAX_MICRO_BATCH passing batch_divisible, splits passing stage_split (vp up to the pipeline
     layers per stage), the embedding and loss counted only where the plain split (same pp and vp) breaks
     stage_split. interleave_microbatches (and a framework rule on these axes) is counted per combination
@@ -358,18 +393,25 @@ def _rows(
     """
     tp, cp, pp, dp = (outer[:, j, None, None, None] for j in range(4))
     model = job.model
-    ep_values = np.asarray(divisors(model.moe.num_experts) if model.moe else [1], dtype=np.int64)
+    options = _expert_options(job, allowed)
     mbs_values = np.arange(1, MAX_MICRO_BATCH + 1, dtype=np.int64)
     splits = vp_domain(model.num_layers, allowed)
-    # Columns broadcast to (outer, ep, mbs, split).
-    ep, mbs = ep_values[None, :, None, None], mbs_values[None, None, :, None]
+    # Columns broadcast to (outer, expert option, mbs, split).
+    ep, mbs = options[None, :, 0, None, None], mbs_values[None, None, :, None]
+    code = options[None, :, 1, None, None]
+    etp = np.where(code == 0, tp, code)
     vp, embedding, loss = (splits[None, None, None, :, j] for j in range(3))
-    columns = {"tp": tp, "cp": cp, "pp": pp, "dp": dp, "ep": ep, "micro_batch_size": mbs, "vp": vp}
+    columns = {"tp": tp, "cp": cp, "pp": pp, "dp": dp, "ep": ep, "etp": etp, "micro_batch_size": mbs, "vp": vp}
     columns |= {EMBEDDING_IN_SPLIT: embedding, LOSS_IN_SPLIT: loss}
     plain = columns | {EMBEDDING_IN_SPLIT: 0 * embedding, LOSS_IN_SPLIT: 0 * loss}
     counted = (embedding + loss > 0)[:, 0, 0, :] & STAGE_SPLIT.broken(plain, job)[:, 0, 0, :]
     in_domain = (embedding + loss == 0)[:, 0, 0, :] | counted
-    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep_values, "ep", allowed, rejected, EXPERT_SPLIT)
+    etp_column = etp[:, :, 0, 0]
+    # An etp code whose etp is tp is the code-0 option already.
+    distinct = (code[:, :, 0, 0] == 0) | (etp_column != tp[:, :, 0, 0])
+    ep_ok = _expert_legal(
+        EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep[:, :, 0, 0], etp_column, distinct, allowed, rejected
+    )
     mbs_ok = _legal(
         BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected, BATCH_DIVISIBLE
     )
@@ -377,7 +419,7 @@ def _rows(
     vp_ok = _legal(stage_ok, splits[:, 0], "vp", allowed, rejected, STAGE_SPLIT, in_domain)
     legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
     legal = _narrow(legal, (INTERLEAVE_MICROBATCHES, *extra), columns, job, rejected)
-    return legal, ep_values, mbs_values, splits
+    return legal, options, np.broadcast_to(etp_column, ep_ok.shape), mbs_values, splits
 
 
 def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, int]]:
@@ -397,7 +439,7 @@ def build_space(
     levels = _level_rules(rules)
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
     outer = np.asarray(_outer_degrees(job, levels, allowed, rejected), dtype=np.int64).reshape(-1, 4)
-    legal, ep_values, mbs_values, splits = _rows(job, outer, levels["row"], allowed, rejected)
+    legal, options, etp_values, mbs_values, splits = _rows(job, outer, levels["row"], allowed, rejected)
     count = int(np.count_nonzero(legal)) * len(modes)
     if count > MAX_CANDIDATES:  # refused before any candidate is built
         raise InvalidSpecError(
@@ -405,7 +447,7 @@ def build_space(
             f"more than {MAX_CANDIDATES} candidates ({count} before the sequence-parallel rule) exceed the search"
             " bound; pin some dimensions",
         )
-    # Row keys: (outer, ep, mbs, stage split) with at least one legal vp; the stage split is which of the
+    # Row keys: (outer, expert option, mbs, stage split) with at least one legal vp; the stage split is which of the
     # embedding and the loss count in it (they move layers between stages, which the key-level stage terms read).
     split_kind = splits[:, 1] * 2 + splits[:, 2]
     has_row = np.stack([legal[..., split_kind == q].any(axis=3) for q in range(4)], axis=3)
@@ -413,9 +455,9 @@ def build_space(
     o, e, b, v = np.nonzero(legal)
     row_key = key_id[o, e, b, split_kind[v]]
     ko, ke, kb, kq = np.nonzero(has_row)
-    rows = _columns(model, training, outer[o], ep_values[e], splits[v], mbs_values[b])
+    rows = _columns(model, training, outer[o], options[e, 0], etp_values[o, e], splits[v], mbs_values[b])
     key_splits = np.stack([np.ones_like(kq), kq // 2, kq % 2], axis=1)
-    keys = _columns(model, training, outer[ko], ep_values[ke], key_splits, mbs_values[kb])
+    keys = _columns(model, training, outer[ko], options[ke, 0], etp_values[ko, ke], key_splits, mbs_values[kb])
     key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
     layer_keys = replace(
         Candidates(**{f: getattr(keys, f)[None, :] for f in Candidates.__slots__}),
@@ -439,7 +481,8 @@ def build_space(
 
 def _pair_columns(rows: Candidates, modes: IntArray) -> dict[str, IntArray]:
     """(rows, modes) columns: row axes down, mode axes across."""
-    columns = {axis: getattr(rows, axis)[:, None] for axis in ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")}
+    sizes = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size")
+    columns = {axis: getattr(rows, axis)[:, None] for axis in sizes}
     columns |= {"recompute": modes[None, :, 0], "sequence_parallel": modes[None, :, 1], "zero_stage": modes[None, :, 2]}
     columns |= {axis: getattr(rows, axis)[:, None] for axis in (EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT)}
     return columns
@@ -452,7 +495,13 @@ def _pairs(rows: Candidates, modes: IntArray, job: Job, rules: tuple[Rule, ...],
 
 
 def _columns(
-    model: ModelSpec, training: TrainingSpec, outer: IntArray, ep: IntArray, split: IntArray, mbs: IntArray
+    model: ModelSpec,
+    training: TrainingSpec,
+    outer: IntArray,
+    ep: IntArray,
+    etp: IntArray,
+    split: IntArray,
+    mbs: IntArray,
 ) -> Candidates:
     """Candidates with (tp, cp, pp, dp) from `outer`, (vp, embedding, loss) from `split`; recompute none,
     no sequence parallel, ZeRO 0."""
@@ -466,6 +515,7 @@ def _columns(
         dp=dp,
         cp=cp,
         ep=ep,
+        etp=etp,
         vp=vp,
         micro_batch_size=mbs,
         num_microbatches=np.maximum(training.global_batch_size // (mbs * dp), 1),

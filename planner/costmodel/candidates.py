@@ -58,6 +58,8 @@ class Candidates:
     dp: IntArray
     cp: IntArray
     ep: IntArray
+    etp: IntArray
+    """Expert tensor-parallel size (`Layout.etp`, resolved: never 0)."""
     vp: IntArray
     micro_batch_size: IntArray
     num_microbatches: IntArray
@@ -95,6 +97,7 @@ class Candidates:
             dp=col([x.dp for x in layouts]),
             cp=col([x.cp for x in layouts]),
             ep=col([x.ep for x in layouts]),
+            etp=col([x.etp for x in layouts]),
             vp=col([x.vp for x in layouts]),
             micro_batch_size=col([x.micro_batch_size for x in layouts]),
             num_microbatches=col([max(1, x.num_microbatches(global_batch_size)) for x in layouts]),
@@ -116,6 +119,7 @@ class Candidates:
             dp=int(self.dp[i]),
             cp=int(self.cp[i]),
             ep=int(self.ep[i]),
+            etp=int(self.etp[i]),
             vp=int(self.vp[i]),
             micro_batch_size=int(self.micro_batch_size[i]),
             recompute=_RECOMPUTE_BY_CODE[int(self.recompute[i])],

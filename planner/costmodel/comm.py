@@ -272,19 +272,63 @@ class TpCollectives:
     again for the weight gradients, overlapped with the input-gradient GEMM."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """One attention or MLP block's collectives over its tensor-parallel group, for one pass."""
+
+    pass_s: FloatArray
+    """An all-reduce, or with sequence parallelism an all-gather and a reduce-scatter (two ring passes)."""
+    dgrad_s: FloatArray
+    """Its column-parallel linear's backward input-gradient collective: the reduce-scatter, or the all-reduce."""
+    gather_s: FloatArray
+    """One all-gather of the block's input (sequence parallelism's backward re-gather)."""
+
+    def scaled(self, weight: FloatArray | float) -> _Block:
+        """Every field times `weight` (a share of the layers, or 0/1 per candidate)."""
+        return _Block(weight * self.pass_s, weight * self.dgrad_s, weight * self.gather_s)
+
+    def __add__(self, other: _Block) -> _Block:
+        return _Block(self.pass_s + other.pass_s, self.dgrad_s + other.dgrad_s, self.gather_s + other.gather_s)
+
+
+def _block_collectives(
+    nbytes: FloatArray, group: GroupPlacement, c: Candidates, hw: Hardware, rt: RuntimeFeatures
+) -> _Block:
+    gather = all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
+    reduce = all_reduce_s(nbytes, group, hw, rails=rt.ring_rails)
+    sp = c.sequence_parallel
+    return _Block(
+        np.asarray(np.where(sp, 2 * gather, reduce), dtype=np.float64),
+        np.asarray(np.where(sp, gather, reduce), dtype=np.float64),
+        np.asarray(gather, dtype=np.float64),
+    )
+
+
 def tp_collectives_s(
     model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
 ) -> TpCollectives:
     """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden in
-    `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass."""
+    `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass.
+
+    Per block (attention, MLP) and pass, one collective over the block's tensor-parallel group: the tp group,
+    except the MLP block of an MoE layer, whose routed experts are split over the etp group (none when etp = 1:
+    the token all-to-all, `ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE parallel folding,
+    Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared experts (split over
+    tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a dense one's.
+    """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    gather = all_gather_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
-    reduce = all_reduce_s(nbytes, placement.tp, hw, rails=rt.ring_rails)
-    count = 4 + np.where(c.recompute == FULL, 2, 0)
+    attention = _block_collectives(nbytes, placement.tp, c, hw, rt)
+    mlp = attention
+    if model.moe is not None:
+        share = model.num_moe_layers / model.num_layers
+        routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
+        shared = np.where(c.etp != c.tp, float(model.moe.num_shared_experts > 0), 0.0)
+        mlp = attention.scaled(1 - share) + routed.scaled(share) + attention.scaled(share * shared)
+    passes = 2 + np.where(c.recompute == FULL, 1, 0)
     return TpCollectives(
-        total_s=np.asarray(count * np.where(c.sequence_parallel, 2 * gather, reduce), dtype=np.float64),
-        dgrad_s=np.asarray(2 * np.where(c.sequence_parallel, gather, reduce), dtype=np.float64),
-        sp_gather_s=np.asarray(np.where(c.sequence_parallel, 2 * gather, 0.0), dtype=np.float64),
+        total_s=np.asarray(passes * (attention.pass_s + mlp.pass_s), dtype=np.float64),
+        dgrad_s=np.asarray(attention.dgrad_s + mlp.dgrad_s, dtype=np.float64),
+        sp_gather_s=np.asarray(np.where(c.sequence_parallel, attention.gather_s + mlp.gather_s, 0.0), dtype=np.float64),
     )
 
 

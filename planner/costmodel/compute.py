@@ -128,30 +128,39 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
 
     Each GEMM runs on this GPU's tokens, its flop split by tp unless replicated
     (the router). A GPU runs one GEMM per shared expert, and `num_experts / ep`
-    routed experts on `tokens * top_k * ep / num_experts` tokens each (balanced
+    routed experts, split over etp, on their share of the tokens (`_local_gemm`, balanced
     routing). Each part of the layer is weighted by the share of layers holding it.
     """
-    tp = c.tp.astype(np.float64)
     seconds: dict[GemmRole, FloatArray | float] = {}
     weight: dict[GemmRole, FloatArray | float] = {}
     for g in layer_gemms(model):
-        rows, instances = _rows_and_instances(model, c, g)
-        k, n = g.local_shape(tp)
+        rows, instances, k, n = _local_gemm(model, c, g)
         seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw, fp8_eligible=g.fp8)
         weight[g.role] = g.layer_share * instances
     return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
 
 
-def _rows_and_instances(model: ModelSpec, c: Candidates, g: Gemm) -> tuple[FloatArray, FloatArray | float]:
-    """(token rows of one instance, instances on one GPU) of a layer GEMM: this GPU's tokens once per
-    copy, or for a routed expert `tokens * top_k * ep / num_experts` rows on each of its `num_experts / ep`
-    experts (balanced routing)."""
+def _local_gemm(
+    model: ModelSpec, c: Candidates, g: Gemm
+) -> tuple[FloatArray, FloatArray | float, FloatArray, FloatArray]:
+    """(token rows of one instance, instances on one GPU, local k, local n) of a layer GEMM.
+
+    A GEMM outside the routed experts runs on this GPU's tokens once per copy, its weight split over tp
+    (`Gemm.local_shape`). A routed expert's weight is split over etp; the etp x ep ranks that hold one copy
+    of every expert serve the tokens of etp x ep / tp tensor-parallel groups, so each of the
+    `num_experts / ep` experts on a GPU sees `tokens * top_k * ep * etp / (tp * num_experts)` rows
+    (balanced routing; `tokens * top_k * ep / num_experts` when etp = tp). Source: Megatron-Core MoE
+    parallel folding (Liu et al. 2025, arXiv 2504.14960, Sec. 3: the MoE layers' own etp x ep x edp grid
+    over the attention's tp x cp x dp ranks).
+    """
     tokens = tokens_per_microbatch(model, c)
     if not g.is_expert:
-        return tokens, float(g.copies_per_token)
+        k, n = g.local_shape(c.tp.astype(np.float64))
+        return tokens, float(g.copies_per_token), k, n
     assert model.moe is not None
     experts = model.moe.num_experts
-    return tokens * g.copies_per_token * c.ep / experts, experts / c.ep
+    k, n = g.local_shape(c.etp.astype(np.float64))
+    return tokens * g.copies_per_token * c.ep * c.etp / (c.tp * experts), experts / c.ep, k, n
 
 
 def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArray, FloatArray]:
@@ -167,14 +176,12 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
     if not hw.fp8:
         zero = np.zeros(c.shape, dtype=np.float64)
         return zero, zero
-    tp = c.tp.astype(np.float64)
     inputs: FloatArray | float = 0.0
     grads: FloatArray | float = 0.0
     for g in layer_gemms(model):
         if not g.fp8:
             continue
-        rows, instances = _rows_and_instances(model, c, g)
-        k, n = g.local_shape(tp)
+        rows, instances, k, n = _local_gemm(model, c, g)
         inputs = inputs + g.layer_share * instances * rows * k
         grads = grads + g.layer_share * instances * rows * n
     per_element_s = FP8_CAST_BYTES_PER_ELEMENT / hw.hbm_bandwidth_bytes_per_s
@@ -234,13 +241,15 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
     act_bytes = 6 if model.gated_mlp else 4
-    ffn = model.ffn_hidden_size
+    width: FloatArray | float = float(model.ffn_hidden_size)
     if model.moe is not None:
         share = model.num_moe_layers / model.num_layers
         routed = model.moe.top_k + model.moe.num_shared_experts
-        ffn_moe = routed * model.moe.expert_ffn_hidden_size + 4 * model.moe.top_k * h
-        ffn = int((1 - share) * ffn + share * ffn_moe)
-    activation = act_bytes * tokens * ffn / c.tp
+        # The permuted copies are whole rows (h wide) on each of an expert's etp ranks (`_local_gemm`).
+        permuted = 4 * model.moe.top_k * h * c.etp
+        moe_width = routed * model.moe.expert_ffn_hidden_size + permuted
+        width = np.asarray((1 - share) * width + share * moe_width, dtype=np.float64)
+    activation = act_bytes * tokens * width / c.tp
     rope = 0 if model.learned_position_embeddings else 4 * tokens * (h + kv) / c.tp
     return (residual + activation + rope) / hw.hbm_bandwidth_bytes_per_s
 

@@ -32,7 +32,6 @@ from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts, fp8_weight_fraction
 from planner.costmodel.topology import GroupPlacement, Placement
-from planner.costmodel.zero import shard_group_sizes
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
@@ -66,7 +65,7 @@ class Collective(Protocol):
 class DpCollectives:
     """Seconds of each DP collective over one GPU's parameters, whatever the ZeRO stage.
 
-    Dense parameters over the dp x cp group, experts over the expert-dp group.
+    Dense parameters over the dp x cp group, experts over the expert-dp group (`topology.Placement.edp`).
     """
 
     all_reduce: FloatArray
@@ -110,17 +109,6 @@ def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
     )
 
 
-def _expert_group(c: Candidates, placement: Placement) -> GroupPlacement:
-    """The expert-data-parallel group: dp x cp / ep ranks holding the same experts."""
-    group = gradient_group(c, placement)
-    _, size = shard_group_sizes(c.dp, c.cp, c.ep)
-    return GroupPlacement(
-        size=size,
-        members_per_domain=np.minimum(group.members_per_domain, size),
-        crosses_network=group.crosses_network & (size > 1),
-    )
-
-
 def gather_units(model: ModelSpec, c: Candidates) -> FloatArray:
     """ZeRO-3 all-gathers per pass over one stage's weights: one per transformer layer (module docstring)."""
     return np.asarray(model.num_layers / c.pp, dtype=np.float64)
@@ -137,7 +125,7 @@ def dp_collectives_s(
     """Seconds of each DP collective over (dense, expert) `params` per GPU, whatever the ZeRO stage."""
     dense, expert = params
     num = training_numerics(training, hw)
-    dense_group, expert_group = gradient_group(c, placement), _expert_group(c, placement)
+    dense_group, expert_group = gradient_group(c, placement), placement.edp
     has_experts = bool(np.any(expert > 0))
     units = gather_units(model, c)
 

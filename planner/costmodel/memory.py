@@ -108,7 +108,7 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     norms_and_inputs = 2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
     replicated = norms_and_inputs * h / np.where(c.sequence_parallel, tp, 1.0)
     attention = (2 * num.activation_bytes + num.gemm_input_copy_bytes) * h + 4 * kv
-    split = (attention + _mlp_bytes_per_token(model, num)) / tp
+    split = attention / tp + _mlp_bytes_per_token(model, c, num)
     scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
@@ -116,22 +116,26 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     return np.where(c.recompute == FULL, layer_input, full_layer)
 
 
-def _mlp_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
-    """MLP tensors kept per token: 4 ffn (GeLU input and output) or 6 ffn (gate, up, SwiGLU output) in 16-bit;
-    the activation's output is fc2's input, kept as `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn).
+def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> FloatArray:
+    """MLP tensors one GPU keeps per token of its micro-batch: 4 ffn (GeLU input and output) or 6 ffn (gate,
+    up, SwiGLU output) in 16-bit, over tp; the activation's output is fc2's input, kept as
+    `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn).
 
-    MoE: each of the top_k routed copies also keeps its permuted 2h input.
+    MoE: each of the top_k routed copies also keeps its permuted 2h input, whole on each of its expert's etp
+    ranks, so etp / tp of it per token here (`compute._local_gemm`: an expert's rows are etp / tp of the
+    routed tokens; the FFN-wide tensors, split over etp, come to ffn / tp per token either way).
     """
     activation_input = (2 if model.gated_mlp else 1) * num.activation_bytes
     per_ffn = activation_input + num.saved_gemm_input_bytes
-    dense = float(per_ffn * model.ffn_hidden_size)
+    tp = c.tp.astype(np.float64)
+    dense = per_ffn * model.ffn_hidden_size / tp
     if model.moe is None:
-        return dense
+        return np.asarray(dense, dtype=np.float64)
     moe = model.moe
-    routed = moe.top_k * (per_ffn * moe.expert_ffn_hidden_size + 2 * model.hidden_size)
-    shared = moe.num_shared_experts * per_ffn * moe.expert_ffn_hidden_size
+    routed = moe.top_k * (per_ffn * moe.expert_ffn_hidden_size + 2 * model.hidden_size * c.etp) / tp
+    shared = moe.num_shared_experts * per_ffn * moe.expert_ffn_hidden_size / tp
     share = model.num_moe_layers / model.num_layers
-    return (1 - share) * dense + share * (routed + shared)
+    return np.asarray((1 - share) * dense + share * (routed + shared), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,12 +249,12 @@ def stage_terms(
         working = np.where(partial[0] < layers, 0.0, working)
     return StageTerms(
         params=params,
-        sharded=sharded_params(params, c.dp, c.cp, c.ep),
+        sharded=sharded_params(params, c),
         layer_activations=_layer_activations(per_layer, layers, offload, partial) + embedding_bytes,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
         fp8_weights=fp8.total,
-        sharded_fp8_weights=sharded_params(fp8, c.dp, c.cp, c.ep),
+        sharded_fp8_weights=sharded_params(fp8, c),
         last_of_pipeline=np.asarray(output & (c.pp > 1)),
         middle_of_pipeline=np.asarray(~embedding & ~output & (c.pp > 2)),
     )

@@ -151,9 +151,10 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     """(dense, expert) parameters one GPU of a stage holds, before ZeRO sharding.
 
     Matrices split over tp (Megatron column/row parallel); norms replicated;
-    experts split over ep and tp. The embedding stage holds V x h / tp (and the
-    position table); the output stage the output layer, a copy of a tied
-    embedding when the two are different stages, and the final norm.
+    routed experts split over ep and etp (Megatron-Core's expert grid; etp = tp by
+    default). The embedding stage holds V x h / tp (and the position table);
+    the output stage the output layer, a copy of a tied embedding when the two
+    are different stages, and the final norm.
     Assumes MoE layers spread evenly over stages.
     """
     layers, embedding, output = stage
@@ -165,7 +166,7 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     expert = np.zeros_like(tp)
     if model.moe is not None:
         dense += n * moe_share * _moe_layer_replicated_params(model) / tp
-        expert = n * moe_share * expert_params_per_moe_layer(model) / (tp * c.ep)
+        expert = n * moe_share * expert_params_per_moe_layer(model) / (c.etp * c.ep)
     output_matrix = np.where(
         embedding,
         output_params(model),
@@ -193,11 +194,11 @@ def _fp8_weights_per_layer(model: ModelSpec) -> tuple[float, float]:
 
 def stage_fp8_weights(model: ModelSpec, c: Candidates, layers: IntArray) -> ParamCounts:
     """(dense, expert) weights of the FP8 linear layers one GPU of a stage with `layers` layers holds, before
-    ZeRO sharding, split as `stage_params` splits them (over tp; experts over tp and ep). The rest of the
+    ZeRO sharding, split as `stage_params` splits them (over tp; experts over etp and ep). The rest of the
     stage's parameters (norms, biases, embedding, output layer, router) stay 16-bit under FP8 training."""
     dense, expert = _fp8_weights_per_layer(model)
     tp, n = c.tp.astype(np.float64), layers.astype(np.float64)
-    return ParamCounts(n * dense / tp, n * expert / (tp * c.ep))
+    return ParamCounts(n * dense / tp, n * expert / (c.etp * c.ep))
 
 
 def fp8_weight_fraction(model: ModelSpec) -> tuple[float, float]:

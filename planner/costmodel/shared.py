@@ -1,6 +1,6 @@
 """Quantities that depend only on a candidate's layer-level key, computed once per distinct key.
 
-Everything here is a function of (tp, cp, pp, dp, ep, micro-batch, recompute,
+Everything here is a function of (tp, cp, pp, dp, ep, etp, micro-batch, recompute,
 sequence parallel): not of the ZeRO stage, the interleaving depth or the
 number of micro-batches. A search evaluates them on its grid of distinct keys
 (`Space.layer_keys`, over which every function here broadcasts) and gathers

@@ -117,7 +117,7 @@ def assemble_step(
 
 def updated_params(c: Candidates, params: ParamCounts) -> FloatArray:
     """Parameters whose optimizer step this GPU runs: its shard under ZeRO >= 1, else all it holds."""
-    return held_params(c.zero_stage, ModelState.OPTIMIZER, params.total, sharded_params(params, c.dp, c.cp, c.ep))
+    return held_params(c.zero_stage, ModelState.OPTIMIZER, params.total, sharded_params(params, c))
 
 
 def once_per_step_s(

@@ -3,9 +3,13 @@
 Ranks are numbered the way Megatron-LM will number them. With
 `--use-tp-pp-dp-mapping` the order is tp innermost, then cp, pp, dp, which
 keeps pipeline neighbours close; Megatron-Core accepts that order only when
-pp = 1 or ep = cp (`tp_pp_dp_order`), and otherwise uses its default tp, cp,
-(ep,) dp, pp, with pp outermost. An expert-parallel group takes the same
-stage's cp ranks first, then its dp ranks. NVLink domains are contiguous
+pp = 1 or the experts' data-parallel size is the attention's (`tp_pp_dp_order`),
+and otherwise uses its default tp, cp, (ep,) dp, pp, with pp outermost. The
+experts have their own grid over a stage's tp x cp x dp ranks, in the same order
+(MoE parallel folding, Megatron-Core `initialize_model_parallel`'s expert
+`RankGenerator`: etp innermost, then ep, then the expert data-parallel ranks):
+an expert-parallel group is ep ranks at stride etp (the stage's cp ranks, then
+its dp ranks, when etp = tp). NVLink domains are contiguous
 blocks of `job_domain_gpus` ranks: the whole domain where a node is one
 domain (DGX) or the job fits in one, else the job's allocation segment
 (an NVL72 rack holds 18 four-GPU trays; Megatron-Bridge's Slurm executor
@@ -66,14 +70,18 @@ def _job_domains(num_gpus: IntArray, gpus_per_node: int, nvlink_domain_gpus: int
     return blocks[index.reshape(np.shape(num_gpus))]
 
 
-def tp_pp_dp_order(pp: IntArray | int, cp: IntArray | int, ep: IntArray | int) -> np.ndarray:
+def tp_pp_dp_order(
+    pp: IntArray | int, tp: IntArray | int, cp: IntArray | int, ep: IntArray | int, etp: IntArray | int
+) -> np.ndarray:
     """Whether Megatron-Core accepts the tp-cp-pp-dp rank order (`--use-tp-pp-dp-mapping`).
 
     `initialize_model_parallel` asserts, for an order that does not end in pp
-    with pp > 1, that the expert data-parallel size equals the dense one, i.e.
-    ep == cp; every model builds the expert grid, MoE or not.
+    with pp > 1, that the expert data-parallel size, tp cp dp / (etp ep), equals
+    the dense one, i.e. etp x ep == tp x cp (ep == cp when etp = tp); every model
+    builds the expert grid, MoE or not.
     """
-    return np.asarray((np.asarray(pp) == 1) | (np.asarray(ep) == np.asarray(cp)))
+    experts = np.asarray(etp) * np.asarray(ep)
+    return np.asarray((np.asarray(pp) == 1) | (experts == np.asarray(tp) * np.asarray(cp)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +100,10 @@ class Placement:
     pp: GroupPlacement
     dp: GroupPlacement
     ep: GroupPlacement
+    etp: GroupPlacement
+    """The ranks one routed expert's weights are split over."""
+    edp: GroupPlacement
+    """The expert-data-parallel group: the ranks holding the same experts, which reduce their gradients."""
     num_gpus: IntArray
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> Placement:
@@ -106,6 +118,8 @@ class Placement:
             pp=group(self.pp),
             dp=group(self.dp),
             ep=group(self.ep),
+            etp=group(self.etp),
+            edp=group(self.edp),
             num_gpus=fn(self.num_gpus),
         )
 
@@ -121,37 +135,28 @@ def _group(size: IntArray, stride: IntArray, num_gpus: IntArray, domain: IntArra
     )
 
 
-def _expert_group(c: Candidates, dp_stride: IntArray, num_gpus: IntArray, domain: IntArray) -> GroupPlacement:
-    """EP ranks: up to cp of them at stride tp, the rest from dp at the dp stride."""
-    from_cp = np.minimum(c.ep, c.cp)
-    within_cp = _group(c.ep, c.tp, num_gpus, domain)
-    from_dp = np.maximum(c.ep // np.maximum(from_cp, 1), 1)
-    across = _group(from_dp, dp_stride, num_gpus, domain)
-    cp_part = _group(from_cp, c.tp, num_gpus, domain)
-    spills = c.ep > c.cp
-    return GroupPlacement(
-        size=c.ep,
-        members_per_domain=np.where(
-            spills, cp_part.members_per_domain * across.members_per_domain, within_cp.members_per_domain
-        ),
-        crosses_network=np.where(spills, across.crosses_network | cp_part.crosses_network, within_cp.crosses_network),
-    )
-
-
 def place(c: Candidates, nvlink_domain_gpus: int, gpus_per_node: int) -> Placement:
-    """Place every group of every candidate on the cluster (domains of `job_domain_gpus` ranks)."""
+    """Place every group of every candidate on the cluster (domains of `job_domain_gpus` ranks).
+
+    The expert groups (module docstring): ep at stride etp; the expert-data-parallel ranks at stride
+    etp x ep, or, in the tp-cp-pp-dp order with pp > 1 (where etp x ep = tp x cp), the dp group itself.
+    """
     n = c.tp * c.cp * c.pp * c.dp
     d = _job_domains(n, gpus_per_node, nvlink_domain_gpus)
     one = np.ones_like(c.tp)
-    pp_inside = tp_pp_dp_order(c.pp, c.cp, c.ep)
+    pp_inside = tp_pp_dp_order(c.pp, c.tp, c.cp, c.ep, c.etp)
     pp_stride = np.where(pp_inside, c.tp * c.cp, c.tp * c.cp * c.dp)
     dp_stride = np.where(pp_inside, c.tp * c.cp * c.pp, c.tp * c.cp)
+    experts = c.etp * c.ep
+    edp_stride = np.where(pp_inside & (c.pp > 1), dp_stride, experts)
     return Placement(
         tp=_group(c.tp, one, n, d),
         cp=_group(c.cp, c.tp, n, d),
         pp=_group(c.pp, pp_stride, n, d),
         dp=_group(c.dp, dp_stride, n, d),
-        ep=_expert_group(c, dp_stride, n, d),
+        ep=_group(c.ep, c.etp, n, d),
+        etp=_group(c.etp, one, n, d),
+        edp=_group(np.maximum(c.tp * c.cp * c.dp // experts, 1), edp_stride, n, d),
         num_gpus=n,
     )
 
@@ -171,16 +176,18 @@ class Crossings:
 
 @functools.lru_cache(maxsize=4096)
 def count_crossings(
-    tp: int, cp: int, pp: int, dp: int, ep: int, nvlink_domain_gpus: int, gpus_per_node: int
+    tp: int, cp: int, pp: int, dp: int, ep: int, etp: int, nvlink_domain_gpus: int, gpus_per_node: int
 ) -> Crossings:
     """Exact counts for one layout, from every rank's domain (`job_domain_gpus`). A pipeline is one
-    (dp, cp, tp) chain of pp ranks.
+    (dp, cp, tp) chain of pp ranks; an expert-parallel group ep ranks at stride etp of a stage's tp x cp x dp
+    ranks in rank order (module docstring).
 
     Linear in the GPU count, so results are memoised: the plans of one request share a few shapes.
     """
     n = tp * cp * pp * dp
     ranks = np.arange(n) // job_domain_gpus(n, gpus_per_node, nvlink_domain_gpus)
-    if tp_pp_dp_order(pp, cp, ep):
+    pp_inside = bool(tp_pp_dp_order(pp, tp, cp, ep, etp))
+    if pp_inside:
         domain = ranks.reshape(dp, pp, cp, tp)
     else:
         domain = ranks.reshape(pp, dp, cp, tp).transpose(1, 0, 2, 3)
@@ -190,12 +197,15 @@ def count_crossings(
         # boundary when its first and last domains differ (no min/max over a short axis).
         return int(np.count_nonzero(groups[..., 0] != groups[..., -1]))
 
-    split = ep > 1 and (dp * cp) % ep == 0
-    experts = domain.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep) if split else domain
+    split = ep > 1 and (tp * cp * dp) % (etp * ep) == 0
+    if split and pp_inside and pp > 1:  # etp x ep = tp x cp: one expert grid per (dp, pp) block of tp x cp ranks
+        stage = domain.reshape(dp, pp, ep, etp).transpose(0, 1, 3, 2)
+    elif split:  # a stage's tp x cp x dp ranks in rank order (dp outer), cut into (expert dp, ep, etp)
+        stage = domain.transpose(1, 0, 2, 3).reshape(pp, (tp * cp * dp) // (etp * ep), ep, etp).transpose(0, 1, 3, 2)
     return Crossings(
         tp_groups_over_network=spanning(domain),
         cp_groups_over_network=spanning(domain.transpose(0, 1, 3, 2)),
-        ep_groups_over_network=spanning(experts) if split else 0,
+        ep_groups_over_network=spanning(stage) if split else 0,
         dp_groups_over_network=spanning(domain.transpose(1, 2, 3, 0)),
         dp_groups=tp * cp * pp,
         pp_hops_over_network=int(np.sum(domain[:, 1:] != domain[:, :-1])),

@@ -113,7 +113,7 @@ def stage_layers(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
 
 def tp_pp_dp_mapping_allowed(layout: Layout) -> bool:
     """Whether Megatron-Core accepts its tp-cp-ep-pp-dp rank order for this layout (the cost model's rule)."""
-    return bool(tp_pp_dp_order(layout.pp, layout.cp, layout.ep))
+    return bool(tp_pp_dp_order(layout.pp, layout.tp, layout.cp, layout.ep, layout.etp))
 
 
 def moe_layer_pattern(model: ModelSpec) -> list[int]:

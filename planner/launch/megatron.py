@@ -50,6 +50,8 @@ def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) ->
         flags += ["--context-parallel-size", str(layout.cp)]
     if layout.ep > 1:
         flags += ["--expert-model-parallel-size", str(layout.ep)]
+    if model.moe is not None and layout.etp != layout.tp:  # Megatron-Core's default expert TP is tp
+        flags += ["--expert-tensor-parallel-size", str(layout.etp)]
     if sequence_parallel_on(model, training, layout):
         flags.append("--sequence-parallel")
     # Planner rank order is tp, cp, pp, dp; without the flag Megatron uses tp-cp-ep-dp-pp (pp outermost),

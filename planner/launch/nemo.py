@@ -111,6 +111,8 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
         f"{s}sequence_parallel": sequence_parallel_on(model, training, layout),
         f"{s}use_tp_pp_dp_mapping": tp_pp_dp_mapping_allowed(layout),
     }
+    if model.moe is not None and layout.etp != layout.tp:  # MegatronStrategy's default (None) is tp
+        overrides[f"{s}expert_tensor_parallel_size"] = layout.etp
     if counted:  # MegatronStrategy's TransformerConfig fields; left out (default false) otherwise
         overrides[f"{s}account_for_embedding_in_pipeline_split"] = layout.account_for_embedding_in_pipeline_split
         overrides[f"{s}account_for_loss_in_pipeline_split"] = layout.account_for_loss_in_pipeline_split

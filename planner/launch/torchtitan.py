@@ -66,7 +66,7 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
         "pipeline_parallel_degree": layout.pp,
         "context_parallel_degree": layout.cp,
         "expert_parallel_degree": layout.ep,
-        "expert_tensor_parallel_degree": layout.tp if layout.ep > 1 else 1,
+        "expert_tensor_parallel_degree": layout.etp if layout.ep > 1 else 1,  # v0.2.2 reads it only with ep > 1
     }
     return section | pipeline_keys(model, layout, "output")
 

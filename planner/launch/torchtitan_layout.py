@@ -32,12 +32,14 @@ __all__ = [
 def dp_degrees(layout: Layout) -> tuple[int, int]:
     """(data_parallel_replicate_degree, data_parallel_shard_degree).
 
-    ZeRO 1-3 shard over all of dp; ZeRO 0 replicates, except that experts shard out of dp_shard * cp
-    (ep must divide it), so the least such shard degree is used.
+    ZeRO 1-3 shard over all of dp; ZeRO 0 replicates, except that experts shard out of dp_shard * cp, and
+    tp too when etp = 1 (ep must divide it: v0.2.2 `ParallelDims._validate`, v0.3.0's efsdp = dp_shard * cp *
+    tp / ep), so the least such shard degree is used.
     """
     if layout.zero_stage >= 1:
         return 1, layout.dp
-    shard = layout.ep // math.gcd(layout.ep, layout.cp)
+    borrowed = layout.cp * layout.tp // layout.etp
+    shard = layout.ep // math.gcd(layout.ep, borrowed)
     return layout.dp // shard, shard
 
 

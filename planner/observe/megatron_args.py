@@ -250,6 +250,9 @@ def _layout(args: Mapping[str, Any], where: str, world_size: int) -> dict[str, A
         )
     layout["dp"] = world_size // model_parallel
     layout["vp"] = args.get("virtual_pipeline_model_parallel_size") or 1
+    # --expert-tensor-parallel-size: None (the default) is tp (megatron/core/parallel_state.py); stated if not.
+    if (etp := _int(args, "expert_tensor_parallel_size", where, layout["tp"])) != layout["tp"]:
+        layout["etp"] = etp
     stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"])
     if stages is not None:
         layout["layers_per_stage"] = stages

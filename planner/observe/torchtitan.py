@@ -122,6 +122,23 @@ def _mesh(lines: Sequence[str]) -> tuple[int, ...]:
     return meshes.pop()
 
 
+_MESH_ETP = re.compile(r"Building device mesh with parallelism: .*, ep=\d+, etp=(\d+)")
+
+
+def _expert_tp(lines: Sequence[str], config: Mapping[str, Any], release: str, tp: int, ep: int) -> int:
+    """The experts' tensor-parallel size: tp without expert parallelism; with it, v0.3.0 keeps each expert whole
+    (no expert TP) and v0.2.2 logs `etp=` on its mesh line (`parallelism.expert_tensor_parallel_degree`,
+    default 1)."""
+    if ep == 1:
+        return tp
+    if release == "0.3.0":
+        return 1
+    found = {int(m.group(1)) for line in lines if (m := _MESH_ETP.search(line))}
+    if found:
+        return found.pop()
+    return int(_get(config, "parallelism", "expert_tensor_parallel_degree", 1))
+
+
 def _model(lines: Sequence[str], text: str, seq_len: int, release: str) -> dict[str, Any]:
     if release == "0.3.0":
         return llama3_model(lines) | _LLAMA_TRAITS | {"seq_length": seq_len}
@@ -228,6 +245,7 @@ def _layout(
     lines: Sequence[str], config: Mapping[str, Any], release: str, local_batch: int, layers: int
 ) -> dict[str, Any]:
     pp, dp_replicate, dp_shard, cp, tp, ep = _mesh(lines)
+    etp = _expert_tp(lines, config, release, tp, ep)
     vp, microbatch = _pipeline(lines, config, release, (local_batch, layers, pp))
     # v0.3.0 torchtitan/config/configs.py ParallelismConfig.enable_sequence_parallel (default True); v0.2.2: always.
     sequence_parallel = release != "0.3.0" or _get(config, "parallelism", "enable_sequence_parallel", True) is True
@@ -242,7 +260,7 @@ def _layout(
         "recompute": _recompute(lines, config),
         "sequence_parallel": tp > 1 and sequence_parallel,
         "zero_stage": _zero_stage(config, dp_shard, pp),
-    }
+    } | ({"etp": etp} if etp != tp else {})
 
 
 def parse_torchtitan(

@@ -35,7 +35,7 @@ __all__ = [
     "interleave_problem",
 ]
 
-SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
+SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size")
 """Axes that are group sizes or counts, so at least 1."""
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -48,7 +48,11 @@ POSITIVE_SIZES = Rule(
     name="positive_sizes",
     axes=(*SIZE_AXES, "zero_stage"),
     clauses=(
-        *(_at_least_one(axis) for axis in SIZE_AXES),
+        *(_at_least_one(axis) for axis in SIZE_AXES if axis != "etp"),
+        Clause(  # etp defaults to tp: a bad tp is reported once, as tp's
+            lambda c, j: (c["etp"] < 1) & (c["etp"] != c["tp"]),
+            lambda x, j: f"etp({x.etp}) must be >= 1",
+        ),
         Clause(
             lambda c, j: (c["zero_stage"] < ZERO_STAGES[0]) | (c["zero_stage"] > ZERO_STAGES[-1]),
             lambda x, j: f"zero_stage({x.zero_stage}) must be 0, 1, 2 or 3",
@@ -99,12 +103,6 @@ TENSOR_SPLIT = Rule(
                 f"ffn_hidden_size({j.model.ffn_hidden_size}) % tp({x.tp}) = {j.model.ffn_hidden_size % x.tp}, must be 0"
             ),
         ),
-        Clause(
-            lambda c, j: _expert_width(j) % c["tp"] != 0,
-            lambda x, j: (
-                f"moe.expert_ffn_hidden_size({_expert_width(j)}) % tp({x.tp}) = {_expert_width(j) % x.tp}, must be 0"
-            ),
-        ),
     ),
     source="Shoeybi et al. 2019 (Megatron-LM) Sec. 3: attention heads and MLP columns are split over the tensor"
     " ranks; key/value groups are split, or replicated when tp exceeds them",
@@ -148,23 +146,38 @@ def _num_experts(j: Job) -> int:
 
 EXPERT_SPLIT = Rule(
     name="expert_split",
-    axes=("dp", "cp", "ep"),
+    axes=("tp", "dp", "cp", "ep", "etp"),
     clauses=(
         Clause(
             lambda c, j: (c["ep"] > 1) & (j.model.moe is None),
             lambda x, j: f"ep({x.ep}) > 1 needs a mixture-of-experts model",
         ),
         Clause(
-            lambda c, j: (c["ep"] > 1) & (j.model.moe is not None) & ((c["dp"] * c["cp"]) % c["ep"] != 0),
-            lambda x, j: f"(dp({x.dp}) * cp({x.cp})) % ep({x.ep}) = {(x.dp * x.cp) % x.ep}, must be 0",
+            lambda c, j: (c["etp"] != c["tp"]) & (j.model.moe is None),
+            lambda x, j: f"etp({x.etp}) != tp({x.tp}) needs a mixture-of-experts model (etp splits the routed experts)",
+        ),
+        Clause(
+            lambda c, j: (j.model.moe is not None) & ((c["tp"] * c["cp"] * c["dp"]) % (c["etp"] * c["ep"]) != 0),
+            lambda x, j: (
+                f"(tp({x.tp}) * cp({x.cp}) * dp({x.dp})) % (etp({x.etp}) * ep({x.ep}))"
+                f" = {(x.tp * x.cp * x.dp) % (x.etp * x.ep)}, must be 0"
+            ),
         ),
         Clause(
             lambda c, j: (c["ep"] > 1) & (j.model.moe is not None) & (_num_experts(j) % c["ep"] != 0),
             lambda x, j: f"moe.num_experts({_num_experts(j)}) % ep({x.ep}) = {_num_experts(j) % x.ep}, must be 0",
         ),
+        Clause(
+            lambda c, j: _expert_width(j) % c["etp"] != 0,
+            lambda x, j: (
+                f"moe.expert_ffn_hidden_size({_expert_width(j)}) % etp({x.etp}) = {_expert_width(j) % x.etp}, must be 0"
+            ),
+        ),
     ),
-    source="Megatron-LM megatron/training/arguments.py validate_args (num_experts % expert_model_parallel_size)"
-    " and megatron/core/parallel_state.py initialize_model_parallel (expert groups carved out of dp * cp)",
+    source="Megatron-LM megatron/training/arguments.py validate_args (num_experts % expert_model_parallel_size);"
+    " megatron/core/parallel_state.py initialize_model_parallel at core_v0.16.1 (MoE parallel folding: the expert"
+    " grid is etp x ep x expert-dp x pp over the same ranks, etp defaulting to tp, and world_size % (etp * ep *"
+    " pp) == 0); the expert FFN is split over etp (megatron/core/transformer/moe/experts.py, TEGroupedMLP)",
 )
 
 

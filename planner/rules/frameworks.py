@@ -43,6 +43,7 @@ __all__ = [
     "TORCHTITAN_GRADIENT_LAYOUT",
     "TORCHTITAN_NO_ACTIVATION_OFFLOAD",
     "TORCHTITAN_NO_BLOCK_RECOMPUTE",
+    "TORCHTITAN_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
@@ -452,27 +453,51 @@ TORCHTITAN_03_SEQ_LEN_DIVISIBLE = _seq_len_rule(
 )
 
 
-def _experts_split_over_tp(c: Columns, j: Job) -> BoolArray:
-    broken: BoolArray = (c["ep"] > 1) & (c["tp"] > 1) & (j.model.moe is not None)
+def _experts_unsplit_without_ep(c: Columns, j: Job) -> BoolArray:
+    broken: BoolArray = (j.model.moe is not None) & (c["ep"] == 1) & (c["etp"] != c["tp"])
     return broken
 
 
+_TORCHTITAN_EXPERTS_WITHOUT_EP = Clause(
+    _experts_unsplit_without_ep,
+    lambda x, j: (
+        f"etp({x.etp}) != tp({x.tp}) with ep(1): without expert parallelism TorchTitan splits the experts over tp"
+        " like the rest of the layer"
+    ),
+)
+
+TORCHTITAN_EXPERT_TENSOR_PARALLEL = Rule(
+    name="torchtitan_expert_tensor_parallel",
+    axes=("tp", "ep", "etp"),
+    clauses=(
+        _TORCHTITAN_EXPERTS_WITHOUT_EP,
+        Clause(
+            lambda c, j: (j.model.moe is not None) & (c["ep"] > 1) & (c["etp"] != 1) & (c["etp"] != c["tp"]),
+            lambda x, j: f"etp({x.etp}) must be 1 or tp({x.tp}) with ep({x.ep}) > 1 in TorchTitan v0.2.2",
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/distributed/parallel_dims.py ParallelDims._validate ('Currently we only"
+    " support ETP=TP or ETP=1'); expert_tensor_parallel_degree applies with ep > 1 (EP borrows dp_shard * cp, and"
+    " tp too when etp = 1)",
+)
+
 TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL = Rule(
     name="torchtitan_no_expert_tensor_parallel",
-    axes=("tp", "ep"),
+    axes=("tp", "ep", "etp"),
     clauses=(
+        _TORCHTITAN_EXPERTS_WITHOUT_EP,
         Clause(
-            _experts_split_over_tp,
+            lambda c, j: (j.model.moe is not None) & (c["ep"] > 1) & (c["etp"] != 1),
             lambda x, j: (
-                f"ep({x.ep}) > 1 with tp({x.tp}) > 1: TorchTitan v0.3.0 has no expert tensor parallelism, so each"
-                f" expert is whole on its rank ({x.tp}x the expert weights the plan prices, split over tp)"
+                f"etp({x.etp}) must be 1 with ep({x.ep}) > 1: TorchTitan v0.3.0 has no expert tensor parallelism,"
+                " so each expert is whole on its rank"
             ),
         ),
     ),
     source=f"{_TORCHTITAN_03} torchtitan/models/common/moe_sharding.py _routed_experts_sharding_configs: with EP"
     " the routed experts' weights are expert_param_placement_sparse (sharded over ep only, no tp);"
     " torchtitan/config/configs.py ParallelismConfig has no expert_tensor_parallel_degree (EP borrows ranks from"
-    " FSDP and TP: efsdp = dp_shard * cp * tp / ep). The cost model prices experts split over tp * ep",
+    " FSDP and TP: efsdp = dp_shard * cp * tp / ep, i.e. etp = 1)",
 )
 
 _MEGATRON_15_RULES = (
@@ -500,6 +525,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
     TORCHTITAN_ADAM_MOMENTS,
+    TORCHTITAN_EXPERT_TENSOR_PARALLEL,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,

@@ -38,6 +38,7 @@ LAYOUT_AXES = (
     "dp",
     "cp",
     "ep",
+    "etp",
     "vp",
     "micro_batch_size",
     "recompute",

@@ -64,6 +64,7 @@ class Recipe:
             "recompute": [r.value for r in self.recompute],
             "sequence_parallel": [sp for sp in self.sequence_parallel if tp > 1 or not sp],
             "zero_stage": list(self.zero_stages),
+            "etp": [tp],
         }
         if not self.expert_parallel:
             out["ep"] = [1]

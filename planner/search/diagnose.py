@@ -71,7 +71,7 @@ def _any_fits(
 MORE_GPUS_FACTORS = (2, 4, 8, 16, 32, 64)
 """Multiples of the request's GPU count (rounded up to whole nodes) the diagnosis tries, smallest first."""
 
-_ROW_KEYS = ("tp", "pp", "dp", "cp", "ep", "vp", "micro_batch_size")
+_ROW_KEYS = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size")
 
 
 def legal_values(

@@ -60,7 +60,8 @@ class Plan:
 def simplicity(layout: Layout) -> tuple[int, ...]:
     """Order among equivalent plans, simplest first: fewer parallel dimensions (tp, pp, cp, ep above 1),
     then smaller tp, smaller pp, no interleaving (vp), less recomputation (none, selective, full),
-    lower ZeRO stage, no context/expert parallelism, no sequence parallelism, smaller micro-batch."""
+    lower ZeRO stage, no context/expert parallelism, experts split as tp (etp = tp), no sequence parallelism,
+    smaller micro-batch."""
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}[layout.recompute]
     dims = sum(1 for d in (layout.tp, layout.pp, layout.cp, layout.ep) if d > 1)
     return (
@@ -72,6 +73,7 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
         layout.zero_stage,
         layout.cp,
         layout.ep,
+        int(layout.etp != layout.tp),
         int(layout.sequence_parallel),
         layout.micro_batch_size,
     )

@@ -57,6 +57,7 @@ def rank(
         c.pp,
         c.vp,
         c.ep,
+        c.etp,
         c.cp,
         ev.num_gpus[fits],
         value,

@@ -78,12 +78,23 @@ def test_stage_in_flight_broadcasts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("dp", "cp", "ep", "expected"),
-    [(4, 2, 4, (8, 2)), (4, 1, 1, (4, 4)), (2, 1, 8, (2, 1)), (8, 1, 8, (8, 1))],
-    ids=["dp4-cp2-ep4", "no-ep", "ep-beyond-dp", "ep-equals-dp"],
+    ("dp", "cp", "tp", "ep", "etp", "expected"),
+    [
+        (4, 2, 1, 4, 1, (8, 2)),
+        (4, 1, 1, 1, 1, (4, 4)),
+        (2, 1, 1, 8, 1, (2, 1)),
+        (8, 1, 1, 8, 1, (8, 1)),
+        (4, 2, 4, 4, 4, (8, 2)),
+        (2, 1, 4, 8, 1, (2, 1)),
+        (16, 1, 2, 32, 1, (16, 1)),
+        (64, 1, 2, 64, 1, (64, 2)),
+    ],
+    ids=["dp4-cp2-ep4", "no-ep", "ep-beyond-dp", "ep-equals-dp", "etp-is-tp", "ep-folds-tp", "qwen3-235b", "dsv3-h100"],
 )
-def test_shard_group_sizes(dp: int, cp: int, ep: int, expected: tuple[int, int]) -> None:
-    dense, expert = shard_group_sizes(_i(dp), _i(cp), _i(ep))
+def test_shard_group_sizes(dp: int, cp: int, tp: int, ep: int, etp: int, expected: tuple[int, int]) -> None:
+    """Experts shard over tp cp dp / (etp ep) ranks (Megatron-Core expert_data_parallel_size); e.g. Bridge's
+    DeepSeek-V3 H100 recipe, tp 2 etp 1 ep 64 over 128 ranks a stage: 2 ranks hold each expert."""
+    dense, expert = shard_group_sizes(_i(dp), _i(cp), _i(tp), _i(ep), _i(etp))
     assert (int(dense[0]), int(expert[0])) == expected
 
 
@@ -100,7 +111,8 @@ HELD = {
 def test_held_params_by_zero_stage(state: ModelState) -> None:
     """ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the parameters."""
     params = ParamCounts(_a(800.0), _a(80.0))
-    sharded = sharded_params(params, _i(4), _i(2), _i(4))
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, cp=2, ep=4)], num_layers=4, global_batch_size=64)
+    sharded = sharded_params(params, c)
     assert float(sharded[0]) == 140.0
     got = held_params(_i(0, 1, 2, 3), state, params.total, sharded)
     np.testing.assert_array_equal(got, HELD[state])

@@ -104,7 +104,7 @@ def test_llama405b_pipeline_on_256_gb200_stays_on_nvlink() -> None:
     # ranks: one 16-tray segment each. In 72-rank blocks 3 of the 4 pipelines would cross a rack boundary.
     from planner.costmodel.topology import count_crossings
 
-    counts = count_crossings(tp=4, cp=1, pp=16, dp=4, ep=1, nvlink_domain_gpus=72, gpus_per_node=4)
+    counts = count_crossings(tp=4, cp=1, pp=16, dp=4, ep=1, etp=4, nvlink_domain_gpus=72, gpus_per_node=4)
     assert (counts.pp_hops_over_network, counts.pp_hops) == (0, 15 * 4 * 4)
     assert counts.dp_groups_over_network == counts.dp_groups == 64
     p = place(Candidates.from_layouts([Layout(tp=4, pp=16, dp=4)], 128, 1536), 72, 4)
@@ -120,7 +120,7 @@ def test_dgx_tp4_pp4_counts_one_crossing_hop_per_chain() -> None:
     from planner.costmodel.topology import count_crossings
 
     # 16 ranks, 4 tp chains; stages 0,1 in domain 0 and 2,3 in domain 1: one of three hops crosses per chain.
-    counts = count_crossings(tp=4, cp=1, pp=4, dp=1, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
+    counts = count_crossings(tp=4, cp=1, pp=4, dp=1, ep=1, etp=4, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (counts.pp_hops_over_network, counts.pp_hops) == (4, 12)
 
 
@@ -138,10 +138,10 @@ def test_megatron_default_order_when_tp_pp_dp_mapping_is_refused() -> None:
     assert bool(p.pp.crosses_network[0]) and not bool(p.dp.crosses_network[0])
     from planner.costmodel.topology import count_crossings
 
-    counts = count_crossings(tp=2, cp=2, pp=2, dp=2, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
+    counts = count_crossings(tp=2, cp=2, pp=2, dp=2, ep=1, etp=2, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (counts.pp_hops_over_network, counts.dp_groups_over_network) == (8, 0)
     # With cp = ep the tp-cp-pp-dp order applies: the pipeline stays inside the node, dp leaves it.
-    same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, nvlink_domain_gpus=8, gpus_per_node=8)
+    same = count_crossings(tp=2, cp=1, pp=2, dp=4, ep=1, etp=2, nvlink_domain_gpus=8, gpus_per_node=8)
     assert (same.pp_hops_over_network, same.dp_groups_over_network) == (0, 4)
 
 
@@ -149,21 +149,42 @@ def _spanning_by_min_max(groups: np.ndarray) -> int:
     return int(np.sum(groups.min(axis=-1) != groups.max(axis=-1)))
 
 
+def _expert_groups(tp: int, cp: int, pp: int, dp: int, ep: int, etp: int, pp_inside: bool) -> list[list[int]]:
+    """Every expert-parallel group's ranks, written out from Megatron-Core's expert RankGenerator: etp
+    fastest, then ep, then expert dp, over the tp x cp x dp ranks of a stage (pp outermost), or with the
+    tp-cp-pp-dp order over the tp x cp ranks of one (dp, pp) block."""
+    groups = []
+    if pp_inside and pp > 1:
+        for d, stage, t in itertools.product(range(dp), range(pp), range(etp)):
+            groups.append([d * pp * tp * cp + stage * tp * cp + e * etp + t for e in range(ep)])
+    else:
+        edp = tp * cp * dp // (etp * ep)
+        for stage, x, t in itertools.product(range(pp), range(edp), range(etp)):
+            groups.append([stage * tp * cp * dp + x * etp * ep + e * etp + t for e in range(ep)])
+    return groups
+
+
 @pytest.mark.parametrize("domain", [4, 8, 72])
 def test_crossing_counts_equal_a_min_max_count_of_every_group(domain: int) -> None:
-    """count_crossings compares each group's first and last domain; a min/max over the group must agree."""
+    """count_crossings compares each group's first and last domain; a min/max over the group must agree, and
+    its expert groups are the ones written out rank by rank (`_expert_groups`)."""
     from planner.costmodel.topology import count_crossings, tp_pp_dp_order
 
-    for tp, cp, pp, dp, ep in itertools.product([1, 2, 4, 8], [1, 2], [1, 2, 3, 4], [1, 2, 6, 9], [1, 2, 4]):
+    sizes = itertools.product([1, 2, 4, 8], [1, 2], [1, 2, 3, 4], [1, 2, 6, 9], [1, 2, 4])
+    for (tp, cp, pp, dp, ep), folded in itertools.product(sizes, (False, True)):
+        etp = 1 if folded else tp
+        if folded and tp == 1:
+            continue
         ranks = np.arange(tp * cp * pp * dp) // domain
-        if tp_pp_dp_order(pp, cp, ep):
+        pp_inside = bool(tp_pp_dp_order(pp, tp, cp, ep, etp))
+        if pp_inside:
             grid = ranks.reshape(dp, pp, cp, tp)
         else:
             grid = ranks.reshape(pp, dp, cp, tp).transpose(1, 0, 2, 3)
-        counts = count_crossings(tp, cp, pp, dp, ep, domain, gpus_per_node=domain)
+        counts = count_crossings(tp, cp, pp, dp, ep, etp, domain, gpus_per_node=domain)
         assert counts.tp_groups_over_network == _spanning_by_min_max(grid)
         assert counts.cp_groups_over_network == _spanning_by_min_max(grid.transpose(0, 1, 3, 2))
         assert counts.dp_groups_over_network == _spanning_by_min_max(grid.transpose(1, 2, 3, 0))
-        if ep > 1 and (dp * cp) % ep == 0:
-            experts = grid.transpose(1, 3, 0, 2).reshape(pp, tp, (dp * cp) // ep, ep)
-            assert counts.ep_groups_over_network == _spanning_by_min_max(experts)
+        if ep > 1 and (tp * cp * dp) % (etp * ep) == 0:
+            groups = _expert_groups(tp, cp, pp, dp, ep, etp, pp_inside)
+            assert counts.ep_groups_over_network == sum(len(set(ranks[g].tolist())) > 1 for g in groups)

@@ -33,7 +33,7 @@ ROWS = [
             "ffn_hidden_size(256) % tp(3) = 1, must be 0",
         ],
     ),
-    ("tensor_split", Layout(tp=8, pp=1, dp=1), MOE, 8, 8, ["moe.expert_ffn_hidden_size(100) % tp(8) = 4, must be 0"]),
+    ("expert_split", Layout(tp=8, pp=1, dp=1), MOE, 8, 8, ["moe.expert_ffn_hidden_size(100) % etp(8) = 4, must be 0"]),
     (
         "batch_divisible",
         Layout(tp=1, pp=1, dp=3, micro_batch_size=2),
@@ -50,7 +50,7 @@ ROWS = [
         MOE,
         8,
         2,
-        ["(dp(2) * cp(1)) % ep(4) = 2, must be 0", "moe.num_experts(6) % ep(4) = 2, must be 0"],
+        ["(tp(1) * cp(1) * dp(2)) % (etp(1) * ep(4)) = 2, must be 0", "moe.num_experts(6) % ep(4) = 2, must be 0"],
     ),
     ("stage_split", Layout(tp=1, pp=1, dp=1, vp=2), DENSE, 8, 1, ["vp(2) > 1 needs pp > 1"]),
     ("stage_split", Layout(tp=1, pp=16, dp=1), DENSE, 8, 16, ["pp(16) > num_layers(8)"]),

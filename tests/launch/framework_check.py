@@ -136,10 +136,11 @@ def rank_groups(a: dict[str, Any], world: int) -> dict[str, list[list[int]]]:
     dp = world // (tp * pp * cp)
     gen = RankGenerator(tp=tp, ep=1, dp=dp, pp=pp, cp=cp, order=megatron_order(a))
     groups = {name: gen.get_ranks(name) for name in ("tp", "cp", "pp", "dp")}
-    # The expert grid: expert TP = TP (no --expert-tensor-parallel-size), cp folded into expert dp.
+    # The expert grid: expert TP = --expert-tensor-parallel-size (default TP), cp folded into expert dp.
     ep = int(a.get("expert_model_parallel_size", 1))
-    experts = RankGenerator(tp=tp, ep=ep, dp=world // (tp * ep * pp), pp=pp, cp=1, order=megatron_order(a))
-    return groups | {"ep": experts.get_ranks("ep")}
+    etp = int(a.get("expert_tensor_parallel_size") or tp)
+    experts = RankGenerator(tp=etp, ep=ep, dp=world // (etp * ep * pp), pp=pp, cp=1, order=megatron_order(a))
+    return groups | {"ep": experts.get_ranks("ep"), "etp": experts.get_ranks("tp")}
 
 
 def layers_per_rank(config: TransformerConfig) -> list[int]:

@@ -121,12 +121,13 @@ def test_megatron_groups_on_the_launched_nodes_cross_as_the_estimate_says(p: Pla
     def crossing(name: str) -> int:
         return sum(len({domain[r] for r in g}) > 1 for g in groups[name])
 
-    expected = count_crossings(x.tp, x.cp, x.pp, x.dp, x.ep, p.nvlink_domain_gpus, p.gpus_per_node)
+    expected = count_crossings(x.tp, x.cp, x.pp, x.dp, x.ep, x.etp, p.nvlink_domain_gpus, p.gpus_per_node)
     assert crossing("tp") == expected.tp_groups_over_network
     assert crossing("cp") == expected.cp_groups_over_network
     assert crossing("dp") == expected.dp_groups_over_network
     assert all(len(g) == x.ep for g in groups["ep"])
-    if x.ep > 1 and (x.dp * x.cp) % x.ep == 0:  # count_crossings counts expert groups only then
+    assert all(len(g) == x.etp for g in groups["etp"])
+    if x.ep > 1 and (x.tp * x.cp * x.dp) % (x.etp * x.ep) == 0:  # count_crossings counts expert groups only then
         assert crossing("ep") == expected.ep_groups_over_network
     hops = sum(domain[g[i]] != domain[g[i + 1]] for g in groups["pp"] for i in range(len(g) - 1))
     assert hops == expected.pp_hops_over_network

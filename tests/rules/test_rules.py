@@ -59,10 +59,10 @@ CASES = [
     ),
     (
         "tensor_split",
-        job(MOE),
+        job(ModelSpec(**(BASE | {"ffn_hidden_size": 100}), vocab_size=1000, seq_length=16)),
         Layout(tp=4, pp=1, dp=2),
         Layout(tp=8, pp=1, dp=1),
-        ["moe.expert_ffn_hidden_size(100) % tp(8) = 4, must be 0"],
+        ["ffn_hidden_size(100) % tp(8) = 4, must be 0"],
     ),
     (
         "batch_divisible",
@@ -83,7 +83,15 @@ CASES = [
         job(MOE),
         Layout(tp=1, pp=1, dp=8, ep=2),
         Layout(tp=1, pp=1, dp=8, ep=3),
-        ["(dp(8) * cp(1)) % ep(3) = 2, must be 0"],
+        ["(tp(1) * cp(1) * dp(8)) % (etp(1) * ep(3)) = 2, must be 0"],
+    ),
+    (
+        # MoE parallel folding: ep may take tp ranks once etp leaves them (Megatron-Core: world % (etp ep pp)).
+        "expert_split",
+        job(MOE),
+        Layout(tp=2, pp=4, dp=1, ep=2, etp=1),
+        Layout(tp=2, pp=1, dp=4, ep=3, etp=4),
+        ["(tp(2) * cp(1) * dp(4)) % (etp(4) * ep(3)) = 8, must be 0"],
     ),
     (
         "stage_split",
@@ -159,6 +167,7 @@ def _random_layouts(rng: np.random.Generator, count: int) -> dict[str, np.ndarra
         "dp": rng.choice([1, 2, 3, 4, 6, 8], count),
         "cp": rng.choice([1, 2, 3, 4], count),
         "ep": rng.choice([1, 2, 3, 4], count),
+        "etp": rng.choice([1, 2, 3, 4, 8], count),
         "vp": rng.choice([1, 2, 3, 4], count),
         "micro_batch_size": rng.choice([1, 2, 3, 4], count),
         "recompute": rng.integers(0, 3, count),
@@ -290,10 +299,27 @@ FRAMEWORK_CASES = [
         "torchtitan",
         "torchtitan_no_expert_tensor_parallel",
         job(MOE),
-        Layout(tp=1, pp=1, dp=8, ep=2, zero_stage=1),
+        Layout(tp=2, pp=1, dp=4, ep=2, etp=1, zero_stage=1),
         Layout(tp=2, pp=1, dp=4, ep=2, zero_stage=1),
-        "ep(2) > 1 with tp(2) > 1: TorchTitan v0.3.0 has no expert tensor parallelism, so each expert is whole on"
-        " its rank (2x the expert weights the plan prices, split over tp)",
+        "etp(2) must be 1 with ep(2) > 1: TorchTitan v0.3.0 has no expert tensor parallelism, so each expert is"
+        " whole on its rank",
+    ),
+    (
+        "torchtitan",
+        "torchtitan_no_expert_tensor_parallel",
+        job(MOE),
+        Layout(tp=2, pp=1, dp=4, zero_stage=1),
+        Layout(tp=2, pp=1, dp=4, etp=1, zero_stage=1),
+        "etp(1) != tp(2) with ep(1): without expert parallelism TorchTitan splits the experts over tp like the rest"
+        " of the layer",
+    ),
+    (
+        "torchtitan@0.2.2",
+        "torchtitan_expert_tensor_parallel",
+        job(MOE),
+        Layout(tp=4, pp=1, dp=2, ep=2, etp=4, zero_stage=1),
+        Layout(tp=4, pp=1, dp=2, ep=2, etp=2, zero_stage=1),
+        "etp(2) must be 1 or tp(4) with ep(2) > 1 in TorchTitan v0.2.2",
     ),
 ]
 
@@ -367,6 +393,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
         "torchtitan_adam_moments",
+        "torchtitan_expert_tensor_parallel",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):

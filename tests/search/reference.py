@@ -36,8 +36,12 @@ def all_layouts(model: ModelSpec, num_gpus: int, allowed: dict[str, list[object]
         if num_gpus % (tp * pp * cp):
             continue
         dp = num_gpus // (tp * pp * cp)
-        for ep, vp, mbs in itertools.product(
+        # etp: tp, and 1 for a mixture-of-experts model (the search's domain), and whatever the request pins.
+        pinned = set(pins.get("etp", ()))
+        etps = sorted({tp, 1} | pinned if model.moe else {tp} | pinned)
+        for ep, etp, vp, mbs in itertools.product(
             values("ep", range(1, experts + 1)),
+            etps,
             values("vp", range(1, model.num_layers + 3)),
             values("micro_batch_size", range(1, MAX_MICRO_BATCH + 1)),
         ):
@@ -51,6 +55,7 @@ def all_layouts(model: ModelSpec, num_gpus: int, allowed: dict[str, list[object]
                     dp=dp,
                     cp=cp,
                     ep=ep,
+                    etp=etp,
                     vp=vp,
                     micro_batch_size=mbs,
                     recompute=recompute,

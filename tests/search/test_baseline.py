@@ -99,11 +99,13 @@ def test_an_moe_model_uses_expert_parallelism() -> None:
     x = result.modern_baseline.plan.layout
     assert (x.tp, x.pp, x.dp, x.ep, x.zero_stage, x.sequence_parallel) == (8, 1, 8, 8, 1, True)
     assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(
-        16.040, rel=1e-3
-    )  # no dropout masks; refit with NVLS (was 15.082)
+        19.0805, rel=1e-3
+    )  # experts split over etp = tp handle whole h-wide rows on every tp rank (was 16.040)
     assert result.baseline.plan.estimate.step_time_s == pytest.approx(
-        23.7026, rel=1e-3
-    )  # TE's dgrad all-reduces overlap the wgrad GEMMs without SP (was 24.627)
+        28.0104, rel=1e-3
+    )  # tp 8 experts permute every routed row whole on each tp rank (was 23.7026)
+    best = result.plans[0].layout  # the experts folded over tp (etp 1) win, as NVIDIA's MoE recipes run them
+    assert (best.ep, best.etp) == (8, 1)
 
 
 @pytest.mark.parametrize("framework", ["core", "megatron"])
@@ -114,8 +116,10 @@ def test_deepseek_v3_has_a_modern_baseline_where_the_papers_finds_nothing(framew
     assert modern.plan is not None and modern.plan.estimate.fits
     x = modern.plan.layout
     assert (x.tp, x.pp, x.dp, x.ep) == (8, 1, 256, 256)
-    assert modern.plan.estimate.step_time_s == pytest.approx(9.4825, rel=1e-3)
-    assert modern.speedup_of_best == pytest.approx(1.1196, rel=1e-3)  # after NVLS and the refit (was 1.1257)
+    assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(16.6561, rel=1e-3))  # was 9.4825
+    # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.77x (was 1.1196)
+    assert modern.speedup_of_best == pytest.approx(1.7707, rel=1e-3)
+    assert result.plans[0].layout.etp == 1
 
 
 def test_with_nothing_that_fits_both_baselines_are_empty() -> None:

@@ -1,0 +1,107 @@
+"""NVIDIA's mixture-of-experts recipe layouts with the experts folded over tp (etp != tp) are accepted, fit and are
+found when pinned.
+
+Megatron-Core's MoE parallel folding (Liu et al. 2025, arXiv 2504.14960) gives the experts their own
+etp x ep x expert-dp grid over each stage's tp x cp x dp ranks; NVIDIA's MoE recipes set
+`expert_tensor_parallel_size` 1 with tp > 1, and ep may then take tp ranks (ep > dp x cp). Layouts as NeMo 2's
+H100 table lists them (NVIDIA/NeMo@v2.4.0 `scripts/performance/recommended_model_configs/model_configs_h100.csv`,
+columns tp_size, pp_size, cp_size, ep_size, vp_size, mbs, gbs, etp_size); recompute as the table's
+recompute_modules allow (none listed: none; DeepSeek-V3's `mla_up_proj/mlp`, module recompute the planner does
+not express: selective). Judged on the whole HBM (memory_headroom 0), as the recipes ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+MIXTRAL_8X22B = {
+    # mistralai/Mixtral-8x22B-v0.1 config.json: 56 layers, hidden 6144, 48 heads, 8 KV heads, intermediate 16384,
+    # vocab 32768, 8 local experts, 2 per token; NeMo's recipe trains it at seq 65536.
+    "name": "Mixtral 8x22B",
+    "num_layers": 56,
+    "hidden_size": 6144,
+    "num_attention_heads": 48,
+    "num_query_groups": 8,
+    "ffn_hidden_size": 16384,
+    "gated_mlp": True,
+    "vocab_size": 32768,
+    "seq_length": 65536,
+    "moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 16384},
+}
+
+# (id, model, seq, gpus, gbs, precision, layout)
+RECIPES: list[tuple[str, dict[str, Any], int, int, int, str, dict[str, Any]]] = [
+    (
+        "mixtral-8x22b-bf16",
+        MIXTRAL_8X22B,
+        65536,
+        256,
+        256,
+        "bf16",
+        {"tp": 4, "pp": 4, "cp": 8, "dp": 2, "ep": 8, "etp": 1, "vp": 14, "recompute": "none"},
+    ),
+    (
+        "mixtral-8x22b-fp8",
+        MIXTRAL_8X22B,
+        65536,
+        256,
+        256,
+        "fp8",
+        {"tp": 4, "pp": 4, "cp": 8, "dp": 2, "ep": 8, "etp": 1, "vp": 14, "recompute": "none"},
+    ),
+    (
+        "deepseek-v3-bf16",
+        {"preset": "deepseek-v3"},
+        4096,
+        1024,
+        8192,
+        "bf16",
+        {"tp": 2, "pp": 16, "cp": 1, "dp": 32, "ep": 64, "etp": 1, "vp": 1, "recompute": "selective"},
+    ),
+]
+
+
+def _request(recipe: tuple[str, dict[str, Any], int, int, int, str, dict[str, Any]]) -> dict[str, Any]:
+    _, model, seq, gpus, gbs, precision, layout = recipe
+    return {
+        "model": model | {"seq_length": seq},
+        "cluster": {"profile": "dgx-h100", "num_gpus": gpus, "memory_headroom": 0.0},
+        "training": {"global_batch_size": gbs, "precision": precision},
+        "layout": layout | {"micro_batch_size": 1, "sequence_parallel": layout["tp"] > 1, "zero_stage": 1},
+        "framework": "nemo",
+    }
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=[r[0] for r in RECIPES])
+def test_folded_moe_recipe_is_accepted_and_fits(client: TestClient, recipe: Any) -> None:
+    r = client.post("/v1/estimate", json=_request(recipe))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["violations"] == [] and body["fits"] is True
+    assert (body["layout"]["tp"] > 1, body["layout"]["etp"]) == (True, 1)
+    assert 0.0 < body["estimate"]["mfu"] < 1.0
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=[r[0] for r in RECIPES])
+def test_folded_moe_recipe_is_found_when_pinned(client: TestClient, recipe: Any) -> None:
+    req = _request(recipe)
+    layout = req.pop("layout")
+    pins = {k: layout[k] for k in ("tp", "pp", "cp", "ep", "etp", "vp", "recompute", "micro_batch_size", "zero_stage")}
+    r = client.post("/v1/plan", json=req | {"constraints": pins, "top_k": 1})
+    assert r.status_code == 200, r.text
+    plans = r.json()["plans"]
+    assert plans, r.json().get("diagnosis")
+    found = plans[0]["layout"]
+    assert {k: found[k] for k in pins} == pins and found["dp"] == layout["dp"]
+
+
+def test_deepseek_v3_recipe_was_refused_before_folding(client: TestClient) -> None:
+    """ep 64 over dp 32 needs the tp ranks: with the experts split over tp (etp 2) expert_split refuses it."""
+    req = _request(RECIPES[2])
+    req["layout"].pop("etp")
+    body = client.post("/v1/estimate", json=req).json()
+    assert [v["rule"] for v in body["violations"]] == ["expert_split"]
+    assert "% (etp(2) * ep(64)) = 64, must be 0" in body["violations"][0]["message"]
