@@ -82,7 +82,7 @@ def exposed_tp_comm_s(
     wgrad_window_s: FloatArray,
     c: Candidates,
     rt: RuntimeFeatures,
-    tp_crosses_network: BoolArray | bool = False,
+    tp_crosses_network: BoolArray | bool,
 ) -> FloatArray:
     """TP collective seconds left on the critical path of one layer and micro-batch.
 

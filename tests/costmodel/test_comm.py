@@ -190,7 +190,7 @@ def test_point_to_point_hops_use_one_nic_share_capped_by_nvlink() -> None:
 def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, fused: bool, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=sp)], num_layers=4, global_batch_size=8)
     rt = RuntimeFeatures(tp_comm_overlap=overlap, fused_kernels=fused)
-    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.05]), np.array([1.0]), np.array([1.0]), c, rt)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.05]), np.array([1.0]), np.array([1.0]), c, rt, False)
     np.testing.assert_allclose(got, [expected], rtol=1e-12)
 
 
@@ -206,7 +206,7 @@ def test_userbuffers_stay_inside_one_nvlink_domain() -> None:
 def test_dgrad_collectives_longer_than_the_wgrad_window_stay_exposed_in_part() -> None:
     c = Candidates.from_layouts([Layout(tp=4, pp=1, dp=1, sequence_parallel=True)], num_layers=4, global_batch_size=8)
     rt = RuntimeFeatures(tp_comm_overlap=False)
-    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.1]), np.array([1.0]), np.array([0.04]), c, rt)
+    got = exposed_tp_comm_s(np.array([0.2]), np.array([0.1]), np.array([1.0]), np.array([0.04]), c, rt, False)
     # 0.1 paid outright; of the 0.1 of dgrad collectives 0.04 hides (at the 15% slowdown) and 0.06 is exposed
     np.testing.assert_allclose(got, [0.1 + 0.06 + 0.15 * 0.04], rtol=1e-12)
 
