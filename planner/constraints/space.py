@@ -305,28 +305,31 @@ def _allowed_mask(values: IntArray, key: str, allowed: Allowed) -> BoolArray:
 
 def _legal(
     rule_ok: BoolArray,
-    values: IntArray,
-    key: str,
+    axes: Mapping[str, IntArray],
     allowed: Allowed,
     rejected: Counter[str],
     rule: Rule,
     domain: BoolArray | None = None,
 ) -> BoolArray:
-    """`rule_ok` (outer, value) narrowed to the request's constraint on `key`, counting what it removes.
+    """`rule_ok` (outer, value) narrowed to the request's constraints on `axes` (key -> its values, broadcasting
+    against `rule_ok`), counting what it removes.
 
     A value the request pins that `rule` refuses is counted under the rule's name (it is what binds);
-    a legal value the request leaves out is counted under the constraint. Outside `domain` (default:
-    everywhere) nothing is kept or counted.
+    a legal value the request leaves out is counted under the first constraint that leaves it out. Outside
+    `domain` (default: everywhere) nothing is kept or counted.
     """
-    pinned = _allowed_mask(values, key, allowed)[None, :]
+    masks = [np.broadcast_to(_allowed_mask(values, key, allowed), rule_ok.shape) for key, values in axes.items()]
+    pinned = np.logical_and.reduce(masks) if masks else np.ones_like(rule_ok)
     if domain is not None:
         rule_ok, pinned = rule_ok & domain, pinned & domain
-    kept = rule_ok & pinned
-    if key in allowed and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
+    if any(key in allowed for key in axes) and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
         rejected[rule.name] += refused
-    if removed := int(np.count_nonzero(rule_ok & ~kept)):
-        rejected[f"constraint:{key}"] += removed
-    return kept
+    passed = rule_ok
+    for key, mask in zip(axes, masks, strict=True):
+        if removed := int(np.count_nonzero(passed & ~mask)):
+            rejected[f"constraint:{key}"] += removed
+        passed = passed & mask
+    return np.asarray(rule_ok & pinned, dtype=np.bool_)
 
 
 def vp_domain(num_layers: int, allowed: Allowed) -> IntArray:
@@ -360,24 +363,6 @@ def _expert_options(job: Job, allowed: Allowed) -> IntArray:
     return np.asarray([(e, t) for e in experts for t in codes], dtype=np.int64).reshape(-1, 2)
 
 
-def _expert_legal(
-    ok: BoolArray, ep: IntArray, etp: IntArray, domain: BoolArray, allowed: Allowed, rejected: Counter[str]
-) -> BoolArray:
-    """`ok` (outer, expert option) narrowed to the request's constraints on ep and etp (`_legal` for two axes):
-    a pinned option expert_split refuses counts under the rule, a legal one left out under the constraint
-    that leaves it out (ep first)."""
-    ep_pin = np.broadcast_to(_allowed_mask(ep, "ep", allowed), ok.shape)
-    etp_pin = np.broadcast_to(_allowed_mask(etp, "etp", allowed), ok.shape)
-    rule_ok, pinned = ok & domain, ep_pin & etp_pin & domain
-    if ("ep" in allowed or "etp" in allowed) and (refused := int(np.count_nonzero(pinned & ~rule_ok))):
-        rejected[EXPERT_SPLIT.name] += refused
-    if removed := int(np.count_nonzero(rule_ok & ~ep_pin)):
-        rejected["constraint:ep"] += removed
-    if removed := int(np.count_nonzero(rule_ok & ep_pin & ~etp_pin)):
-        rejected["constraint:etp"] += removed
-    return np.asarray(rule_ok & pinned, dtype=np.bool_)
-
-
 def _rows(
     job: Job, outer: IntArray, extra: tuple[Rule, ...], allowed: Allowed, rejected: Counter[str]
 ) -> tuple[BoolArray, IntArray, IntArray, IntArray, IntArray]:
@@ -409,14 +394,12 @@ def _rows(
     etp_column = etp[:, :, 0, 0]
     # An etp code whose etp is tp is the code-0 option already.
     distinct = (code[:, :, 0, 0] == 0) | (etp_column != tp[:, :, 0, 0])
-    ep_ok = _expert_legal(
-        EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], ep[:, :, 0, 0], etp_column, distinct, allowed, rejected
-    )
-    mbs_ok = _legal(
-        BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_values, "micro_batch_size", allowed, rejected, BATCH_DIVISIBLE
-    )
+    expert_axes = {"ep": ep[:, :, 0, 0], "etp": etp_column}
+    ep_ok = _legal(EXPERT_SPLIT.ok(columns, job)[:, :, 0, 0], expert_axes, allowed, rejected, EXPERT_SPLIT, distinct)
+    mbs_axes = {"micro_batch_size": mbs_values[None, :]}
+    mbs_ok = _legal(BATCH_DIVISIBLE.ok(columns, job)[:, 0, :, 0], mbs_axes, allowed, rejected, BATCH_DIVISIBLE)
     stage_ok = STAGE_SPLIT.ok(columns, job)[:, 0, 0, :]
-    vp_ok = _legal(stage_ok, splits[:, 0], "vp", allowed, rejected, STAGE_SPLIT, in_domain)
+    vp_ok = _legal(stage_ok, {"vp": splits[None, :, 0]}, allowed, rejected, STAGE_SPLIT, in_domain)
     legal = mbs_ok[:, None, :, None] & vp_ok[:, None, None, :] & ep_ok[:, :, None, None]
     legal = _narrow(legal, (INTERLEAVE_MICROBATCHES, *extra), columns, job, rejected)
     return legal, options, np.broadcast_to(etp_column, ep_ok.shape), mbs_values, splits
