@@ -120,7 +120,9 @@ def model_line(model: ModelOut) -> str:
     label = f"{m.name}: " if m.name else ""
     return (
         f"model {label}{m.num_layers} layers, hidden {m.hidden_size}, {m.num_attention_heads} heads"
-        f" / {m.num_query_groups} groups, {size}; seq {m.seq_length} from"
+        f" / {m.num_query_groups} groups"
+        + (f", head dim {m.head_dim}" if m.attention_hidden_size != m.hidden_size else "")
+        + f", {size}; seq {m.seq_length} from"
         f" {model.sources.get('seq_length', '?').split(' (')[0]} (--json has every field's source)"
     )
 
@@ -224,6 +226,7 @@ def print_observation(observation: Observation) -> None:
     table.add_column("value")
     shape = f"{model['num_layers']} layers, hidden {model['hidden_size']}, heads {model['num_attention_heads']}"
     shape += f"/{model.get('num_query_groups', model['num_attention_heads'])}, ffn {model.get('ffn_hidden_size', '-')}"
+    shape += f", head dim {model['head_dim']}" if "head_dim" in model else ""
     shape += f", vocab {model['vocab_size']}, seq {model['seq_length']}" + (", MoE" if "moe" in model else "")
     axes = ("tp", "pp", "dp", "cp", "ep", "vp")
     parallel = " ".join(f"{axis}={layout[axis]}" for axis in axes)

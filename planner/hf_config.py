@@ -7,7 +7,8 @@ Supported ``model_type`` values and what is read:
 
 llama, mistral, qwen2, qwen3
     num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads
-    (default: num_attention_heads), intermediate_size, vocab_size,
+    (default: num_attention_heads), head_dim (default: hidden_size /
+    num_attention_heads; Qwen3 and Mistral NeMo set it wider), intermediate_size, vocab_size,
     max_position_embeddings, tie_word_embeddings (default false). Gated (SwiGLU)
     MLP, RoPE, RMSNorm, no biases.
 mixtral
@@ -40,9 +41,6 @@ Approximations (ModelSpec cannot say more):
   ``linear_bias`` is all-or-nothing (and also means LayerNorm instead of
   RMSNorm), so it is False: the q/k/v biases, about (h + 2 * kv) per layer,
   are left out. Likewise a Llama ``attention_bias``/``mlp_bias`` is ignored.
-- An explicit ``head_dim`` is ignored: ModelSpec's head width is always
-  hidden_size / num_attention_heads. Models whose head_dim differs (Qwen3-MoE,
-  small Qwen3) get their attention projections undercounted.
 - Qwen3's per-head q/k RMSNorm weights, Qwen2-MoE's shared-expert sigmoid gate
   (h x 1) and DeepSeek's router correction bias are left out (each < 1e-4 of
   the model).
@@ -220,6 +218,8 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
         "num_attention_heads": keys.take("num_attention_heads", "num_attention_heads"),
     }
     spec["num_query_groups"] = keys.take("num_query_groups", "num_key_value_heads", default=spec["num_attention_heads"])
+    if keys.has("head_dim"):  # Qwen3, Mistral NeMo: wider heads than hidden / heads
+        spec["head_dim"] = keys.take("head_dim", "head_dim")
     if ffn_key is not None:
         spec["ffn_hidden_size"] = keys.take("ffn_hidden_size", ffn_key)
     spec.update(
@@ -454,6 +454,7 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     keys = _Keys(config, model_type, inferred=raw_type is None)
     spec = _FAMILIES[model_type](keys)
     spec["seq_length"] = _seq_length(keys, seq_length)
+    keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it
 
     name = config.get("_name_or_path")
     if isinstance(name, str) and name:

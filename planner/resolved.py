@@ -57,6 +57,7 @@ def _given(model: ModelSpec) -> set[str]:
 _DEFAULT_SOURCES = {
     "num_query_groups": "default (= num_attention_heads: multi-head attention)",
     "ffn_hidden_size": "default (4 x hidden_size)",
+    "head_dim": "default (hidden_size / num_attention_heads)",
 }
 
 

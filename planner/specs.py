@@ -81,7 +81,7 @@ class MoESpec(BaseModel):
         return self
 
 
-_DEFAULTED = ("num_query_groups", "ffn_hidden_size")
+_DEFAULTED = ("num_query_groups", "ffn_hidden_size", "head_dim")
 """ModelSpec fields that may be omitted or null: `ModelSpec._defaults` fills them before validation."""
 
 
@@ -107,6 +107,12 @@ class ModelSpec(BaseModel):
     hidden_size: int = Field(ge=1, le=MAX_HIDDEN_SIZE, description="Model width (h).")
     num_attention_heads: int = Field(ge=1, le=4096, description="Query heads (a).")
     num_query_groups: int = Field(ge=1, le=4096, description="Key/value heads for GQA; default = heads (MHA).")
+    head_dim: int = Field(
+        ge=1,
+        le=4096,
+        description="Width of one attention head (Megatron-LM --kv-channels, Hugging Face head_dim); default"
+        " hidden_size / num_attention_heads. Qwen3 sets 128 at every size (Qwen3-235B-A22B: hidden 4096, 64 heads).",
+    )
     ffn_hidden_size: int = Field(ge=1, le=MAX_HIDDEN_SIZE * 8, description="Dense MLP width; default 4*hidden.")
     gated_mlp: bool = Field(default=False, description="SwiGLU-style MLP with three matrices.")
     vocab_size: int = Field(ge=1, le=MAX_VOCAB, description="Vocabulary (V), padded as trained.")
@@ -133,6 +139,15 @@ class ModelSpec(BaseModel):
             if data.get("ffn_hidden_size") is None and isinstance(data.get("hidden_size"), int):
                 data["ffn_hidden_size"] = 4 * data["hidden_size"]
                 filled.add("ffn_hidden_size")
+            if data.get("head_dim") is None:
+                h, a = data.get("hidden_size"), data.get("num_attention_heads")
+                if type(h) is int and type(a) is int and a >= 1 and h >= 1:
+                    if h % a:
+                        raise ValueError(
+                            f"hidden_size({h}) % num_attention_heads({a}) = {h % a}, must be 0 unless head_dim is given"
+                        )
+                    data["head_dim"] = h // a
+                    filled.add("head_dim")
         model = handler(data)
         if filled:
             object.__setattr__(model, "__pydantic_fields_set__", model.model_fields_set - filled)
@@ -140,9 +155,12 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _shape_rules(self) -> Self:
-        h, a, g = self.hidden_size, self.num_attention_heads, self.num_query_groups
-        if h % a:
-            raise ValueError(f"hidden_size({h}) % num_attention_heads({a}) = {h % a}, must be 0")
+        a, g = self.num_attention_heads, self.num_query_groups
+        if a * self.head_dim > MAX_HIDDEN_SIZE:
+            raise ValueError(
+                f"num_attention_heads({a}) * head_dim({self.head_dim}) = {a * self.head_dim}, must be at most"
+                f" {MAX_HIDDEN_SIZE} (the attention's width is bounded like hidden_size)"
+            )
         if a % g:
             raise ValueError(f"num_attention_heads({a}) % num_query_groups({g}) = {a % g}, must be 0")
         if self.moe is not None and self.moe.first_k_dense_layers > self.num_layers:
@@ -152,8 +170,9 @@ class ModelSpec(BaseModel):
         return self
 
     @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+    def attention_hidden_size(self) -> int:
+        """Width of Q and of the attention output: heads x head dim (hidden_size unless head_dim is set)."""
+        return self.num_attention_heads * self.head_dim
 
     @property
     def kv_hidden_size(self) -> int:

@@ -237,8 +237,7 @@ QWEN15_MOE_A27B: dict[str, Any] = {
     "vocab_size": 151936,
 }
 
-# config.json of Qwen/Qwen3-30B-A3B (the shape keys). head_dim 128 != 2048 / 32: ModelSpec uses 64, so the
-# attention projections are undercounted (about 0.45B of 30.5B).
+# config.json of Qwen/Qwen3-30B-A3B (the shape keys). head_dim 128 != 2048 / 32: the attention is 4096 wide.
 QWEN3_30B_A3B: dict[str, Any] = {
     "architectures": ["Qwen3MoeForCausalLM"],
     "decoder_sparse_step": 1,
@@ -261,6 +260,16 @@ QWEN3_30B_A3B: dict[str, Any] = {
 }
 
 
+# config.json of Qwen/Qwen3-235B-A22B (the shape keys): 64 heads of 128 over hidden 4096.
+QWEN3_235B_A22B: dict[str, Any] = QWEN3_30B_A3B | {
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "moe_intermediate_size": 1536,
+    "num_attention_heads": 64,
+    "num_hidden_layers": 94,
+}
+
+
 def _without(config: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in keys}
 
@@ -278,6 +287,7 @@ REAL_CONFIGS = [
             "hidden_size": 4096,
             "num_attention_heads": 32,
             "num_query_groups": 8,
+            "head_dim": 128,
             "ffn_hidden_size": 14336,
             "vocab_size": 128256,
             "seq_length": 8192,
@@ -298,6 +308,7 @@ REAL_CONFIGS = [
             "hidden_size": 4096,
             "num_attention_heads": 32,
             "num_query_groups": 8,
+            "head_dim": 128,
             "ffn_hidden_size": 14336,
             "vocab_size": 32000,
             "seq_length": 32768,
@@ -325,6 +336,7 @@ REAL_CONFIGS = [
             "hidden_size": 3584,
             "num_attention_heads": 28,
             "num_query_groups": 4,
+            "head_dim": 128,
             "ffn_hidden_size": 18944,
             "vocab_size": 152064,
             "seq_length": 4096,  # Qwen2's pre-training length, not max_position_embeddings (131072)
@@ -345,6 +357,7 @@ REAL_CONFIGS = [
             "hidden_size": 768,
             "num_attention_heads": 12,
             "num_query_groups": 12,
+            "head_dim": 64,
             "ffn_hidden_size": 3072,
             "vocab_size": 50257,
             "seq_length": 1024,
@@ -366,6 +379,7 @@ REAL_CONFIGS = [
             "hidden_size": 6144,
             "num_attention_heads": 64,
             "num_query_groups": 64,
+            "head_dim": 96,
             "ffn_hidden_size": 24576,
             "vocab_size": 50432,
             "seq_length": 2048,
@@ -387,6 +401,7 @@ REAL_CONFIGS = [
             "hidden_size": 7168,
             "num_attention_heads": 128,
             "num_query_groups": 128,
+            "head_dim": 56,
             "ffn_hidden_size": 18432,
             "vocab_size": 129280,
             "seq_length": 4096,  # DeepSeek-V3's pre-training length, not max_position_embeddings (163840)
@@ -414,6 +429,7 @@ REAL_CONFIGS = [
             "hidden_size": 2048,
             "num_attention_heads": 16,
             "num_query_groups": 16,
+            "head_dim": 128,
             "ffn_hidden_size": 5632,
             "vocab_size": 151936,
             "seq_length": 4096,  # the qwen2_moe family pre-trains at 4096 (max_position_embeddings 8192)
@@ -441,6 +457,7 @@ REAL_CONFIGS = [
             "hidden_size": 2048,
             "num_attention_heads": 32,
             "num_query_groups": 4,
+            "head_dim": 128,
             "ffn_hidden_size": 6144,
             "vocab_size": 151936,
             "seq_length": 4096,
@@ -456,8 +473,36 @@ REAL_CONFIGS = [
             **_ROPE_GATED,
         },
         30.5e9,
-        0.02,
+        0.002,  # 30,532,110,336: Hugging Face's count less the q/k norms (48 x 2 x 128)
         id="qwen3-30b-a3b",
+    ),
+    pytest.param(
+        QWEN3_235B_A22B,
+        4096,
+        {
+            "name": None,
+            "num_layers": 94,
+            "hidden_size": 4096,
+            "num_attention_heads": 64,
+            "num_query_groups": 4,
+            "head_dim": 128,
+            "ffn_hidden_size": 12288,
+            "vocab_size": 151936,
+            "seq_length": 4096,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 128,
+                "top_k": 8,
+                "expert_ffn_hidden_size": 1536,
+                "num_shared_experts": 0,
+                "moe_layer_freq": 1,
+                "first_k_dense_layers": 0,
+            },
+            **_ROPE_GATED,
+        },
+        235.0e9,
+        0.001,  # 235,093,610,496 (the model card's 235B; 22.19B active)
+        id="qwen3-235b-a22b",
     ),
 ]
 

@@ -15,11 +15,11 @@ const FIELD_FOR = {
   framework_version: "framework_version",
   tp: "pin-tp", pp: "pin-pp", recompute: "recompute",
   num_layers: "shape", hidden_size: "shape", num_attention_heads: "shape", num_query_groups: "shape",
-  ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
+  head_dim: "shape", ffn_hidden_size: "shape", vocab_size: "shape", gated_mlp: "shape", moe: "shape",
 };
 const SHAPE_TEXT = [
   ["num_layers", "layers"], ["hidden_size", "hidden"], ["num_attention_heads", "heads"],
-  ["num_query_groups", "query groups"], ["ffn_hidden_size", "FFN"], ["vocab_size", "vocab"], ["seq_length", "seq length"],
+  ["num_query_groups", "query groups"], ["head_dim", "head dim"], ["ffn_hidden_size", "FFN"], ["vocab_size", "vocab"], ["seq_length", "seq length"],
 ];
 let lastResponse = null;
 let requestSeq = 0; // answers to a superseded submit are dropped
@@ -83,8 +83,8 @@ function modelInput(kind) {
     catch (err) { throw { field: "hf-config", message: "not valid JSON: " + err.message }; }
   }
   const shape = {};
-  for (const id of ["num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "ffn_hidden_size",
-                    "vocab_size", "seq_length"]) shape[id] = numberOrNull(id);
+  for (const id of ["num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "head_dim",
+                    "ffn_hidden_size", "vocab_size", "seq_length"]) shape[id] = numberOrNull(id);
   shape.gated_mlp = $("#gated_mlp").checked;
   return shape;
 }

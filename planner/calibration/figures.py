@@ -29,18 +29,19 @@ class FigureCheck:
 
 
 def _gpt(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
-    return ModelSpec(
-        name=name,
-        num_query_groups=heads,
-        ffn_hidden_size=4 * hidden,
-        num_layers=layers,
-        hidden_size=hidden,
-        num_attention_heads=heads,
-        vocab_size=51200,
-        seq_length=2048,
-        tied_embeddings=True,
-        linear_bias=True,
-        learned_position_embeddings=True,
+    """A GPT-3 style shape (MHA, 4h MLP: the defaulted fields' defaults), as Narayanan 2021's figures train."""
+    return ModelSpec.model_validate(
+        {
+            "name": name,
+            "num_layers": layers,
+            "hidden_size": hidden,
+            "num_attention_heads": heads,
+            "vocab_size": 51200,
+            "seq_length": 2048,
+            "tied_embeddings": True,
+            "linear_bias": True,
+            "learned_position_embeddings": True,
+        }
     )
 
 

@@ -114,19 +114,22 @@ class PublishedRun:
 def _model(row: dict[str, Any]) -> ModelSpec:
     """The row's shape; block details default to GPT-3 style (Narayanan 2021) unless the row states them."""
     m = row["model"]
-    return ModelSpec(
-        name=row["name"],
-        num_layers=m["layers"],
-        hidden_size=m["hidden"],
-        num_attention_heads=m["heads"],
-        num_query_groups=m.get("kv_heads", m["heads"]),
-        ffn_hidden_size=m.get("ffn_hidden", 4 * m["hidden"]),
-        vocab_size=m["vocab"],
-        seq_length=m["seq_len"],
-        gated_mlp=m.get("gated_mlp", False),
-        tied_embeddings=m.get("tied_embeddings", True),
-        linear_bias=m.get("linear_bias", True),
-        learned_position_embeddings=m.get("learned_position_embeddings", True),
+    return ModelSpec.model_validate(
+        {
+            "name": row["name"],
+            "num_layers": m["layers"],
+            "hidden_size": m["hidden"],
+            "num_attention_heads": m["heads"],
+            "num_query_groups": m.get("kv_heads"),
+            "head_dim": m.get("head_dim"),
+            "ffn_hidden_size": m.get("ffn_hidden"),
+            "vocab_size": m["vocab"],
+            "seq_length": m["seq_len"],
+            "gated_mlp": m.get("gated_mlp", False),
+            "tied_embeddings": m.get("tied_embeddings", True),
+            "linear_bias": m.get("linear_bias", True),
+            "learned_position_embeddings": m.get("learned_position_embeddings", True),
+        }
     )
 
 

@@ -236,7 +236,7 @@ def _attention_core_s(
 
 def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward seconds of the memory-bound kernels outside attention."""
-    h, kv = model.hidden_size, model.kv_hidden_size
+    h, q, kv = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
@@ -250,7 +250,7 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
         moe_width = routed * model.moe.expert_ffn_hidden_size + permuted
         width = np.asarray((1 - share) * width + share * moe_width, dtype=np.float64)
     activation = act_bytes * tokens * width / c.tp
-    rope = 0 if model.learned_position_embeddings else 4 * tokens * (h + kv) / c.tp
+    rope = 0 if model.learned_position_embeddings else 4 * tokens * (q + kv) / c.tp
     return (residual + activation + rope) / hw.hbm_bandwidth_bytes_per_s
 
 

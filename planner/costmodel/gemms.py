@@ -8,8 +8,8 @@ the model flop behind MFU (`flops`), the per-GPU GEMM times (`compute`) and
 the parameter counts (`params`: the weights are k x n, plus n biases).
 
 The layer of a GPT (Narayanan 2021 Eq. 3, Korthikanti et al. 2022 arXiv
-2205.05198 Sec. 3 and App. A): QKV projection (h -> h + 2 kv_hidden; 3h under
-multi-head attention), output projection (h -> h), MLP up (h -> ffn, or
+2205.05198 Sec. 3 and App. A): QKV projection (h -> q + 2 kv_hidden, q = h and 3h
+in all under multi-head attention with the default head width), output projection (q -> h), MLP up (h -> ffn, or
 h -> 2 ffn fused gate + up when gated) and down (ffn -> h): 24 b s h^2 with
 ffn = 4h, which with the 4 b s^2 h of the full score matrix
 (`attention_score_flop`; a causal model needs half of it, `attention_core_flop`)
@@ -132,11 +132,15 @@ class Gemm:
 
 
 def attention_gemms(model: ModelSpec) -> tuple[Gemm, Gemm]:
-    """QKV (h -> h + 2 kv_hidden, K and V narrower under GQA) and the output projection (h -> h)."""
-    h, kv, bias = model.hidden_size, model.kv_hidden_size, model.linear_bias
+    """QKV (h -> q + 2 kv, K and V narrower under GQA) and the output projection (q -> h).
+
+    q = heads x head_dim and kv = query groups x head_dim (Megatron-Core `SelfAttention`: linear_qkv
+    h -> (heads + 2 groups) kv_channels, linear_proj heads kv_channels -> h); q = h unless head_dim is set.
+    """
+    h, q, kv, bias = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size, model.linear_bias
     return (
-        Gemm("qkv", GemmRole.ATTENTION, h, h + 2 * kv, 1, 1.0, bias),
-        Gemm("proj", GemmRole.ATTENTION, h, h, 1, 1.0, bias),
+        Gemm("qkv", GemmRole.ATTENTION, h, q + 2 * kv, 1, 1.0, bias),
+        Gemm("proj", GemmRole.ATTENTION, q, h, 1, 1.0, bias),
     )
 
 
@@ -197,12 +201,13 @@ def attention_score_flop(model: ModelSpec, sequences: float) -> float: ...
 @overload
 def attention_score_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
 def attention_score_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
-    """QK^T and AV over the full s x s matrix: 4 b s^2 h (Narayanan 2021 Eq. 3's s/(6h) term); no weights.
+    """QK^T and AV over the full s x s matrix: 4 b s^2 q, q = heads x head_dim (= h unless head_dim is set;
+    Narayanan 2021 Eq. 3's s/(6h) term); no weights.
 
     What an unfused (non-flash) kernel computes, masked or not, and the convention
     of the 2021/2022 papers' TFLOP/s (`flops.hardware_flop_per_sequence(full_attention=True)`).
     """
-    return 4 * sequences * model.seq_length**2 * model.hidden_size
+    return 4 * sequences * model.seq_length**2 * model.attention_hidden_size
 
 
 @overload

@@ -96,18 +96,19 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     and the scores keep only the softmax output (`Numerics.attention_score_bytes`: 5 -> 2).
 
     Per token, in 16-bit: the two norms' inputs (2h each) and the QKV and fc1 GEMMs' inputs (2h each, split
-    by tp under SP), Q and the attention output (2h each), K and V (2 kv each), and the MLP's tensors
+    by tp under SP), Q and the attention output (2q each, q = heads x head_dim, = h unless head_dim is set), K and
+    V (2 kv each), and the MLP's tensors
     (`_mlp_bytes_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
     (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
     by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
     """
-    h, kv = model.hidden_size, model.kv_hidden_size
+    h, q, kv = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
     gemm_in = num.saved_gemm_input_bytes
     norms_and_inputs = 2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
     replicated = norms_and_inputs * h / np.where(c.sequence_parallel, tp, 1.0)
-    attention = (2 * num.activation_bytes + num.gemm_input_copy_bytes) * h + 4 * kv
+    attention = (2 * num.activation_bytes + num.gemm_input_copy_bytes) * q + 4 * kv
     split = attention / tp + _mlp_bytes_per_token(model, c, num)
     scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)

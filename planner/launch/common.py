@@ -152,16 +152,18 @@ class KnownModel:
     nemo_recipe: str
 
 
-# Keyed by (layers, hidden, heads, query groups, ffn, experts): the shape, never the label.
-_KNOWN: dict[tuple[int, int, int, int, int, int], KnownModel] = {
-    (32, 4096, 32, 8, 14336, 0): KnownModel(("llama3", "8B"), "llama31_8b"),
-    (80, 8192, 64, 8, 28672, 0): KnownModel(("llama3", "70B"), "llama31_70b"),
-    (126, 16384, 128, 8, 53248, 0): KnownModel(("llama3", "405B"), "llama31_405b"),
-    (61, 7168, 128, 128, 18432, 256): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
-    (32, 4096, 32, 8, 14336, 8): KnownModel(None, "mixtral_8x7b"),
-    (96, 12288, 96, 96, 49152, 0): KnownModel(None, "gpt3_175b"),
-    (32, 6144, 48, 8, 24576, 0): KnownModel(None, "nemotron4_15b"),
-    (96, 18432, 96, 8, 73728, 0): KnownModel(None, "nemotron4_340b"),
+# Keyed by (layers, hidden, heads, query groups, head width, ffn, experts): the shape, never the label.
+_KNOWN: dict[tuple[int, int, int, int, int, int, int], KnownModel] = {
+    (32, 4096, 32, 8, 128, 14336, 0): KnownModel(("llama3", "8B"), "llama31_8b"),
+    (80, 8192, 64, 8, 128, 28672, 0): KnownModel(("llama3", "70B"), "llama31_70b"),
+    (126, 16384, 128, 8, 128, 53248, 0): KnownModel(("llama3", "405B"), "llama31_405b"),
+    (61, 7168, 128, 128, 56, 18432, 256): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
+    (32, 4096, 32, 8, 128, 14336, 8): KnownModel(None, "mixtral_8x7b"),
+    (96, 12288, 96, 96, 128, 49152, 0): KnownModel(None, "gpt3_175b"),
+    (32, 6144, 48, 8, 128, 24576, 0): KnownModel(None, "nemotron4_15b"),
+    (96, 18432, 96, 8, 192, 73728, 0): KnownModel(None, "nemotron4_340b"),
+    (48, 2048, 32, 4, 128, 6144, 128): KnownModel(None, "qwen3_30b_a3b"),
+    (94, 4096, 64, 4, 128, 12288, 128): KnownModel(None, "qwen3_235b_a22b"),
 }
 
 
@@ -244,6 +246,7 @@ def known_model(model: ModelSpec) -> KnownModel | None:
         model.hidden_size,
         model.num_attention_heads,
         model.num_query_groups,
+        model.head_dim,
         model.ffn_hidden_size,
         experts,
     )

@@ -143,6 +143,8 @@ def _shape_flags(model: ModelSpec) -> list[str]:
     flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
     flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
     flags += ["--seq-length", str(model.seq_length), "--max-position-embeddings", str(model.seq_length)]
+    if model.attention_hidden_size != model.hidden_size:
+        flags += ["--kv-channels", str(model.head_dim)]  # unset: hidden / heads (Megatron-LM validate_args)
     if model.num_query_groups < model.num_attention_heads:
         # --num-query-groups is ignored unless --group-query-attention is given.
         flags += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]

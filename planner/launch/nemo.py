@@ -170,6 +170,7 @@ def _shape(model: ModelSpec) -> dict[str, Override]:
         f"{c}hidden_size": model.hidden_size,
         f"{c}num_attention_heads": model.num_attention_heads,
         f"{c}num_query_groups": model.num_query_groups,
+        f"{c}kv_channels": model.head_dim,
         f"{c}ffn_hidden_size": model.ffn_hidden_size,
         f"{c}gated_linear_unit": model.gated_mlp,
         f"{c}add_bias_linear": model.linear_bias,

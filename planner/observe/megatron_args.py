@@ -121,6 +121,9 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
     }
     if args.get("ffn_hidden_size") is not None:
         model["ffn_hidden_size"] = _int(args, "ffn_hidden_size", where)
+    # validate_args fills --kv-channels with hidden / heads when unset; a stated width other than that is Qwen3's.
+    if args.get("kv_channels") is not None:
+        model["head_dim"] = _int(args, "kv_channels", where)
     # validate_args: --num-query-groups counts only with --group-query-attention (Megatron-Core: when not None).
     if _on(args, "group_query_attention") or ("group_query_attention" not in args and args.get("num_query_groups")):
         model["num_query_groups"] = _int(args, "num_query_groups", where)

@@ -157,6 +157,23 @@ def test_estimate_valid_and_rule_breaking(client: TestClient) -> None:
     assert r.json()["fits"] is False and {"world_size", "num_microbatches"} <= rules
 
 
+def test_head_dim_frees_hidden_from_heads(client: TestClient) -> None:
+    """hidden_size need not divide by the heads when head_dim says their width (Megatron-LM --kv-channels)."""
+    shape = {"num_layers": 8, "hidden_size": 1000, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
+    base = {"cluster": {"profile": "dgx-a100-80gb", "num_gpus": 8}, "training": {"global_batch_size": 64}}
+    body = _problem(client.post("/v1/plan", json=base | {"model": shape}), 422)
+    assert "hidden_size(1000) % num_attention_heads(16) = 8, must be 0 unless head_dim is given" in str(body)
+    layout = {"tp": 2, "pp": 1, "dp": 4}
+    wide = client.post("/v1/estimate", json=base | {"model": shape | {"head_dim": 128}, "layout": layout})
+    narrow = client.post("/v1/estimate", json=base | {"model": shape | {"head_dim": 32}, "layout": layout})
+    assert wide.status_code == 200 and narrow.status_code == 200, (wide.text, narrow.text)
+    # 16 heads of 128 (q 2048) against 16 of 32 (q 512): Q, K, V grow by h * 3 * 1536, O by 1536 * h, per layer.
+    grown = wide.json()["model"]["total_params"] - narrow.json()["model"]["total_params"]
+    assert grown == 8 * (1000 * 3 * 1536 + 1536 * 1000)
+    assert wide.json()["model"]["shape"]["head_dim"] == 128
+    assert wide.json()["estimate"]["step_time_s"] > narrow.json()["estimate"]["step_time_s"]
+
+
 def test_estimate_malformed_layout_is_422(client: TestClient) -> None:
     base = {k: PLAN[k] for k in ("model", "cluster", "training")}
     body = _problem(client.post("/v1/estimate", json=base | {"layout": {"tp": -1, "pp": 1, "dp": 1}}), 422)

@@ -67,10 +67,12 @@ def test_model_flop_per_sequence_by_hand() -> None:
     assert model_flop_per_sequence(m) == pytest.approx(2640.0, rel=1e-12)
 
 
-MEGATRON_SHAPES = {  # (layers, h, heads, groups, ffn, vocab, s, gated)
-    "llama3-8b-8k": (32, 4096, 32, 8, 14336, 128256, 8192, True),
-    "gpt-mha-2k": (24, 2048, 16, 16, 8192, 51200, 2048, False),
-    "llama3-8b-262k": (32, 4096, 32, 8, 14336, 128256, 262144, True),
+MEGATRON_SHAPES = {  # (layers, h, heads, groups, head_dim, ffn, vocab, s, gated)
+    "llama3-8b-8k": (32, 4096, 32, 8, 128, 14336, 128256, 8192, True),
+    "gpt-mha-2k": (24, 2048, 16, 16, 128, 8192, 51200, 2048, False),
+    "llama3-8b-262k": (32, 4096, 32, 8, 128, 14336, 128256, 262144, True),
+    # Qwen3-32B (config.json): 64 heads of 128 over hidden 5120, so q = 8192 != h.
+    "qwen3-32b-kv-channels": (64, 5120, 64, 8, 128, 25600, 151936, 4096, True),
 }
 
 
@@ -78,14 +80,14 @@ MEGATRON_SHAPES = {  # (layers, h, heads, groups, ffn, vocab, s, gated)
 def test_model_flop_is_megatron_num_floating_point_operations(shape: str) -> None:
     # Megatron-LM megatron/training/training.py `num_floating_point_operations` (dense GQA branch), per token:
     # 3 * 2 * [l * (h (q + k + v) + q s / 2 * 2 + q h + ffn_mult * h * ffn) + h V], ffn_mult 3 gated else 2,
-    # "causal mask (only half of the mask is non-zero)".
-    layers, h, a, g, ffn, v, s, gated = MEGATRON_SHAPES[shape]
-    q, kv = h, g * (h // a)
+    # "causal mask (only half of the mask is non-zero)"; q = heads * kv_channels, k = v = groups * kv_channels.
+    layers, h, a, g, d, ffn, v, s, gated = MEGATRON_SHAPES[shape]
+    q, kv = a * d, g * d
     per_layer = h * (q + 2 * kv) + q * s / 2 * 2 + q * h + (3 if gated else 2) * h * ffn
     megatron = 3 * 2 * s * (layers * per_layer + h * v)
     m = ModelSpec(
-        num_layers=layers, hidden_size=h, num_attention_heads=a, num_query_groups=g, ffn_hidden_size=ffn,
-        gated_mlp=gated, vocab_size=v, seq_length=s,
+        num_layers=layers, hidden_size=h, num_attention_heads=a, num_query_groups=g, head_dim=d,
+        ffn_hidden_size=ffn, gated_mlp=gated, vocab_size=v, seq_length=s,
     )  # fmt: skip
     assert model_flop_per_sequence(m) == pytest.approx(megatron, rel=1e-12)
     assert recompute_flop_per_sequence(m, NONE) == 0.0

@@ -76,10 +76,14 @@ TINY_TOTALS = [
     ({"linear_bias": True, "learned_position_embeddings": True, "tied_embeddings": True}, 1136 + 112 + 16),
     # non-gated, no bias, untied: MLP 2*8*12 = 192; layers 2*(192+192+16) = 800; + 80 + 80 + 8
     ({"gated_mlp": False}, 800 + 80 + 80 + 8),
+    # head_dim 3 (not 8 / 4): q = 12, kv = 6; Q 8*12 + K,V 2*8*6 + O 12*8 = 288; layers 2*(288+288+16) = 1184
+    ({"head_dim": 3}, 1184 + 80 + 80 + 8),
 ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), TINY_TOTALS, ids=["gqa-gated-untied", "bias-tied-pos", "plain"])
+@pytest.mark.parametrize(
+    ("overrides", "expected"), TINY_TOTALS, ids=["gqa-gated-untied", "bias-tied-pos", "plain", "head-dim"]
+)
 def test_tiny_total_params(overrides: dict[str, object], expected: int) -> None:
     model = _tiny(**overrides)
     assert total_params(model) == expected

@@ -78,7 +78,10 @@ def test_megatron_log() -> None:
 def test_bridge_log() -> None:
     obs = observe_log(_log("bridge_llama8b.log"), profile="dgx-h100", num_gpus=8)
     assert obs.log_format is LogFormat.NEMO and obs.request["framework"] == "nemo"
-    assert obs.request["model"] == LLAMA8B | {"vocab_size": 128256, "learned_position_embeddings": False}
+    # The Bridge config names kv_channels (128 = 4096 / 32): the observation keeps what the log says.
+    assert obs.request["model"] == LLAMA8B | {
+        "vocab_size": 128256, "learned_position_embeddings": False, "head_dim": 128,
+    }  # fmt: skip
     assert obs.request["layout"] == {
         "tp": 2, "pp": 1, "dp": 4, "cp": 1, "ep": 1, "vp": 1, "micro_batch_size": 1,
         "recompute": "none", "sequence_parallel": True, "zero_stage": 1,
