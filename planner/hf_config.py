@@ -23,6 +23,15 @@ deepseek_v3
     As llama for the trunk, plus n_routed_experts, num_experts_per_tok,
     moe_intermediate_size, n_shared_experts, first_k_dense_replace,
     moe_layer_freq (default 1); intermediate_size is the dense layers' width.
+llama4, llama4_text
+    As llama (read from ``text_config`` when the file is the multimodal
+    wrapper; the vision tower is left out), plus num_local_experts,
+    num_experts_per_tok, intermediate_size (one routed expert's width; every
+    MoE layer also has one shared expert of that width), moe_layers or
+    interleave_moe_layer_step (default 1: every layer is MoE; 2: layers 1, 3,
+    5, ...), intermediate_size_mlp (the dense layers' width). Chunked
+    attention (attention_chunk_size, 3 of 4 layers) is priced as full causal
+    attention: the same at or below the chunk (8,192), dearer above it.
 gpt2
     n_layer, n_embd, n_head, n_inner (absent or null: 4 * n_embd), vocab_size,
     n_positions, tie_word_embeddings (default true). GeLU MLP, LayerNorm and
@@ -97,6 +106,10 @@ __all__ = [
 
 _FIELD = "model.hf_config"
 
+_LLAMA4_SEQ = (
+    "NVIDIA NeMo's llama4_e16 / llama4_e128 pre-training recipes run 8,192 tokens (NVIDIA/NeMo"
+    " nemo/collections/llm/recipes/llama4_e16.py), the attention chunk: Meta publishes no pre-training length"
+)
 PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
     "llama": (8192, "Llama 3 pre-trains at 8,192 tokens: Llama Team 2024, arXiv 2407.21783, Sec. 3.4.1"),
     "mistral": (8192, "Mistral 7B's context_len is 8,192: Jiang et al. 2023, arXiv 2310.06825, Table 1"),
@@ -106,6 +119,8 @@ PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
     "qwen3": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
     "qwen3_moe": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
     "deepseek_v3": (4096, "DeepSeek-V3 pre-trains at a 4K maximum sequence length: arXiv 2412.19437, Sec. 4.2"),
+    "llama4": (8192, _LLAMA4_SEQ),
+    "llama4_text": (8192, _LLAMA4_SEQ),
 }
 """Per family: the sequence length its published models were pre-trained at, and the source. A config's
 max_position_embeddings caps it (Llama 2 has 4,096, Llama 1 2,048)."""
@@ -119,6 +134,8 @@ _ARCHITECTURES = {
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4_text",
     "GPT2LMHeadModel": "gpt2",
     "GPTNeoXForCausalLM": "gpt_neox",
 }
@@ -127,21 +144,23 @@ _ARCHITECTURES = {
 class _Keys:
     """Typed reads of one config.json; errors name the key and the model_type."""
 
-    def __init__(self, config: Mapping[str, Any], model_type: str, *, inferred: bool = False) -> None:
+    def __init__(self, config: Mapping[str, Any], model_type: str, *, inferred: bool = False, prefix: str = "") -> None:
         self._config = config
         self.model_type = model_type
+        self._prefix = prefix
+        """Where `config` sits in the config.json ("text_config." for a multimodal model's language model)."""
         self._label = f"model_type {model_type!r}" + (" (inferred: config.json has none)" if inferred else "")
         self.sources: dict[str, str] = {}
         """ModelSpec field (dotted under moe) -> where its value came from."""
 
     def take(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
         """`integer(key)` for ModelSpec `field`, recording the key (or the default) as its source."""
-        self.sources[field] = f"hf_config.{key}" if self.has(key) else "hf_config default"
+        self.sources[field] = self.source(key) if self.has(key) else "hf_config default"
         return self.integer(key, default=default, minimum=minimum)
 
     def take_flag(self, field: str, key: str, *, default: bool) -> bool:
         """`flag(key)` for ModelSpec `field`, recording its source."""
-        self.sources[field] = f"hf_config.{key}" if self.has(key) else "hf_config default"
+        self.sources[field] = self.source(key) if self.has(key) else "hf_config default"
         return self.flag(key, default=default)
 
     def fixed(self, **values: Any) -> dict[str, Any]:
@@ -152,8 +171,12 @@ class _Keys:
     def has(self, key: str) -> bool:
         return self._config.get(key) is not None
 
+    def source(self, key: str) -> str:
+        """The key as a source: ``hf_config.<key>``, under its place in the file."""
+        return f"hf_config.{self._prefix}{key}"
+
     def error(self, key: str, message: str) -> InvalidSpecError:
-        return InvalidSpecError(f"{_FIELD}.{key}", f"{message} ({self._label})")
+        return InvalidSpecError(f"{_FIELD}.{self._prefix}{key}", f"{message} ({self._label})")
 
     def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
         """An integer >= minimum; a missing or null key takes `default`, or is an error without one."""
@@ -306,6 +329,37 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
     return spec
 
 
+def _llama4(keys: _Keys) -> dict[str, Any]:
+    """Llama 4's language model: MoE layers of top-k routed experts plus one shared expert of the same width
+    (Hugging Face `Llama4TextMoe`), dense layers of width intermediate_size_mlp between them."""
+    spec = _trunk(keys, ffn_key=None)
+    num_layers: int = spec["num_layers"]
+    expert_width = keys.take("moe.expert_ffn_hidden_size", "intermediate_size")
+    step = keys.take("moe.moe_layer_freq", "interleave_moe_layer_step", default=1)
+    listed = keys.layer_list("moe_layers", num_layers) if keys.has("moe_layers") else None
+    moe_layers = sorted(listed) if listed is not None else list(range(step - 1, num_layers, step))
+    key = "moe_layers" if listed is not None else "interleave_moe_layer_step"
+    pattern = _moe_pattern(keys, moe_layers, num_layers, key)
+    if len(moe_layers) < num_layers or keys.has("intermediate_size_mlp"):
+        spec["ffn_hidden_size"] = keys.take("ffn_hidden_size", "intermediate_size_mlp")
+    else:
+        spec["ffn_hidden_size"] = expert_width  # no dense layer: the value is never used
+        keys.sources["ffn_hidden_size"] = f"{keys.source('intermediate_size')} (no dense layer uses it)"
+    if pattern is not None:
+        first_k, freq = pattern
+        keys.sources["moe.first_k_dense_layers"] = keys.sources["moe.moe_layer_freq"]
+        spec["moe"] = {
+            "num_experts": keys.take("moe.num_experts", "num_local_experts"),
+            "top_k": keys.take("moe.top_k", "num_experts_per_tok"),
+            "expert_ffn_hidden_size": expert_width,
+            **keys.fixed(num_shared_experts=1),
+            "moe_layer_freq": freq,
+            "first_k_dense_layers": first_k,
+        }
+        keys.sources["moe.num_shared_experts"] = keys.sources.pop("num_shared_experts")
+    return spec
+
+
 def _gpt2(keys: _Keys) -> dict[str, Any]:
     hidden = keys.take("hidden_size", "n_embd")
     heads = keys.take("num_attention_heads", "n_head")
@@ -346,6 +400,8 @@ _FAMILIES: dict[str, Callable[[_Keys], dict[str, Any]]] = {
     "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v3": _deepseek_v3,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
 }
@@ -411,17 +467,32 @@ def _seq_length(keys: _Keys, seq_length: int | None) -> int:
         raise keys.error(position_key, f"missing key {position_key!r} and no seq_length given")
     positions = keys.integer(position_key)
     if keys.model_type not in PRETRAINING_SEQ_LENGTH:
-        keys.sources["seq_length"] = f"hf_config.{position_key} (the family trains at its position limit)"
+        keys.sources["seq_length"] = f"{keys.source(position_key)} (the family trains at its position limit)"
         return positions
     length, source = PRETRAINING_SEQ_LENGTH[keys.model_type]
     if positions <= length:
-        keys.sources["seq_length"] = f"hf_config.{position_key} ({positions} <= the family's {length}: {source})"
+        keys.sources["seq_length"] = f"{keys.source(position_key)} ({positions} <= the family's {length}: {source})"
         return positions
     keys.sources["seq_length"] = (
-        f"family pre-training length ({source}); hf_config.{position_key} ({positions}) is the inference context;"
+        f"family pre-training length ({source}); {keys.source(position_key)} ({positions}) is the inference context;"
         " give seq_length to train longer"
     )
     return length
+
+
+def _text_keys(config: Mapping[str, Any], model_type: str, *, inferred: bool) -> _Keys:
+    """The keys to read: a multimodal config.json (Llama 4's `Llama4ForConditionalGeneration`) keeps its
+    language model under ``text_config``, which is what the planner trains; the vision tower is left out."""
+    if model_type != "llama4":
+        return _Keys(config, model_type, inferred=inferred)
+    text = config.get("text_config")
+    if text is None and "num_hidden_layers" in config:  # a flat config saved with the wrapper's model_type
+        return _Keys(config, model_type, inferred=inferred)
+    if not isinstance(text, Mapping):
+        raise InvalidSpecError(
+            f"{_FIELD}.text_config", f"text_config must be an object holding the language model's keys, got {text!r}"
+        )
+    return _Keys(text, model_type, inferred=inferred, prefix="text_config.")
 
 
 def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) -> ResolvedHfConfig:
@@ -451,7 +522,7 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     else:
         raise InvalidSpecError(f"{_FIELD}.model_type", f"unsupported model_type {raw_type!r}; supported: {supported}")
 
-    keys = _Keys(config, model_type, inferred=raw_type is None)
+    keys = _text_keys(config, model_type, inferred=raw_type is None)
     spec = _FAMILIES[model_type](keys)
     spec["seq_length"] = _seq_length(keys, seq_length)
     keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it

@@ -231,6 +231,12 @@ class RuntimeFeatures(BaseModel):
     scatter_gather_p2p: bool = Field(
         default=True, description="Pipeline sends cross the network split by tp (Narayanan Sec. 4.1)."
     )
+    overlap_p2p_comm: bool = Field(
+        default=True,
+        description="With interleaving (vp > 1), pipeline sends overlap the next model chunk's compute"
+        " (Megatron-Core overlap_p2p_comm: on unless --no-overlap-p2p-communication; Megatron forces it off"
+        " without interleaving, where the sends block); off: every send blocks (Megatron-LM of 2021).",
+    )
     fused_kernels: bool = Field(
         default=True,
         description="Transformer Engine fused layers (bias, activation and dropout-add fused into fewer kernels, "

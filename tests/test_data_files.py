@@ -117,9 +117,12 @@ PUBLISHED_SIZES = [
     ("llama3-70b", 70.6e9, 70.6e9, 0.1e9),
     ("llama3-405b", 405.9e9, 405.9e9, 0.1e9),
     ("mixtral-8x7b", 46.7e9, 12.9e9, 0.1e9),
+    ("mixtral-8x22b", 141e9, 39e9, 1e9),  # Mistral AI's announcement: 141B total, 39B active
     # Qwen3 Technical Report (arXiv 2505.09388) Table 2 / model cards: 30.5B total 3.3B active, 235B / 22B.
     ("qwen3-30b-a3b", 30.5e9, 3.3e9, 0.1e9),
     ("qwen3-235b-a22b", 235e9, 22e9, 1e9),
+    # Meta's Llama 4 model card: Maverick 17B active, 400B total (Scout's 109B counts its vision encoder).
+    ("llama4-maverick", 400e9, 17e9, 1e9),
 ]
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from planner.costmodel.params import total_params
+from planner.costmodel.params import active_params, total_params
 from planner.errors import InvalidSpecError
 from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config, resolve_hf_config
 
@@ -270,6 +270,41 @@ QWEN3_235B_A22B: dict[str, Any] = QWEN3_30B_A3B | {
 }
 
 
+LLAMA4_TEXT: dict[str, Any] = {
+    # meta-llama/Llama-4-Maverick-17B-128E config.json, text_config (as TensorRT-LLM's Llama 4 tests copy it):
+    # 48 layers of hidden 5120, 40 query / 8 KV heads of 128, experts of 8192, dense layers of 16384.
+    "model_type": "llama4_text",
+    "attention_chunk_size": 8192,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "hidden_size": 5120,
+    "interleave_moe_layer_step": 2,
+    "intermediate_size": 8192,
+    "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 1048576,
+    "num_attention_heads": 40,
+    "num_experts_per_tok": 1,
+    "num_hidden_layers": 48,
+    "num_key_value_heads": 8,
+    "num_local_experts": 128,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "use_qk_norm": False,
+    "vocab_size": 202048,
+}
+LLAMA4_MAVERICK: dict[str, Any] = {
+    "architectures": ["Llama4ForConditionalGeneration"],
+    "model_type": "llama4",
+    "text_config": LLAMA4_TEXT,
+    "vision_config": {"model_type": "llama4_vision_model", "hidden_size": 1408, "num_hidden_layers": 34},
+}
+LLAMA4_SCOUT: dict[str, Any] = LLAMA4_MAVERICK | {
+    # meta-llama/Llama-4-Scout-17B-16E: every layer MoE, 16 experts, a 10M-token inference context.
+    "text_config": LLAMA4_TEXT
+    | {"interleave_moe_layer_step": 1, "num_local_experts": 16, "max_position_embeddings": 10485760},
+}
+
+
 def _without(config: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in keys}
 
@@ -504,6 +539,34 @@ REAL_CONFIGS = [
         0.001,  # 235,093,610,496 (the model card's 235B; 22.19B active)
         id="qwen3-235b-a22b",
     ),
+    pytest.param(
+        LLAMA4_MAVERICK,
+        None,
+        {
+            "name": None,
+            "num_layers": 48,
+            "hidden_size": 5120,
+            "num_attention_heads": 40,
+            "num_query_groups": 8,
+            "head_dim": 128,
+            "ffn_hidden_size": 16384,
+            "vocab_size": 202048,
+            "seq_length": 8192,
+            "tied_embeddings": False,
+            "moe": {
+                "num_experts": 128,
+                "top_k": 1,
+                "expert_ffn_hidden_size": 8192,
+                "num_shared_experts": 1,
+                "moe_layer_freq": 2,
+                "first_k_dense_layers": 1,
+            },
+            **_ROPE_GATED,
+        },
+        400e9,
+        0.005,  # 400,711,848,960: Meta's model card says 400B total, 17B active
+        id="llama4-maverick",
+    ),
 ]
 
 
@@ -580,6 +643,31 @@ def test_deepseek_moe_layer_freq_maps_onto_the_same_layers() -> None:
     assert (model.moe.first_k_dense_layers, model.moe.moe_layer_freq, model.num_moe_layers) == (4, 2, 29)
 
 
+def test_llama4_scout_reads_the_language_model_of_the_multimodal_config() -> None:
+    resolved = resolve_hf_config(LLAMA4_SCOUT)
+    model = resolved.model
+    assert model.moe is not None
+    assert (model.moe.num_experts, model.moe.top_k, model.moe.num_shared_experts) == (16, 1, 1)
+    assert (model.num_moe_layers, model.num_dense_layers) == (48, 0)
+    # Meta's card: 17B active, 109B total with the vision encoder, which is not trained here (107.8B without).
+    assert active_params(model) == pytest.approx(17e9, abs=0.5e9)
+    assert total_params(model) == pytest.approx(107.77e9, rel=1e-3)
+    assert resolved.sources["moe.num_experts"] == "hf_config.text_config.num_local_experts"
+    assert "10485760" in resolved.sources["seq_length"] and "llama4_e16" in resolved.sources["seq_length"]
+
+
+def test_llama4_flat_text_config_is_the_same_model() -> None:
+    assert model_from_hf_config(LLAMA4_TEXT) == model_from_hf_config(LLAMA4_MAVERICK)
+    assert model_from_hf_config(_without(LLAMA4_TEXT, "model_type") | {"architectures": ["Llama4ForCausalLM"]}) == (
+        model_from_hf_config(LLAMA4_TEXT)
+    )
+
+
+def test_llama4_moe_layers_list_maps_onto_the_same_layers() -> None:
+    listed = LLAMA4_TEXT | {"moe_layers": list(range(1, 48, 2))}
+    assert model_from_hf_config(listed) == model_from_hf_config(LLAMA4_TEXT)
+
+
 def test_supported_model_types() -> None:
     assert set(SUPPORTED_MODEL_TYPES) == {
         "llama",
@@ -590,6 +678,8 @@ def test_supported_model_types() -> None:
         "qwen2_moe",
         "qwen3_moe",
         "deepseek_v3",
+        "llama4",
+        "llama4_text",
         "gpt2",
         "gpt_neox",
     }
@@ -732,6 +822,27 @@ ERROR_CASES = [
         "model.hf_config.intermediate_size",
         ["intermediate_size", "qwen3_moe"],
         id="qwen-moe-dense-layers-need-intermediate-size",
+    ),
+    pytest.param(
+        LLAMA4_MAVERICK | {"text_config": [1, 2]},
+        None,
+        "model.hf_config.text_config",
+        ["text_config must be an object"],
+        id="llama4-text-config-not-an-object",
+    ),
+    pytest.param(
+        LLAMA4_MAVERICK | {"text_config": _without(LLAMA4_TEXT, "hidden_size")},
+        None,
+        "model.hf_config.text_config.hidden_size",
+        ["missing required key 'hidden_size'", "llama4"],
+        id="llama4-missing-key-named-under-text-config",
+    ),
+    pytest.param(
+        LLAMA4_TEXT | {"moe_layers": [1, 2, 7]},
+        None,
+        "model.hf_config.moe_layers",
+        ["cannot express"],
+        id="llama4-irregular-moe-layers",
     ),
 ]
 

@@ -29,6 +29,7 @@ RUNTIME_2021: dict[str, bool] = {
     "overlap_param_gather": False,
     "tp_comm_overlap": False,
     "scatter_gather_p2p": True,
+    "overlap_p2p_comm": False,
     "fused_kernels": False,
     "cuda_graphs": False,
     "ring_rails": False,

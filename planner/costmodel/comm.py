@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, BoolArray, Candidates, FloatArray, tokens_per_microbatch
-from planner.costmodel.pipeline import p2p_messages_per_microbatch
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics
 from planner.profiles import Hardware
@@ -51,7 +50,7 @@ __all__ = [
     "nvls_all_reduce_s",
     "ring_bytes_per_s",
     "ring_latency_s",
-    "pp_comm_per_microbatch_s",
+    "pp_message_s",
     "TpCollectives",
     "tp_collectives_s",
 ]
@@ -368,16 +367,19 @@ def ep_comm_per_layer_s(
     return np.where(ep > 1, share * count * one, 0.0)
 
 
-def pp_comm_per_microbatch_s(
+def pp_message_s(
     model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
 ) -> FloatArray:
-    """Blocking sends on one stage per micro-batch (Narayanan 2021 Sec. 4.1 scatter/gather).
+    """Seconds of one point-to-point send between stages: one micro-batch's activation (or its gradient)
+    for one model chunk (Narayanan 2021 Sec. 4.1 scatter/gather).
 
     Over the network each TP rank sends through its own NIC: the whole activation
-    unless scatter/gather or sequence parallel splits it by tp.
+    unless scatter/gather or sequence parallel splits it by tp. How many a
+    micro-batch sends, and how many of them hide behind compute, is
+    `pipeline.exposed_sends_s`.
     """
     full = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
     split = rt.scatter_gather_p2p | c.sequence_parallel
     per_gpu = np.where(split, full / c.tp, full)
     hop = link(placement.pp, hw)
-    return p2p_messages_per_microbatch(c) * (per_gpu / hop.bytes_per_s + hop.latency_s)
+    return np.asarray(np.where(c.pp > 1, per_gpu / hop.bytes_per_s + hop.latency_s, 0.0), dtype=np.float64)

@@ -12,6 +12,15 @@ warm up rank r with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p
 chunk forwards (interleaved), so rank 1, the most loaded middle stage, holds
 one micro-batch (1F1B) or 2/v of one (interleaved) less than rank 0 once
 m >= p (`behind_first_stage`).
+
+Point-to-point sends: each micro-batch sends one activation forward and one
+gradient backward per model chunk (Narayanan 2021 Sec. 2.2.2). Megatron-Core's
+interleaved schedule issues them asynchronously and waits only before the
+receiving chunk runs (`overlap_p2p_comm`: Megatron-LM's
+`--no-overlap-p2p-communication` turns it off, and it is forced off without
+interleaving, `megatron/training/arguments.py`; the Megatron-LM README of July
+2024 names PP overlap among its defaults), so a send hides behind the next
+chunk's compute; 1F1B's sends block (`exposed_sends_s`).
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ __all__ = [
     "bubble_fraction",
     "bubble_s",
     "in_flight_microbatches",
+    "average_stage_forward_s",
+    "exposed_sends_s",
     "p2p_messages_per_microbatch",
     "stage_in_flight_microbatches",
 ]
@@ -81,6 +92,31 @@ def stage_in_flight_microbatches(
     return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, middle), dtype=np.float64)
 
 
+def _messages(pp: IntArray, vp: IntArray) -> FloatArray:
+    return np.asarray(np.where(pp > 1, 2.0 * vp, 0.0), dtype=np.float64)
+
+
 def p2p_messages_per_microbatch(c: Candidates) -> FloatArray:
     """Sends on a stage's critical path per micro-batch: one forward, one backward, per model chunk."""
-    return np.where(c.pp > 1, 2.0 * c.vp, 0.0)
+    return _messages(c.pp, c.vp)
+
+
+def average_stage_forward_s(layer_forward_s: FloatArray, num_layers: int, pp: IntArray) -> FloatArray:
+    """One micro-batch's forward compute over an average stage's layers (num_layers / pp of them): what an
+    interleaved stage's sends hide behind (`exposed_sends_s`). Compute only, so no network rate moves it."""
+    return np.asarray(layer_forward_s * num_layers / pp, dtype=np.float64)
+
+
+def exposed_sends_s(
+    pp: IntArray, vp: IntArray, message_s: FloatArray, stage_forward_s: FloatArray, overlap_p2p_comm: bool
+) -> FloatArray:
+    """Point-to-point seconds per micro-batch left on a stage's critical path (module docstring).
+
+    `message_s` is one send (`comm.pp_message_s`), `stage_forward_s` one micro-batch's forward over an
+    average stage (`average_stage_forward_s`). Interleaved with `overlap_p2p_comm`, each send hides behind
+    one chunk's forward (the shorter of a chunk's passes, `stage_forward_s / vp`) and only what is longer
+    shows; otherwise every send blocks. Broadcasts over all arguments: the reference path passes
+    candidates, the search's grid rows against their layer-level keys.
+    """
+    hidden = np.where((vp > 1) & overlap_p2p_comm, stage_forward_s / vp, 0.0)
+    return np.asarray(_messages(pp, vp) * np.maximum(message_s - hidden, 0.0), dtype=np.float64)

@@ -18,11 +18,11 @@ import numpy as np
 
 from planner.costmodel import compute, flops
 from planner.costmodel.candidates import RECOMPUTE_CODES, Candidates, FloatArray, IntArray
-from planner.costmodel.comm import pp_comm_per_microbatch_s
+from planner.costmodel.comm import pp_message_s
 from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.params import ParamCounts
-from planner.costmodel.pipeline import bubble_s
+from planner.costmodel.pipeline import average_stage_forward_s, bubble_s, exposed_sends_s
 from planner.costmodel.recompute import recomputed_layers_in_model
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
@@ -162,7 +162,13 @@ def _step_times_s(
         c.pp,
         c.vp,
         q.slowest_stage_s,
-        pp_comm_per_microbatch_s(model, c, q.placement, hw, training.runtime, training_numerics(training, hw)),
+        exposed_sends_s(
+            c.pp,
+            c.vp,
+            pp_message_s(model, c, q.placement, hw, training.runtime, training_numerics(training, hw)),
+            average_stage_forward_s(q.layer_s.forward, model.num_layers, c.pp),
+            training.runtime.overlap_p2p_comm,
+        ),
         q.average_stage_s,
         dp_comm,
         optimizer,

@@ -24,12 +24,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
-from planner.costmodel.comm import pp_comm_per_microbatch_s
+from planner.costmodel.comm import pp_message_s
 from planner.costmodel.memory import activation_side_bytes, resident_state_bytes, step_can_peak, step_memory
 from planner.costmodel.pipeline import (
+    average_stage_forward_s,
     behind_first_stage,
+    exposed_sends_s,
     in_flight_microbatches,
-    p2p_messages_per_microbatch,
     stage_in_flight_microbatches,
 )
 from planner.costmodel.shared import LayerQuantities
@@ -55,6 +56,10 @@ class KeyTables:
     average_stage_s: FloatArray
     p2p_message_s: FloatArray
     """One point-to-point send of a micro-batch's activations (zero without a pipeline)."""
+    stage_forward_s: FloatArray
+    """One micro-batch's forward over an average stage's layers (`pipeline.average_stage_forward_s`)."""
+    overlap_p2p_comm: bool
+    """`RuntimeFeatures.overlap_p2p_comm` of the request (`pipeline.exposed_sends_s`)."""
     once_per_step_s: FloatArray
     """(key, ZeRO stage): exposed data-parallel seconds at the key's micro-batch count plus the optimizer step."""
     memory_fixed: FloatArray
@@ -114,13 +119,9 @@ def key_tables(
         training,
         hw,
     )
-    # Sends per micro-batch are messages x one message; the message count is the row's (it depends on vp).
-    messages = p2p_messages_per_microbatch(keys)
+    # One send per key; how many a micro-batch sends and how many hide depend on the row's vp (the grid's).
     num = training_numerics(training, hw)
-    sends = pp_comm_per_microbatch_s(model, keys, q.placement, hw, training.runtime, num)
-    per_message = np.divide(
-        sends, messages, out=np.zeros(np.broadcast_shapes(sends.shape, messages.shape)), where=messages > 0
-    )
+    message = pp_message_s(model, keys, q.placement, hw, training.runtime, num)
     idle = [activation_side_bytes(t, np.zeros(1)) for t in q.stage_terms]
     fixed = [resident_state_bytes(at, num, t.map(staged)) + staged(a) for t, a in zip(q.stage_terms, idle, strict=True)]
     per_in_flight = [activation_side_bytes(t, np.ones(1)) - a for t, a in zip(q.stage_terms, idle, strict=True)]
@@ -128,7 +129,9 @@ def key_tables(
     return KeyTables(
         critical_path_s=flat(q.slowest_stage_s.critical_path_s),
         average_stage_s=flat(q.average_stage_s),
-        p2p_message_s=flat(per_message),
+        p2p_message_s=flat(message),
+        stage_forward_s=flat(average_stage_forward_s(q.layer_s.forward, model.num_layers, keys.pp)),
+        overlap_p2p_comm=training.runtime.overlap_p2p_comm,
         once_per_step_s=by_key(dp_comm + optimizer),
         memory_fixed=np.stack([by_key(f) for f in fixed]),
         memory_per_in_flight=np.stack([flat(f) for f in per_in_flight]),
@@ -150,11 +153,12 @@ def grid_step_time_and_peak(tables: KeyTables, rows: Candidates, keys: IntArray)
         return np.take(table, keys, axis=0)
 
     column = (slice(None), None)
-    sends = p2p_messages_per_microbatch(rows)[column] * at(tables.p2p_message_s)
+    pp, vp = rows.pp[column], rows.vp[column]
+    sends = exposed_sends_s(pp, vp, at(tables.p2p_message_s), at(tables.stage_forward_s), tables.overlap_p2p_comm)
     pipelined = step_time_s(  # per (row, pair); the ZeRO-dependent once-per-step part is added below
         rows.num_microbatches[column].astype(np.float64),
-        rows.pp[column],
-        rows.vp[column],
+        pp,
+        vp,
         at(tables.critical_path_s),
         sends,
         at(tables.average_stage_s),
@@ -163,7 +167,7 @@ def grid_step_time_and_peak(tables: KeyTables, rows: Candidates, keys: IntArray)
     step = at(tables.once_per_step_s)
     step += pipelined[..., None]
     in_flight_first = in_flight_microbatches(rows)[column]
-    behind, vp = behind_first_stage(rows)[column], rows.vp[column]
+    behind = behind_first_stage(rows)[column]
     peak = None
     for k in range(tables.memory_fixed.shape[0]):
         in_flight = stage_in_flight_microbatches(

@@ -159,11 +159,14 @@ _KNOWN: dict[tuple[int, int, int, int, int, int, int], KnownModel] = {
     (126, 16384, 128, 8, 128, 53248, 0): KnownModel(("llama3", "405B"), "llama31_405b"),
     (61, 7168, 128, 128, 56, 18432, 256): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
     (32, 4096, 32, 8, 128, 14336, 8): KnownModel(None, "mixtral_8x7b"),
+    (56, 6144, 48, 8, 128, 16384, 8): KnownModel(None, "mixtral_8x22b"),
     (96, 12288, 96, 96, 128, 49152, 0): KnownModel(None, "gpt3_175b"),
     (32, 6144, 48, 8, 128, 24576, 0): KnownModel(None, "nemotron4_15b"),
     (96, 18432, 96, 8, 192, 73728, 0): KnownModel(None, "nemotron4_340b"),
     (48, 2048, 32, 4, 128, 6144, 128): KnownModel(None, "qwen3_30b_a3b"),
     (94, 4096, 64, 4, 128, 12288, 128): KnownModel(None, "qwen3_235b_a22b"),
+    (48, 5120, 40, 8, 128, 16384, 16): KnownModel(None, "llama4_e16"),
+    (48, 5120, 40, 8, 128, 16384, 128): KnownModel(None, "llama4_e128"),
 }
 
 

@@ -237,6 +237,9 @@ def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: L
     # validate_args: TP communication overlap needs sequence parallelism.
     if runtime.tp_comm_overlap and sequence_parallel_on(model, training, layout):
         flags.append("--tp-comm-overlap")
+    # Interleaved sends overlap compute unless turned off; without interleaving Megatron forces them blocking.
+    if layout.vp > 1 and not runtime.overlap_p2p_comm:
+        flags.append("--no-overlap-p2p-communication")
     return flags
 
 

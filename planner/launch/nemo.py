@@ -113,6 +113,9 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
     }
     if model.moe is not None and layout.etp != layout.tp:  # MegatronStrategy's default (None) is tp
         overrides[f"{s}expert_tensor_parallel_size"] = layout.etp
+    if layout.vp > 1:  # Megatron-Core's default is blocking sends; NeMo's comm-overlap callback turns this on
+        overlap = training.runtime.overlap_p2p_comm
+        overrides |= {"model.config.overlap_p2p_comm": overlap, "model.config.batch_p2p_comm": not overlap}
     if counted:  # MegatronStrategy's TransformerConfig fields; left out (default false) otherwise
         overrides[f"{s}account_for_embedding_in_pipeline_split"] = layout.account_for_embedding_in_pipeline_split
         overrides[f"{s}account_for_loss_in_pipeline_split"] = layout.account_for_loss_in_pipeline_split

@@ -157,6 +157,8 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         "flash_attention": not any(word in backend for word in ("unfused", "local")),
         "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
         "cuda_graphs": _on(args, "enable_cuda_graph"),
+        # Megatron-LM's default is on (--no-overlap-p2p-communication turns it off); it only acts with vp > 1.
+        "overlap_p2p_comm": args.get("overlap_p2p_comm", True) is not False,
     }
     training: dict[str, Any] = {
         "global_batch_size": _int(args, "global_batch_size", where),

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.pipeline import bubble_fraction, in_flight_microbatches, p2p_messages_per_microbatch
+from planner.costmodel.pipeline import (
+    bubble_fraction,
+    exposed_sends_s,
+    in_flight_microbatches,
+    p2p_messages_per_microbatch,
+)
 from planner.layout import Layout
 
 BUBBLE_ROWS = [
@@ -47,3 +52,34 @@ P2P_ROWS = [(1, 1, 0.0), (4, 1, 2.0), (4, 2, 4.0)]  # 2 sends (fwd + bwd) per mo
 def test_p2p_messages_per_microbatch(pp: int, vp: int, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], num_layers=8, global_batch_size=8)
     assert float(p2p_messages_per_microbatch(c)[0]) == expected
+
+
+SENDS_ROWS = [
+    # (pp, vp, one send ms, stage forward ms, overlap, exposed ms per micro-batch)
+    (1, 1, 1.0, 10.0, True, 0.0),  # no pipeline, no sends
+    (4, 1, 1.0, 10.0, True, 2.0),  # 1F1B: both sends block whatever the flag (Megatron forces overlap off)
+    (4, 2, 1.0, 10.0, True, 0.0),  # interleaved: each 1 ms send hides behind a 5 ms chunk forward
+    (4, 2, 7.0, 10.0, True, 4 * (7.0 - 5.0)),  # only what is longer than the chunk shows: 4 sends x 2 ms
+    (4, 2, 1.0, 10.0, False, 4.0),  # overlap off: 4 blocking sends (Megatron-LM of 2021)
+    (8, 4, 3.0, 8.0, True, 8 * (3.0 - 2.0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("pp", "vp", "message", "forward", "overlap", "expected"),
+    SENDS_ROWS,
+    ids=["pp1", "1f1b", "hidden", "partly-hidden", "off", "p8-v4"],
+)
+def test_exposed_sends(pp: int, vp: int, message: float, forward: float, overlap: bool, expected: float) -> None:
+    got = exposed_sends_s(np.array([pp]), np.array([vp]), np.array([message]), np.array([forward]), overlap)
+    assert float(got[0]) == pytest.approx(expected)
+
+
+def test_exposed_sends_never_exceed_blocking_sends() -> None:
+    rng = np.random.default_rng(7)
+    pp, vp = rng.integers(1, 17, 500), rng.integers(1, 9, 500)
+    message, forward = rng.exponential(1e-3, 500), rng.exponential(1e-2, 500)
+    overlapped = exposed_sends_s(pp, vp, message, forward, True)
+    blocking = exposed_sends_s(pp, vp, message, forward, False)
+    assert np.all(overlapped >= 0) and np.all(overlapped <= blocking)
+    np.testing.assert_array_equal(overlapped[vp == 1], blocking[vp == 1])

@@ -40,52 +40,59 @@ NEMOTRON = "Nemotron4_340B_2024"
 MOSAICML = "MosaicML_llmfoundry_MPT"
 """PyTorch FSDP rows (A100 and H100), predictions that enter no fit: their bars are in test_mosaicml.py."""
 H100_FIT_ROW_TOLERANCE = 0.28
-"""Today: max 26.2% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
-micro-batches per step); 1.7B (tp1 pp1) +16.0%, too fast. The pp = 1 rows carry the error, in both fitted
+"""Today: max 26.9% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
+micro-batches per step); 1.7B (tp1 pp1) +14.6%, too fast. The pp = 1 rows carry the error, in both fitted
 sources (README-only constants: 23.4% / +22.3%)."""
 H100_FIT_LOO_ROW_TOLERANCE = 0.29
-"""Today: max 26.7% leave-one-out."""
-H100_FIT_MEAN_TOLERANCE = 0.12
-"""Today: README mean 11.7% in sample, 11.3% leave-one-out over all 21 fit rows (README-only: 9.0% / 10.2%)."""
+"""Today: max 27.4% leave-one-out."""
+H100_FIT_MEAN_TOLERANCE = 0.13
+"""Today: README mean 12.4% in sample, 11.2% leave-one-out over all 21 fit rows (README-only: 9.0% / 10.2%). 11.7%
+before interleaved pipeline sends overlapped compute (`pipeline.exposed_sends_s`): NeMo 24.07's pipelined rows got
+faster, the refit lowered eta (0.6128 -> 0.6008) and the README's tp8 rows, already slow, lost 1-1.5 points."""
 NEMO_2407_ROW_TOLERANCE = 0.20
-"""Today: max 17.3% (GPT-3 20B and Llama 3 8B, tp <= 2 and pp 1, too fast; 18.2% leave-one-out); the pipelined
-rows are within 11% (Nemotron-4 340B at tp 8 pp 8 vp 12 and GPT-3 175B on 512 GPUs -10.5%, both without
-userbuffers: -13.6% / -12.5% before the dgrad collectives overlapped the wgrad GEMMs)."""
+"""Today: max 15.9% (GPT-3 20B and Llama 3 8B, tp <= 2 and pp 1, too fast; 16.5% leave-one-out); the pipelined
+rows are within 11% (Llama 3 70B at tp 4 pp 4 cp 2 +10.5%, GPT-3 175B on 512 GPUs -8.1% and Nemotron-4 340B
+-6.7%, both without userbuffers; those two were -10.5% / -10.2% while interleaved sends blocked, -13.6% / -12.5%
+before the dgrad collectives overlapped the wgrad GEMMs)."""
 NEMO_2407_MEAN_TOLERANCE = 0.12
-"""Today: mean 10.0% (13.8% predicted from README-only constants, before it joined the fit)."""
+"""Today: mean 9.4% (10.0% while interleaved sends blocked; 13.8% predicted from README-only constants, before it
+joined the fit)."""
 NEMOTRON_TOLERANCE = 0.05
-"""Today: -1.4% (-3.4% before Transformer Engine's dgrad collectives overlapped the wgrad GEMMs) with the
-schedule of NVIDIA's training config for this model and batch (NeMo-Framework-Launcher 24.07
-nemotron_340b.yaml: pp 12 with 8 virtual stages, selective recompute, bf16 gradient reduction); -14.9% while
+"""Today: +0.2% (-1.4% while interleaved sends blocked, -3.4% before Transformer Engine's dgrad collectives overlapped
+the wgrad GEMMs) with the schedule of NVIDIA's training config for this model and batch (NeMo-Framework-Launcher
+24.07 nemotron_340b.yaml: pp 12 with 8 virtual stages, selective recompute, bf16 gradient reduction); -14.9% while
 the row assumed no interleaving and no recompute."""
 H100_FP8_TOLERANCE = 0.10
-"""Today: -7.0% / +3.0% (FP8 priced as Transformer Engine runs it: attention and output layer in bf16, casts; FP8
-weights gathered at one byte, `fp8_param_gather` as the recipe sets it); -1.5% / +9.6% on README-only constants."""
+"""Today: -3.8% / +4.9% (-7.0% / +3.0% while interleaved sends blocked; FP8 priced as Transformer Engine runs it:
+attention and output layer in bf16, casts; FP8 weights gathered at one byte, `fp8_param_gather` as the recipe sets
+it); -1.5% / +9.6% on README-only constants."""
 H100_FP8_2511_TOLERANCE = 0.16
-"""Today: -4.4% (70B, batch 128), -5.0% (8B, Megatron-FSDP, the first 5 of 32 layers recomputed) and +13.1% (405B
-on 1,024 GPUs, batch 512; +20.1% on README-only constants): at a third of 26.04.01's batch the 405B row has 11%
-less throughput, the model 3%; the container differs too (26.02 -> 26.04.01 alone: +5.5%)."""
+"""Today: -1.1% (70B, batch 128), -6.1% (8B, Megatron-FSDP, the first 5 of 32 layers recomputed) and +15.1% (405B on
+1,024 GPUs, batch 512; +13.1% while interleaved sends blocked, +20.1% on README-only constants): at a third of
+26.04.01's batch the 405B row has 11% less throughput, the model 3%; the container differs too (26.02 -> 26.04.01
+alone: +5.5%)."""
 GB200_FIT_ROW_TOLERANCE = 0.08
-"""Today: +3.3% (70B MXFP8), +6.0% (70B FP8, Megatron-FSDP, 40 layers offloaded; +5.8% before it joined the fit),
--6.2% (405B FP8), -2.4% (405B MXFP8), fitted on these four (eta 0.5088, t0 16.8 us)."""
+"""Today: +3.1% (70B MXFP8), +5.6% (70B FP8, Megatron-FSDP, 40 layers offloaded; +5.8% before it joined the fit),
+-6.2% (405B FP8), -1.9% (405B MXFP8), fitted on these four (eta 0.5073, t0 19.6 us)."""
 GB200_PREDICTION_TOLERANCE = 0.11
-"""Today: +3.8% / +6.8% (8B FP8 / MXFP8, NeMo 25.11, one tray pair), +3.8% (70B FP8, Megatron-FSDP, 40 layers
+"""Today: +3.3% / +6.3% (8B FP8 / MXFP8, NeMo 25.11, one tray pair), +3.5% (70B FP8, Megatron-FSDP, 40 layers
 offloaded): MXFP8 ran 5.5% slower than FP8 there, the model 2.7% (MXFP8 GEMMs at `profiles.MXFP8_GEMM_RATE`)."""
 B200_TOLERANCE = 0.05
-"""Today: -2.0 / -1.2% (8B FP8 / MXFP8), -1.2 / -1.1% (405B on 128 GPUs): predictions on GB200's constants
+"""Today: -2.5 / -1.7% (8B FP8 / MXFP8), +4.9 / +4.6% (405B on 128 GPUs, pp 8 vp 8 over the network: -1.2 / -1.1%
+while interleaved sends blocked): predictions on GB200's constants
 (B200's own peaks), no B200 row in any fit."""
 LOSO_BARS = {
     # (GPU kind, held-out source): (mean |error|, max |error|) at most; today's values in the comment.
     ("A100", "Narayanan2021_Table1"): (0.04, 0.10),  # 3.7% / 9.0%
     ("A100", "Narayanan2021_Table2"): (0.05, 0.14),  # 4.2% / 13.0%
     ("A100", "Korthikanti2022"): (0.07, 0.10),  # 6.8% / 9.5%
-    ("H100", README_H100): (0.14, 0.29),  # 13.2% / 27.8%: fitted on the 18 other rows, all FP8
-    ("H100", NEMO_2407): (0.125, 0.23),  # 11.8% / 21.5%: fitted on the 15 other rows, 9 of them bf16
-    ("H100", BRIDGE): (0.06, 0.08),  # 5.0% / 7.0%
-    ("H100", NEMOTRON): (0.03, 0.03),  # 1.5%
-    ("H100", BRIDGE_2511): (0.08, 0.15),  # 7.4% / 13.3% (the 405B row)
-    ("GB200", BRIDGE): (0.07, 0.14),  # 5.0% / 10.8%: fitted on 25.11's two 8B rows and its 70B row
-    ("GB200", BRIDGE_2511): (0.07, 0.11),  # 4.8% / 6.8%
+    ("H100", README_H100): (0.15, 0.30),  # 14.3% / 29.0%: fitted on the 18 other rows, all FP8
+    ("H100", NEMO_2407): (0.125, 0.23),  # 11.8% / 19.9%: fitted on the 15 other rows, 9 of them bf16
+    ("H100", BRIDGE): (0.06, 0.08),  # 4.3% / 4.5%
+    ("H100", NEMOTRON): (0.03, 0.03),  # 0.2%
+    ("H100", BRIDGE_2511): (0.08, 0.16),  # 7.5% / 15.0% (the 405B row)
+    ("GB200", BRIDGE): (0.07, 0.14),  # 4.6% / 10.4%: fitted on 25.11's two 8B rows and its 70B row
+    ("GB200", BRIDGE_2511): (0.07, 0.11),  # 4.4% / 6.3%
 }
 MEMORY_OVERSHOOT = 1.10
 """Every published layout ran, so it fit; the model may overstate its peak by up to 10% (today: 38.5/40 GiB,

@@ -605,9 +605,14 @@ def test_custom_moe_model_falls_back_to_family_recipes() -> None:
         ("llama3-405b", "llama31_405b", ("llama3", "405B")),
         ("deepseek-v3", "deepseek_v3", ("deepseek_v3", "671B")),
         ("mixtral-8x7b", "mixtral_8x7b", None),
+        ("mixtral-8x22b", "mixtral_8x22b", None),
         ("gpt3-175b", "gpt3_175b", None),
         ("nemotron4-340b", "nemotron4_340b", None),
         ("megatron-1.7b", "gpt3_175b", None),
+        ("qwen3-30b-a3b", "qwen3_30b_a3b", None),
+        ("qwen3-235b-a22b", "qwen3_235b_a22b", None),
+        ("llama4-scout", "llama4_e16", None),
+        ("llama4-maverick", "llama4_e128", None),
     ],
 )
 def test_known_models_use_the_frameworks_own_recipes(preset: str, recipe: str, flavor: tuple[str, str] | None) -> None:

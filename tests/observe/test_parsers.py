@@ -59,7 +59,7 @@ def test_megatron_log() -> None:
     assert training["global_batch_size"] == 128 and training["precision"] == "bf16"
     assert training["runtime"] == {
         "overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True,
-        "flash_attention": True, "fused_kernels": True, "cuda_graphs": False,
+        "flash_attention": True, "fused_kernels": True, "cuda_graphs": False, "overlap_p2p_comm": True,
     }  # fmt: skip
     # Iteration 10 (<= max(10% of 100, first interval)) is warm-up; the median of the other nine ms values.
     used = [9876.5, 9901.2, 9850.3, 9893.0, 9912.4, 9866.1, 9880.8, 12011.9, 9874.2]

@@ -1,0 +1,361 @@
+"""Regenerate `nvidia_moe_recipes.json`: every mixture-of-experts pre-training layout in NVIDIA's performance recipes.
+
+The file is data for `tests/api/test_moe_perf_recipes.py` (each MoE layout of NVIDIA's own NeMo / Megatron-Bridge
+performance recipes, for the MoE models the planner has a shape for, is accepted by /v1/estimate and found by
+/v1/plan when pinned, or is listed there with the reason it is not). Nothing here is imported by the planner. Run
+it with local git mirrors of the two repositories, as `extract_perf_recipes.py` (whose refs, GPU profiles and
+git helpers it shares):
+
+    python tests/data/extract_moe_recipes.py NEMO_GIT BRIDGE_GIT
+
+- NeMo 2: the `pre_train` rows of `scripts/performance/recommended_model_configs/model_configs_<gpu>.csv` for
+  `mixtral` 8x7b / 8x22b, `deepseek` v3, `qwen3` 30b_a3b / 235b_a22b and `llama4` e16 (Scout) / e128
+  (Maverick). Columns as for the dense rows, plus `ep_size`, `etp_size` (empty: Megatron's default, tp) and
+  `recompute_modules` ('/'-separated, selective granularity). What the model's script and recipe add
+  (`scripts/performance/llm/pretrain_<model>.py`, `nemo/collections/llm/recipes/<model>.py`): sequence
+  parallelism with tp > 1 and 16-bit gradient reduction (`helpers.py`); Qwen3 235B counts the embedding and
+  the loss as pipeline layers; DeepSeek-V3 trains with one multi-token-prediction layer (`use_mtp=True`), splits
+  its pipeline with `num_layers_in_first/last_pipeline_stage` 64 / pp - 1 and 64 / pp - 2 (v2.3.0) or with a
+  `pipeline_model_parallel_layout` chosen by (pp, vp) (v2.4.0 on), runs DeepEP on H100 (v2.4.0 on) and, at
+  8cfedd7, Megatron's precision-aware optimizer with bf16 Adam moments.
+- Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/` and
+  `configs/qwen/qwen3_workload_base_configs.py` (`_V1` / `_V2` / `_LARGE_SCALE` at 26.04.01, `_BASE_CONFIG` at
+  25.11); `configs/<family>/*_llm_pretrain.py` and `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP
+  layer, bf16 Adam moments, selective recompute of the listed modules, its (pp, vp) layout (Bridge's
+  `set_deepseek_v3_pipeline_model_parallel_layout`, which puts the MTP layer beside the loss) or the config's
+  `pp_layout` (H100, GB200; B200 always takes the (pp, vp) map); Qwen3 with no recompute, and 235B counting
+  the embedding and the loss in the split. Every row reduces gradients in bf16.
+
+A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
+recipe fixes the split; where its chunks are uneven under interleaving the planner cannot place it, and the
+request says so by its own rules. `recompute_modules` map to the closest planner mode: `selective` (the
+attention core, and the other small per-layer pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the
+dense `mlp` of DeepSeek's first three layers) or `full` when the MoE layers themselves are recomputed
+(`moe`), noted in `not_expressed` with every other setting the planner has no field for (MTP, layouts it
+cannot express, MoE all-to-all overlap, DeepEP / HybridEP dispatchers, partial CUDA-graph scopes, FP8
+blockwise scaling). Token dropping and forced load balancing, which the recipes set for benchmarking, make the
+routing uniform, as the planner assumes. Left out: the vision-language `vlm_llama4` rows, SFT / LoRA, NVFP4,
+Qwen3-Next, Kimi, GPT-OSS and the GB300 / B300 / VR200 rows (no profile). Identical rows from several
+releases are kept once, with every source, each source with its own `not_expressed` list (rows sent alike may
+differ in what the planner cannot express: FP8 blockwise beside per-tensor scaling, DeepEP beside HybridEP).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract_perf_recipes import (  # noqa: E402 (the sibling script, run from anywhere)
+    BRIDGE_REFS,
+    NEMO_REFS,
+    PROFILES,
+    _resolve,
+    _show,
+    _WorkloadBaseConfig,
+)
+
+OUT = Path(__file__).with_name("nvidia_moe_recipes.json")
+
+MODELS: dict[tuple[str, str], dict[str, Any]] = {
+    ("mixtral", "8x7b"): {"preset": "mixtral-8x7b"},
+    ("mixtral", "8x22b"): {"preset": "mixtral-8x22b"},
+    ("deepseek", "v3"): {"preset": "deepseek-v3"},
+    ("qwen3", "30b_a3b"): {"preset": "qwen3-30b-a3b"},
+    ("qwen3", "235b_a22b"): {"preset": "qwen3-235b-a22b"},
+    ("llama4", "e16"): {"preset": "llama4-scout"},
+    ("llama4", "e128"): {"preset": "llama4-maverick"},
+}
+EMBEDDING_AND_LOSS_IN_SPLIT = {("qwen3", "235b_a22b")}
+BRIDGE_FILES = (
+    "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py",
+    "scripts/performance/configs/qwen/qwen3_workload_base_configs.py",
+)
+BRIDGE_MODELS = {"DEEPSEEK_V3": ("deepseek", "v3"), "QWEN3_30B_A3B": ("qwen3", "30b_a3b")}
+BRIDGE_MODELS |= {"QWEN3_235B_A22B": ("qwen3", "235b_a22b")}
+BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
+    "BF16": ("bf16", None, None),
+    "FP8_CS": ("fp8", "tensorwise", None),
+    "FP8_MX": ("fp8", "mxfp8", None),
+    "FP8_SC": (
+        "fp8",
+        "tensorwise",
+        "FP8 blockwise (sub-channel, 128-element) scaling: priced as per-tensor current scaling, the closest recipe",
+    ),
+}
+RECOMPUTED_MOE = {"moe"}  # module recompute that takes the MoE layer's activations: closest to full
+MTP_NOTE = "multi-token prediction (mtp_num_layers 1, loss scale 0.1): the MTP layer is not modelled"
+
+
+def _stages(layout: str) -> list[str]:
+    """Megatron-Core's pipeline layout string (`Et|(tt|)*30mL`) as one string per virtual stage."""
+    while (m := re.search(r"\(([^()]*)\)\*(\d+)", layout)) is not None:
+        layout = layout[: m.start()] + m.group(1) * int(m.group(2)) + layout[m.end() :]
+    layout = re.sub(r"([A-Za-z])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
+    return layout.split("|")
+
+
+def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
+    """DeepSeek-V3's (pp, vp) layout map: NeMo's `pretrain_deepseek_v3.py` (v2.4.0 on), Bridge's
+    `set_deepseek_v3_pipeline_model_parallel_layout` (which adds `mtp` before the loss); None for (1, 1)."""
+    last = ("m" if mtp else "") + "L"
+    table = {
+        (4, 1): f"Et*16|t*16|t*16|t*13{last}",
+        (8, 1): f"Et*8|(t*8|)*6t*5{last}",
+        (4, 2): f"Et*8|(t*8|)*6t*5{last}",
+        (16, 1): f"Et*4|(t*4|)*14t{last}",
+        (8, 2): f"Et*4|(t*4|)*14t{last}",
+        (4, 4): f"Et*4|(t*4|)*14t{last}",
+    }
+    return table.get((pp, vp))
+
+
+def _per_rank(layout: str, pp: int, vp: int) -> list[int]:
+    """Decoder layers per pipeline rank: virtual stage i runs on rank i mod pp."""
+    stages = _stages(layout)
+    assert len(stages) == pp * vp, (layout, pp, vp)
+    return [sum(stages[i].count("t") for i in range(r, pp * vp, pp)) for r in range(pp)]
+
+
+def _uneven(layout: str, pp: int, vp: int) -> bool:
+    """Whether interleaved model chunks hold different decoder counts (what the planner cannot place)."""
+    counts = {s.count("t") for s in _stages(layout)}
+    return vp > 1 and len(counts) > 1
+
+
+def _recompute(modules: list[str] | None) -> tuple[str, str | None]:
+    if not modules:
+        return "none", None
+    mode = "full" if RECOMPUTED_MOE & set(modules) else "selective"
+    if modules == ["core_attn"]:
+        return mode, None
+    why = "the MoE layers, most of the activations, are recomputed" if mode == "full" else "no MoE layer is"
+    return (
+        mode,
+        f"recompute_modules {modules} (module recompute, selective granularity): sent as {mode}, the closest ({why})",
+    )
+
+
+def _request(
+    key: tuple[str, str],
+    gpu: str,
+    precision: str,
+    fp8_recipe: str | None,
+    seq: int,
+    num_gpus: int,
+    par: dict[str, Any],
+    gbs: int,
+    recompute: str,
+    cuda_graphs: bool,
+    adam_bf16: bool,
+    layers_per_stage: list[int] | None,
+) -> dict[str, Any]:
+    tp, pp, cp = par["tp"], par["pp"], par["cp"]
+    layout: dict[str, Any] = {
+        "tp": tp,
+        "pp": pp,
+        "cp": cp,
+        "dp": num_gpus // (tp * pp * cp),
+        "ep": par["ep"],
+        "etp": par["etp"] if par["etp"] is not None else tp,  # Megatron: expert_tensor_parallel_size None = tp
+        "vp": par["vp"],
+        "micro_batch_size": par["mbs"],
+        "sequence_parallel": tp > 1,
+        "recompute": recompute,
+        "zero_stage": 1,
+    }
+    if key in EMBEDDING_AND_LOSS_IN_SPLIT:
+        layout |= {"account_for_embedding_in_pipeline_split": True, "account_for_loss_in_pipeline_split": True}
+    if layers_per_stage is not None:
+        layout["layers_per_stage"] = layers_per_stage
+    training: dict[str, Any] = {"global_batch_size": gbs, "precision": precision, "grad_reduce_in_fp32": False}
+    if fp8_recipe:
+        training["fp8_recipe"] = fp8_recipe
+    if adam_bf16:
+        training["adam_moments"] = "bf16"
+    if cuda_graphs:
+        training["runtime"] = {"cuda_graphs": True}
+    return {
+        "model": MODELS[key] | {"seq_length": seq},
+        "cluster": {"profile": PROFILES[gpu], "num_gpus": num_gpus, "memory_headroom": 0.0},
+        "training": training,
+        "layout": layout,
+    }
+
+
+def _layout_fields(layout: str | None, pp: int, vp: int, origin: str) -> tuple[list[int] | None, str | None]:
+    """`layers_per_stage` for a fixed layout, and the note when its chunks are uneven under interleaving."""
+    if layout is None:
+        return None, None
+    stages = _per_rank(layout, pp, vp)
+    if _uneven(layout, pp, vp):
+        chunks = [s.count("t") for s in _stages(layout)]
+        return stages, (
+            f"{origin} {layout!r}: model chunks of {sorted(set(chunks))} decoder layers under interleaving (vp {vp}),"
+            f" per rank {stages}; the planner splits each rank's layers evenly over its vp chunks"
+        )
+    return stages, None
+
+
+def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
+    out = []
+    for ref in NEMO_REFS:
+        commit = _resolve(git_dir, ref)
+        for gpu in PROFILES:
+            path = f"scripts/performance/recommended_model_configs/model_configs_{gpu}.csv"
+            for r in csv.DictReader(io.StringIO(_show(git_dir, ref, path))):
+                key = (r["model"], r["size"])
+                if r["task"] != "pre_train" or key not in MODELS or r["system"] not in PROFILES:
+                    continue
+
+                def num(name: str, row: dict[str, str] = r) -> int:
+                    return int(float(row.get(name) or "0"))
+
+                assert not (num("recompute_layers") or num("activation_offload_layers") or num("use_mcore_fsdp"))
+                etp = num("etp_size") or None
+                par = {"tp": num("tp_size"), "pp": num("pp_size"), "cp": num("cp_size"), "ep": num("ep_size")}
+                par |= {"etp": etp, "vp": num("vp_size") or 1, "mbs": num("mbs")}
+                modules = [m for m in (r.get("recompute_modules") or "").strip().split("/") if m]
+                recompute, note = _recompute(modules)
+                notes = [note] if note else []
+                layers_per_stage = None
+                adam_bf16 = False
+                if key == ("deepseek", "v3"):
+                    pp, vp = par["pp"], par["vp"]
+                    notes.append(MTP_NOTE + " (NeMo's deepseek_v3 pretrain_recipe, use_mtp=True)")
+                    if ref == "v2.3.0":  # num_layers_in_first/last_pipeline_stage = 64 / pp - 1, 64 / pp - 2
+                        middle = 64 // pp
+                        layers_per_stage = [middle - 1] + [middle] * (pp - 2) + [middle - 2] if pp > 1 else None
+                    else:
+                        layout = _deepseek_layout(pp, vp, mtp=False)
+                        layers_per_stage, note = _layout_fields(layout, pp, vp, "pipeline_model_parallel_layout")
+                        notes += [note] if note else []
+                        if gpu == "h100":
+                            notes.append("moe_token_dispatcher_type flex with DeepEP: priced as the all-to-all")
+                    adam_bf16 = ref == NEMO_REFS[-1]  # 8cfedd7: use_precision_aware_optimizer, bf16 exp_avg(_sq)
+                row = _request(
+                    key,
+                    r["system"],
+                    r["dtype"],
+                    "delayed" if r["dtype"] == "fp8" else None,
+                    num("seq_len"),
+                    num("num_gpus"),
+                    par,
+                    num("gbs"),
+                    recompute,
+                    bool(num("cuda_graphs")),
+                    adam_bf16,
+                    layers_per_stage,
+                )
+                columns = "tp pp cp ep vp mbs gbs etp".split()
+                values = [r[c if c in ("mbs", "gbs") else f"{c}_size"] or "-" for c in columns]
+                row_text = " ".join(f"{c}={v.removesuffix('.0')}" for c, v in zip(columns, values, strict=True))
+                source = (
+                    f"NVIDIA/NeMo@{commit[:10]} ({ref}) {path}: {r['model']} {r['size']} {r['dtype']}"
+                    f" {r['num_gpus'].removesuffix('.0')} GPUs {row_text}"
+                    + (f" recompute_modules={'/'.join(modules)}" if modules else "")
+                )
+                out.append((row, source, notes))
+    return out
+
+
+def _bridge_namespace(git_dir: str, ref: str, path: str) -> dict[str, Any]:
+    stub = types.ModuleType("utils.utils")
+    stub.WorkloadBaseConfig = _WorkloadBaseConfig  # type: ignore[attr-defined]
+    sys.modules["utils"] = types.ModuleType("utils")
+    sys.modules["utils.utils"] = stub
+    namespace: dict[str, Any] = {}
+    exec(compile(_show(git_dir, ref, path), path, "exec"), namespace)  # noqa: S102 (pinned source, data only)
+    return namespace
+
+
+def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
+    out = []
+    for ref, release in BRIDGE_REFS:
+        commit = _resolve(git_dir, ref)
+        for path in BRIDGE_FILES:
+            for name, cfg in _bridge_namespace(git_dir, ref, path).items():
+                if not isinstance(cfg, _WorkloadBaseConfig) or "_PRETRAIN_CONFIG_" not in name or cfg.peft:
+                    continue
+                model_key, rest = name.split("_PRETRAIN_CONFIG_")
+                gpu, _, tail = rest.partition("_")
+                precision_key = re.sub(r"_(V\d+|BASE_CONFIG|LARGE_SCALE)$", "", tail)
+                if (
+                    model_key not in BRIDGE_MODELS
+                    or precision_key not in BRIDGE_PRECISIONS
+                    or gpu.lower() not in PROFILES
+                ):
+                    continue
+                key = BRIDGE_MODELS[model_key]
+                precision, fp8_recipe, precision_note = BRIDGE_PRECISIONS[precision_key]
+                pp, vp = cfg.pipeline_model_parallel_size, cfg.virtual_pipeline_model_parallel_size or 1
+                par = {"tp": cfg.tensor_model_parallel_size, "pp": pp, "cp": cfg.context_parallel_size}
+                par |= {"ep": cfg.expert_model_parallel_size, "etp": cfg.expert_tensor_parallel_size}
+                par |= {"vp": vp, "mbs": cfg.micro_batch_size}
+                assert not (cfg.recompute_num_layers or cfg.cpu_offloading_num_layers or cfg.use_megatron_fsdp)
+                notes = [precision_note] if precision_note else []
+                layers_per_stage = None
+                if key == ("deepseek", "v3"):
+                    recompute, note = _recompute(cfg.recompute_modules or ["core_attn"])  # granularity selective
+                    notes += [note] if note else []
+                    notes.append(MTP_NOTE)
+                    own = cfg.pp_layout if gpu != "B200" else None  # B200 takes the (pp, vp) map
+                    if ref == BRIDGE_REFS[0][0] and gpu == "H100":
+                        own = "Et|(tt|)*30mL"  # 25.11's deepseek_v3_pretrain_config_h100 passes this layout
+                    layout = own or _deepseek_layout(pp, vp, mtp=True)
+                    origin = "pipeline_model_parallel_layout" if own else "(pp, vp) pipeline_model_parallel_layout"
+                    layers_per_stage, note = _layout_fields(layout, pp, vp, origin)
+                    notes += [note] if note else []
+                else:
+                    recompute, note = _recompute(cfg.recompute_modules)
+                    notes += [note] if note else []
+                if cfg.moe_a2a_overlap:
+                    notes.append(
+                        "moe_a2a_overlap (overlap_moe_expert_parallel_comm, delay_wgrad_compute): not modelled"
+                    )
+                if cfg.moe_flex_dispatcher_backend:
+                    notes.append(
+                        f"moe_flex_dispatcher_backend {cfg.moe_flex_dispatcher_backend}: priced as the all-to-all"
+                    )
+                graphs = cfg.cuda_graph_impl not in (None, "none")
+                if graphs and cfg.cuda_graph_scope:
+                    notes.append(
+                        f"cuda_graph_impl {cfg.cuda_graph_impl} with cuda_graph_scope {list(cfg.cuda_graph_scope)}:"
+                        " sent as cuda_graphs (whole layers captured)"
+                    )
+                row = _request(
+                    key,
+                    gpu.lower(),
+                    precision,
+                    fp8_recipe,
+                    4096,  # set_deepseek_v3_common_configs / set_qwen3_common_configs: seq_length 4096
+                    cfg.num_gpus,
+                    par,
+                    cfg.global_batch_size,
+                    recompute,
+                    graphs,
+                    key == ("deepseek", "v3"),  # the DeepSeek-V3 recipe's precision-aware optimizer, bf16 moments
+                    layers_per_stage,
+                )
+                out.append((row, f"NVIDIA-NeMo/Megatron-Bridge@{commit[:10]} ({release}) {path}: {name}", notes))
+    return out
+
+
+def main(nemo_git: str, bridge_git: str) -> None:
+    merged: dict[str, dict[str, Any]] = {}
+    for row, source, notes in nemo_rows(nemo_git) + bridge_rows(bridge_git):
+        entry = merged.setdefault(json.dumps(row, sort_keys=True), {"request": row, "sources": []})
+        entry["sources"].append({"source": source, "not_expressed": notes})
+    rows = sorted(merged.values(), key=lambda r: json.dumps(r["request"], sort_keys=True))
+    OUT.write_text(json.dumps({"about": __doc__.split("\n\n")[0], "recipes": rows}, indent=1) + "\n")
+    print(f"{len(rows)} distinct layouts written to {OUT}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
