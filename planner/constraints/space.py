@@ -53,6 +53,7 @@ __all__ = [
     "AXES",
     "KEY_MODES",
     "MAX_CANDIDATES",
+    "MAX_ROW_MODE_PAIRS",
     "MAX_MICRO_BATCH",
     "Space",
     "build_space",
@@ -61,8 +62,17 @@ __all__ = [
 
 MAX_MICRO_BATCH = 16
 """Largest micro-batch searched: beyond it GEMMs are saturated and activations only grow."""
-MAX_CANDIDATES = 2_000_000
-"""Bound on one search's candidates; a request past it is refused before any work."""
+MAX_CANDIDATES = 3_000_000
+"""Bound on one search's candidates, counted after every rule (`build_space`); a request past it is refused
+before the cost model runs."""
+MAX_ROW_MODE_PAIRS = 4 * MAX_CANDIDATES
+"""Bound on (row, mode) pairs before the pair-level rules remove any: past it the request is refused before the
+rows are built. The pair rules (sequence parallelism needs tp > 1, Megatron-FSDP needs pp 1, ...) remove up to
+about half of a large MoE space (Qwen3-235B-A22B on 2,048 GPUs under Megatron-LM's rules: 2.3 million pairs,
+1.1 million candidates), so the bound that counts is the one after them. 3 million keeps every preset on up to
+4,096 GPUs searchable under Megatron-LM's, NeMo's and TorchTitan's rules (the largest, Qwen3-235B-A22B, reaches
+2.3 / 2.3 / 2.5 million); under the core rules alone (framework "core", ZeRO 2/3 with pipelines allowed) the Qwen3
+MoE spaces reach 3.1-4.5 million at 1,024-4,096 GPUs and are refused unless pinned."""
 KEY_MODES = 6
 """(recompute, sequence_parallel) pairs per row key: layer key = (recompute * 2 + sp) * row keys + row_key
 (`Space.key_index`)."""
@@ -413,6 +423,13 @@ def _modes(allowed: Allowed, rejected: Counter[str]) -> list[tuple[int, bool, in
     return [(RECOMPUTE_CODE[r], s, z) for r, s, z in itertools.product(recompute, sp, zero)]
 
 
+def _too_many(count: str) -> InvalidSpecError:
+    return InvalidSpecError(
+        "cluster.num_gpus",
+        f"more than {MAX_CANDIDATES} candidates ({count}) exceed the search bound; pin some dimensions",
+    )
+
+
 def build_space(
     model: ModelSpec, training: TrainingSpec, num_gpus: int, allowed: Allowed, rules: RuleSet = CORE
 ) -> Space:
@@ -423,13 +440,9 @@ def build_space(
     modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
     outer = np.asarray(_outer_degrees(job, levels, allowed, rejected), dtype=np.int64).reshape(-1, 4)
     legal, options, etp_values, mbs_values, splits = _rows(job, outer, levels["row"], allowed, rejected)
-    count = int(np.count_nonzero(legal)) * len(modes)
-    if count > MAX_CANDIDATES:  # refused before any candidate is built
-        raise InvalidSpecError(
-            "cluster.num_gpus",
-            f"more than {MAX_CANDIDATES} candidates ({count} before the sequence-parallel rule) exceed the search"
-            " bound; pin some dimensions",
-        )
+    pairs = int(np.count_nonzero(legal)) * len(modes)
+    if pairs > MAX_ROW_MODE_PAIRS:  # refused before any row is built
+        raise _too_many(f"{pairs} before the pair-level rules")
     # Row keys: (outer, expert option, mbs, stage split) with at least one legal vp; the stage split is which of the
     # embedding and the loss count in it (they move layers between stages, which the key-level stage terms read).
     split_kind = splits[:, 1] * 2 + splits[:, 2]
@@ -450,6 +463,9 @@ def build_space(
     valid = _pairs(
         rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, *levels["pair"]), rejected
     )
+    count = int(np.count_nonzero(valid))
+    if count > MAX_CANDIDATES:  # refused before the cost model runs
+        raise _too_many(str(count))
     return Space(
         rows=rows,
         modes=modes,

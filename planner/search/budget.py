@@ -15,7 +15,7 @@ from planner.constraints.partition import SPLIT_WORK_PER_REQUEST, SplitWork
 
 __all__ = ["CANDIDATES", "DIAGNOSIS", "MAX_EVALUATED", "STAGE_SPLIT", "WorkBudget"]
 
-MAX_EVALUATED = 2_000_000
+MAX_EVALUATED = 3_000_000
 """Candidates the cost model may evaluate for one request: the search over every GPU count, then the
 diagnosis's re-searches. Equal to `space.MAX_CANDIDATES`, so a single-count (step-time) search always
 completes; 3,000,000 took up to 2.0 s on the reference machine (bench/bench_worst.py)."""

@@ -25,7 +25,6 @@ Request = dict[str, Any]
 
 _SMALL = {"megatron-1.7b", "megatron-3.6b", "megatron-7.5b", "llama3-8b", "nemotron4-15b", "gpt-neox-20b"}
 _MEDIUM = {"megatron-18.4b", "megatron-39.1b", "megatron-76.1b", "llama3-70b", "mixtral-8x7b", "qwen3-30b-a3b"}
-_MEDIUM |= {"qwen3-235b-a22b"}  # at 2,048 GPUs its space passes MAX_CANDIDATES unless pinned (README, Limits)
 
 
 def _gpus_for(preset: str, rng: random.Random) -> int:

@@ -6,11 +6,12 @@ import pytest
 
 from planner.calibration.published import published_runs
 from planner.calibration.report import VALIDATION_PROFILE
-from planner.constraints.space import build_space
+from planner.constraints.space import MAX_CANDIDATES, MAX_ROW_MODE_PAIRS, build_space
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
+from planner.rules.frameworks import rule_set
 from planner.search.compare import PAPER_SPACE, _in_space
 from planner.search.constraints import parse_constraints
 from planner.search.plan import plan
@@ -194,3 +195,27 @@ def test_vp_goes_up_to_the_layers_per_stage() -> None:
     allowed = parse_constraints({"tp": 8, "pp": 8, "cp": 1, "micro_batch_size": 1, "zero_stage": 1})
     space = build_space(model, TrainingSpec(global_batch_size=512), 512, allowed)
     assert sorted(set(space.rows.vp.tolist())) == [1, 2, 3, 4, 6, 12]
+
+
+def test_the_candidate_bound_counts_what_the_rules_leave() -> None:
+    """Qwen3-235B-A22B on 2,048 GPUs under Megatron-LM's rules (the service's default framework) has 2.3 million
+    (row, mode) pairs but 1.1 million candidates once the pair rules (sequence parallelism needs tp > 1,
+    Megatron-FSDP needs pp 1) have run: the bound is applied to what is searched, not to the pairs."""
+    model = get_preset("qwen3-235b-a22b").model
+    space = build_space(model, TrainingSpec(global_batch_size=2048), 2048, {}, rule_set("megatron"))
+    count, pairs = int(space.pairs.sum()), len(space.rows) * len(space.modes)
+    assert count == space.row_starts[-1] <= MAX_CANDIDATES
+    assert (count, pairs) == (1_124_484, 2_277_168)  # the pair rules remove half: the bound counts after them
+
+
+def test_a_space_past_the_candidate_bound_is_refused_naming_the_gpus() -> None:
+    moe = {"num_experts": 256, "top_k": 8, "expert_ffn_hidden_size": 2048}
+    model = ModelSpec.model_validate(
+        {"num_layers": 96, "hidden_size": 8192, "num_attention_heads": 64, "ffn_hidden_size": 8192, "gated_mlp": True,
+         "vocab_size": 131072, "seq_length": 8192, "moe": moe}
+    )  # fmt: skip
+    with pytest.raises(InvalidSpecError) as info:
+        build_space(model, TrainingSpec(global_batch_size=1 << 16), 65536, {})
+    assert info.value.field == "cluster.num_gpus"
+    count = int(info.value.message.split("(")[1].split(")")[0])  # the candidates left after every rule
+    assert MAX_CANDIDATES < count <= MAX_ROW_MODE_PAIRS
