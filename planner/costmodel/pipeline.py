@@ -92,13 +92,9 @@ def stage_in_flight_microbatches(
     return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, middle), dtype=np.float64)
 
 
-def _messages(pp: IntArray, vp: IntArray) -> FloatArray:
-    return np.asarray(np.where(pp > 1, 2.0 * vp, 0.0), dtype=np.float64)
-
-
-def p2p_messages_per_microbatch(c: Candidates) -> FloatArray:
+def p2p_messages_per_microbatch(pp: IntArray, vp: IntArray) -> FloatArray:
     """Sends on a stage's critical path per micro-batch: one forward, one backward, per model chunk."""
-    return _messages(c.pp, c.vp)
+    return np.asarray(np.where(pp > 1, 2.0 * vp, 0.0), dtype=np.float64)
 
 
 def average_stage_forward_s(layer_forward_s: FloatArray, num_layers: int, pp: IntArray) -> FloatArray:
@@ -119,4 +115,4 @@ def exposed_sends_s(
     candidates, the search's grid rows against their layer-level keys.
     """
     hidden = np.where((vp > 1) & overlap_p2p_comm, stage_forward_s / vp, 0.0)
-    return np.asarray(_messages(pp, vp) * np.maximum(message_s - hidden, 0.0), dtype=np.float64)
+    return np.asarray(p2p_messages_per_microbatch(pp, vp) * np.maximum(message_s - hidden, 0.0), dtype=np.float64)

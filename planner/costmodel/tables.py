@@ -7,7 +7,7 @@ data-parallel and optimizer times; its peak memory is, per stage, a fixed part
 (by ZeRO stage) plus a part per micro-batch in flight, or its optimizer-step
 bytes where those are larger. The tables are the cost model itself evaluated at
 the key's m, at each ZeRO stage and at in flight = 0 and 1, and the grid
-assembles them with the reference path's own functions (`step.step_time_s`, `pipeline.p2p_messages_per_microbatch`,
+assembles them with the reference path's own functions (`step.step_time_s`, `pipeline.exposed_sends_s`,
 `pipeline.stage_in_flight_microbatches`), so no formula is written twice;
 `estimate_steps` stays the reference, and a test checks the two agree.
 

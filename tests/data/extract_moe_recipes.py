@@ -47,7 +47,6 @@ import io
 import json
 import re
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +55,8 @@ from extract_perf_recipes import (  # noqa: E402 (the sibling script, run from a
     BRIDGE_REFS,
     NEMO_REFS,
     PROFILES,
+    _bridge_namespace,
+    _csv_int,
     _resolve,
     _show,
     _WorkloadBaseConfig,
@@ -215,7 +216,7 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     continue
 
                 def num(name: str, row: dict[str, str] = r) -> int:
-                    return int(float(row.get(name) or "0"))
+                    return _csv_int(row, name)
 
                 assert not (num("recompute_layers") or num("activation_offload_layers") or num("use_mcore_fsdp"))
                 etp = num("etp_size") or None
@@ -263,16 +264,6 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 )
                 out.append((row, source, notes))
     return out
-
-
-def _bridge_namespace(git_dir: str, ref: str, path: str) -> dict[str, Any]:
-    stub = types.ModuleType("utils.utils")
-    stub.WorkloadBaseConfig = _WorkloadBaseConfig  # type: ignore[attr-defined]
-    sys.modules["utils"] = types.ModuleType("utils")
-    sys.modules["utils.utils"] = stub
-    namespace: dict[str, Any] = {}
-    exec(compile(_show(git_dir, ref, path), path, "exec"), namespace)  # noqa: S102 (pinned source, data only)
-    return namespace
 
 
 def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:

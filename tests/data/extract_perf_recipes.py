@@ -80,6 +80,23 @@ def _resolve(git_dir: str, ref: str) -> str:
     return out.stdout.strip()
 
 
+def _csv_int(row: dict[str, str], key: str) -> int:
+    """A recipe table's cell as an integer: empty or absent is 0; "4.0" is 4."""
+    return int(float(row.get(key) or "0"))
+
+
+def _bridge_namespace(git_dir: str, ref: str, path: str) -> dict[str, Any]:
+    """The globals of one Bridge workload-config module at `ref`, run with `_WorkloadBaseConfig` standing in for
+    the one class it imports."""
+    stub = types.ModuleType("utils.utils")
+    stub.WorkloadBaseConfig = _WorkloadBaseConfig  # type: ignore[attr-defined]
+    sys.modules["utils"] = types.ModuleType("utils")
+    sys.modules["utils.utils"] = stub
+    namespace: dict[str, Any] = {}
+    exec(compile(_show(git_dir, ref, path), path, "exec"), namespace)  # noqa: S102 (pinned source, data only)
+    return namespace
+
+
 def _model(family: str, size: str, seq: int) -> dict[str, Any] | None:
     if (family, size) in PRESETS:
         return {"preset": PRESETS[(family, size)], "seq_length": seq}
@@ -159,8 +176,7 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str]]:
                     continue
 
                 def num(key: str, row: dict[str, str] = r) -> int:
-                    value = row.get(key) or "0"
-                    return int(float(value))
+                    return _csv_int(row, key)
 
                 par = {"tp": num("tp_size"), "pp": num("pp_size"), "cp": num("cp_size"), "vp": num("vp_size") or 1}
                 par["mbs"] = num("mbs")
@@ -215,17 +231,12 @@ class _WorkloadBaseConfig:
 
 
 def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str]]:
-    stub = types.ModuleType("utils.utils")
-    stub.WorkloadBaseConfig = _WorkloadBaseConfig  # type: ignore[attr-defined]
-    sys.modules["utils"] = types.ModuleType("utils")
-    sys.modules["utils.utils"] = stub
     out = []
     for ref, release in BRIDGE_REFS:
         commit = _resolve(git_dir, ref)
         for name in ("llama3", "llama31"):
             path = f"scripts/performance/configs/llama/{name}_workload_base_configs.py"
-            namespace: dict[str, Any] = {}
-            exec(compile(_show(git_dir, ref, path), path, "exec"), namespace)  # noqa: S102 (pinned source, data only)
+            namespace = _bridge_namespace(git_dir, ref, path)
             for key, cfg in namespace.items():
                 if not isinstance(cfg, _WorkloadBaseConfig) or "_PRETRAIN_CONFIG_" not in key:
                     continue
