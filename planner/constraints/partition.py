@@ -4,8 +4,10 @@ Megatron-LM expresses an uneven split as a first-stage count, a last-stage
 count (`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`)
 and equal middle stages, so the model has three integer variables: first f,
 middle m and last l, with f + (pp - 2) m + l = num_layers, each a positive
-multiple of vp: the stage-list clauses of `planner.rules.STAGE_SPLIT`, encoded as
-variables; `constraints.check` tests a solution against the rule itself. Stage
+multiple of vp: the splits those flags spell, within what the stage-list clauses of
+`planner.rules.STAGE_SPLIT` accept (which also take an end stage one short chunk
+below a multiple of vp, as a pipeline layout; the default split may be one, the
+solver does not search them); `constraints.check` tests a solution against the rule itself. Stage
 time and memory are affine in the layer count
 (`constraints.costs`). Times are scaled to integer microseconds and memory to
 integer MiB here, and only here.

@@ -59,6 +59,10 @@ def in_flight_microbatches(c: Candidates) -> FloatArray:
     """Micro-batches whose activations the first stage holds at once, in units of its layers.
 
     1F1B: min(p, m). Interleaved: p (1 + (p - 1)/(p v)) when m >= p. No pipeline: 1.
+    Times the stage's layers, this counts every chunk at the stage's average; where an end stage's chunks are
+    uneven (`planner.rules.core.rank_chunks`: one short chunk) the first stage holds its short chunk's
+    activations 2p - 1 times and the others p times, so the count runs high by up to one chunk per in-flight
+    micro-batch group (DeepSeek-V3, pp 8 x vp 4, chunks [1, 2, 2, 2]: 68 layer-activations for 63).
     """
     pp = c.pp.astype(np.float64)
     base = np.minimum(pp, c.num_microbatches)

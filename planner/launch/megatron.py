@@ -21,6 +21,7 @@ from planner.launch.common import (
     tp_pp_dp_mapping_allowed,
 )
 from planner.launch.inputs import LaunchInputs
+from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
 from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
@@ -62,9 +63,14 @@ def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) ->
 
 
 def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
-    """Interleaving and the uneven split. There is no --virtual-pipeline-model-parallel-size flag."""
+    """Interleaving and the uneven split. There is no --virtual-pipeline-model-parallel-size flag. Model chunks
+    of unequal size take `--pipeline-model-parallel-layout` alone (validate_args allows no other pipeline
+    split flag beside it; the layout's stage count sets vp)."""
     if layout.pp == 1:
         return []
+    chunked = pipeline_layout(model, layout)
+    if chunked is not None:
+        return ["--pipeline-model-parallel-layout", chunked]
     stages = stage_layers(model, layout)
     counted = layout.counts_embedding_or_loss
     uneven = len(set(stages)) > 1 and not counted

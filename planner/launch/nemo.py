@@ -41,6 +41,7 @@ from planner.launch.common import (
     tp_pp_dp_mapping_allowed,
 )
 from planner.launch.inputs import LaunchInputs
+from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version
 from planner.specs import AdamMoments, ModelSpec, Precision, Recompute, TrainingSpec
@@ -98,7 +99,8 @@ def nemo_recipe(model: ModelSpec) -> str:
 def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     stages = stage_layers(model, layout)
     counted = layout.pp > 1 and layout.counts_embedding_or_loss
-    uneven = layout.pp > 1 and len(set(stages)) > 1 and not counted
+    chunked = pipeline_layout(model, layout)  # TransformerConfig takes it instead of the first/last counts
+    uneven = layout.pp > 1 and len(set(stages)) > 1 and not counted and chunked is None
     s = "trainer.strategy."
     overrides: dict[str, Override] = {
         f"{s}tensor_model_parallel_size": layout.tp,
@@ -116,6 +118,8 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
     if layout.vp > 1:  # Megatron-Core's default is blocking sends; NeMo's comm-overlap callback turns this on
         overlap = training.runtime.overlap_p2p_comm
         overrides |= {"model.config.overlap_p2p_comm": overlap, "model.config.batch_p2p_comm": not overlap}
+    if chunked is not None:  # MegatronStrategy's field (NeMo 8cfedd7, 2.7.3); left out (default None) otherwise
+        overrides[f"{s}pipeline_model_parallel_layout"] = chunked
     if counted:  # MegatronStrategy's TransformerConfig fields; left out (default false) otherwise
         overrides[f"{s}account_for_embedding_in_pipeline_split"] = layout.account_for_embedding_in_pipeline_split
         overrides[f"{s}account_for_loss_in_pipeline_split"] = layout.account_for_loss_in_pipeline_split

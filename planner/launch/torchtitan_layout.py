@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from planner.launch.common import stage_layers
 from planner.launch.inputs import LaunchInputs
 from planner.layout import Layout
-from planner.rules.core import counted_stages
+from planner.rules.core import counted_stages, rank_chunks
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = [
@@ -47,15 +47,16 @@ def virtual_layers(model: ModelSpec, layout: Layout) -> list[int]:
     """Transformer layers per virtual stage in TorchTitan's looped order (stage s on rank s % pp).
 
     Each rank's layers, with the embedding and the loss where the layout counts them as layers (Megatron's
-    account_for_*_in_pipeline_split), split evenly over its vp chunks; the counted embedding takes a layer's
-    slot from the first chunk, the loss from the last.
+    account_for_*_in_pipeline_split), over its vp chunks as Megatron-Core holds them (`rank_chunks`: evenly,
+    or with the first rank's first or the last rank's last chunk short); the counted embedding takes a
+    layer's slot from the first chunk, the loss from the last.
     """
     in_split = (
         int(layout.account_for_embedding_in_pipeline_split),
         int(layout.account_for_loss_in_pipeline_split),
     )
-    chunks = [n // layout.vp for n in counted_stages(stage_layers(model, layout), in_split)]
-    virtual = [chunk for _ in range(layout.vp) for chunk in chunks]
+    chunks = rank_chunks(counted_stages(stage_layers(model, layout), in_split), layout.vp)
+    virtual = [rank[v] for v in range(layout.vp) for rank in chunks]
     virtual[0] -= in_split[0]
     virtual[-1] -= in_split[1]
     return virtual

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.launch.pipeline_layout import layout_chunks
 from planner.observe.observation import refuse
+from planner.rules.core import rank_chunks
 from planner.specs import Fp8Recipe
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
@@ -218,6 +220,23 @@ def _stages(args: Mapping[str, Any], where: str, num_layers: int, pp: int) -> li
     return [*([first] if first is not None else []), *inner, *([last] if last is not None else [])]
 
 
+def _layout_split(text: str, pp: int, where: str) -> tuple[list[int], int]:
+    """(layers per stage, vp) of a `--pipeline-model-parallel-layout`, whose stage count over pp is vp (Megatron-LM
+    validate_args); refused unless its model chunks are the planner's (`planner.rules.core.rank_chunks`)."""
+    try:
+        chunks = layout_chunks(text, pp)
+    except ValueError as e:
+        refuse(f"pipeline_model_parallel_layout {text!r} in the {where}: {e}")
+    stages, vp = [sum(c) for c in chunks], len(chunks[0])
+    if chunks != rank_chunks(stages, vp):
+        refuse(
+            f"pipeline_model_parallel_layout {text!r} in the {where} gives the ranks model chunks {chunks}; the"
+            f" planner holds {stages} layers per stage as {rank_chunks(stages, vp)} (one short chunk, beside the"
+            " embedding or the loss)"
+        )
+    return stages, vp
+
+
 def _recompute(args: Mapping[str, Any]) -> str:
     granularity = args.get("recompute_granularity")
     if granularity == "full":
@@ -258,7 +277,10 @@ def _layout(args: Mapping[str, Any], where: str, world_size: int) -> dict[str, A
     # --expert-tensor-parallel-size: None (the default) is tp (megatron/core/parallel_state.py); stated if not.
     if (etp := _int(args, "expert_tensor_parallel_size", where, layout["tp"])) != layout["tp"]:
         layout["etp"] = etp
-    stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"])
+    text = args.get("pipeline_model_parallel_layout")
+    stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"]) if not text else None
+    if text:
+        layout["layers_per_stage"], layout["vp"] = _layout_split(str(text), layout["pp"], where)
     if stages is not None:
         layout["layers_per_stage"] = stages
     for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):

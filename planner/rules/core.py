@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.costmodel.candidates import BoolArray
+from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
 from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
 
@@ -30,9 +30,11 @@ __all__ = [
     "TENSOR_SPLIT",
     "WORLD_SIZE",
     "ZERO_STAGES",
+    "chunks_uneven",
     "counted_stages",
     "interleave_breaks",
     "interleave_problem",
+    "rank_chunks",
 ]
 
 SIZE_AXES = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size")
@@ -197,6 +199,77 @@ def counted_stages(stages: Sequence[int], in_split: tuple[int, int]) -> list[int
     return counted
 
 
+def rank_chunks(stages: Sequence[int], vp: int) -> list[list[int]]:
+    """Transformer layers of each pipeline rank's vp model chunks (chunk order), given layers per rank.
+
+    A rank whose count vp divides gets equal chunks (Megatron-LM's `--num-virtual-stages-per-pipeline-rank`
+    with `--decoder-first/last-pipeline-num-layers`). Otherwise (an end rank of a pipeline with middle ranks,
+    rule `stage_split`) the rank holds vp - 1 chunks of a middle rank's size and one short chunk: the first
+    rank's first, beside the embedding, or the last rank's last, beside the loss, possibly empty. That is the
+    uneven interleaved split Megatron-Core expresses only as a `pipeline_model_parallel_layout`
+    (megatron/core/transformer/pipeline_parallel_layer_layout.py), and the one NVIDIA's DeepSeek-V3 recipes
+    write: pp 8 x vp 4 as "Et|(tt|)*30mL" is [7, 8, ..., 8, 6] per rank, whose first rank holds [1, 2, 2, 2]
+    and last [2, 2, 2, 0].
+    """
+    chunks: list[list[int]] = []
+    for rank, count in enumerate(stages):
+        if count % vp == 0:
+            chunks.append([count // vp] * vp)
+            continue
+        size = stages[1] // vp
+        full, rest = [size] * (vp - 1), count - size * (vp - 1)
+        chunks.append([rest, *full] if rank == 0 else [*full, rest])
+    return chunks
+
+
+def chunks_uneven(stages: Sequence[int], vp: int) -> bool:
+    """Whether a rank's model chunks differ in layers (`rank_chunks`): a split only a pipeline layout spells."""
+    return vp > 1 and any(n % vp for n in stages)
+
+
+def _one_short_chunk(n: Any, middle: Any, vp: Any) -> Any:
+    """Whether an end rank of `n` layers is vp equal chunks or vp - 1 chunks of the middle ranks' size and
+    one short one (`rank_chunks`): middle - middle / vp <= n <= middle. Broadcasts (ints or columns)."""
+    return (n % vp == 0) | ((n >= middle - middle // vp) & (n <= middle))
+
+
+def _uneven_chunk_problem(stages: Sequence[int], vp: int) -> str | None:
+    """Why a split has no model-chunk reading under interleaving (`rank_chunks`), or None: without middle
+    ranks every count must be a multiple of vp; with them the middle counts must be, and each end rank's
+    must be too or leave one short chunk beside the embedding or the loss (so its chunks are never longer
+    than a middle rank's: the bubble and the sends are priced at a middle rank's chunk)."""
+    if vp == 1:
+        return None
+    if len(stages) <= 2:
+        if any(n % vp for n in stages):
+            return f"every stage's layer count must be a multiple of vp({vp}); got {list(stages)}"
+        return None
+    middle = stages[1]
+    if any(n % vp for n in stages[1:-1]):
+        return f"every middle stage's layer count must be a multiple of vp({vp}); got {list(stages)}"
+    for rank in (0, len(stages) - 1):
+        if not _one_short_chunk(stages[rank], middle, vp):
+            return (
+                f"stage {rank}'s {stages[rank]} layers are neither a multiple of vp({vp}) nor vp - 1 chunks of"
+                f" the middle stages' {middle // vp} and one short chunk ({middle - middle // vp} to {middle}"
+                f" layers); got {list(stages)}"
+            )
+    return None
+
+
+def _default_split_breaks(c: Columns, j: Job) -> Any:
+    """Where the default split (`candidates.default_stage_layers`) cannot interleave: with the embedding or the
+    loss counted, or without middle ranks, unless pp x vp divides the pipeline layers; else unless
+    `_uneven_chunk_problem` finds nothing (middle counts multiples of vp, ends one short chunk at most)."""
+    counted = c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT] > 0
+    even = _pipeline_layers(c, j) % (c["pp"] * c["vp"]) == 0
+    first, middle, last = default_stage_layers(j.model.num_layers, c["pp"])
+    vp = np.maximum(c["vp"], 1)
+    chunked = (middle % vp == 0) & _one_short_chunk(first, middle, vp) & _one_short_chunk(last, middle, vp)
+    legal = np.where(counted | (c["pp"] <= 2), even, chunked)
+    return ((c["vp"] > 1) | counted) & ~legal
+
+
 def _pipeline_layers(c: Columns, j: Job) -> Any:
     """num_layers plus the embedding and the loss where they count in the split (a column)."""
     return j.model.num_layers + c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT]
@@ -216,6 +289,8 @@ def _in_split(x: Layout) -> int:
 
 
 def _split_message(x: Layout, j: Job) -> str:
+    if x.vp > 1 and x.pp > 2 and not x.counts_embedding_or_loss:
+        return str(_uneven_chunk_problem(stages_of(x, j.model.num_layers), x.vp))
     counted = j.model.num_layers + _in_split(x)
     need = "to interleave" if x.vp > 1 else "with embedding/loss in the split"
     return f"{_pipeline_layers_text(x, j)} % (pp({x.pp}) * vp({x.vp})) = {counted % (x.pp * x.vp)}, must be 0 {need}"
@@ -233,14 +308,7 @@ STAGE_SPLIT = Rule(
             lambda c, j: c["pp"] > j.model.num_layers,
             lambda x, j: f"pp({x.pp}) > num_layers({j.model.num_layers})",
         ),
-        Clause(
-            lambda c, j: (
-                ((c["vp"] > 1) | (c[EMBEDDING_IN_SPLIT] + c[LOSS_IN_SPLIT] > 0))
-                & (_pipeline_layers(c, j) % (c["pp"] * c["vp"]) != 0)
-            ),
-            _split_message,
-            default_split_only=True,
-        ),
+        Clause(_default_split_breaks, _split_message, default_split_only=True),
     ),
     stage_clauses=(
         StageClause(
@@ -262,11 +330,15 @@ STAGE_SPLIT = Rule(
             ),
         ),
         StageClause(
-            lambda s, n, pp, vp, a: vp > 1 and len(s) > 0 and any(k % vp for k in counted_stages(s, a)),
+            lambda s, n, pp, vp, a: any(a) and vp > 1 and len(s) > 0 and any(k % vp for k in counted_stages(s, a)),
             lambda s, n, pp, vp, a: (
                 f"every stage's layer count must be a multiple of vp({vp}); got {counted_stages(s, a)}"
-                + (" (embedding/loss counted)" if any(a) else "")
+                " (embedding/loss counted)"
             ),
+        ),
+        StageClause(
+            lambda s, n, pp, vp, a: not any(a) and len(s) == pp > 0 and _uneven_chunk_problem(s, vp) is not None,
+            lambda s, n, pp, vp, a: str(_uneven_chunk_problem(s, vp)),
         ),
         StageClause(
             lambda s, n, pp, vp, a: any(a) and len(s) > 0 and len(set(counted_stages(s, a))) > 1,
@@ -279,8 +351,11 @@ STAGE_SPLIT = Rule(
     source="Narayanan et al. 2021 Sec. 2.2.2 (each of pp * vp chunks holds num_layers / (pp * vp) layers);"
     " megatron-core 0.16 megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__"
     " (uneven first/last: each and the middle per-rank count a multiple of vp; account_for_embedding/loss:"
-    " num_layers + 1 each, divisible by pp, per-rank count by vp; not both) and"
-    " megatron/core/transformer/transformer_block.py get_num_layers_to_build",
+    " num_layers + 1 each, divisible by pp, per-rank count by vp; not both),"
+    " megatron/core/transformer/transformer_block.py get_num_layers_to_build and, for first/last counts vp"
+    " does not divide, megatron/core/transformer/pipeline_parallel_layer_layout.py (any decoder layers per"
+    " virtual stage, empty stages allowed; Megatron-LM --pipeline-model-parallel-layout, core_v0.13.0 on;"
+    " NeMo MegatronStrategy pipeline_model_parallel_layout at 8cfedd7 and 2.7.3): `rank_chunks`",
 )
 
 

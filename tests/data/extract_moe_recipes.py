@@ -27,8 +27,9 @@ git helpers it shares):
   the embedding and the loss in the split. Every row reduces gradients in bf16.
 
 A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
-recipe fixes the split; where its chunks are uneven under interleaving the planner cannot place it, and the
-request says so by its own rules. `recompute_modules` map to the closest planner mode: `selective` (the
+recipe fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short
+chunk beside the embedding or the loss), and a note says so where the recipe's chunks differ from that.
+`recompute_modules` map to the closest planner mode: `selective` (the
 attention core, and the other small per-layer pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the
 dense `mlp` of DeepSeek's first three layers) or `full` when the MoE layers themselves are recomputed
 (`moe`), noted in `not_expressed` with every other setting the planner has no field for (MTP, layouts it
@@ -62,6 +63,9 @@ from extract_perf_recipes import (  # noqa: E402 (the sibling script, run from a
     _WorkloadBaseConfig,
 )
 
+from planner.launch.pipeline_layout import layout_chunks  # noqa: E402 (the planner's reading of the string)
+from planner.rules.core import rank_chunks  # noqa: E402 (how the planner holds a rank's chunks)
+
 OUT = Path(__file__).with_name("nvidia_moe_recipes.json")
 
 MODELS: dict[tuple[str, str], dict[str, Any]] = {
@@ -94,14 +98,6 @@ RECOMPUTED_MOE = {"moe"}  # module recompute that takes the MoE layer's activati
 MTP_NOTE = "multi-token prediction (mtp_num_layers 1, loss scale 0.1): the MTP layer is not modelled"
 
 
-def _stages(layout: str) -> list[str]:
-    """Megatron-Core's pipeline layout string (`Et|(tt|)*30mL`) as one string per virtual stage."""
-    while (m := re.search(r"\(([^()]*)\)\*(\d+)", layout)) is not None:
-        layout = layout[: m.start()] + m.group(1) * int(m.group(2)) + layout[m.end() :]
-    layout = re.sub(r"([A-Za-z])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
-    return layout.split("|")
-
-
 def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
     """DeepSeek-V3's (pp, vp) layout map: NeMo's `pretrain_deepseek_v3.py` (v2.4.0 on), Bridge's
     `set_deepseek_v3_pipeline_model_parallel_layout` (which adds `mtp` before the loss); None for (1, 1)."""
@@ -118,16 +114,10 @@ def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
 
 
 def _per_rank(layout: str, pp: int, vp: int) -> list[int]:
-    """Decoder layers per pipeline rank: virtual stage i runs on rank i mod pp."""
-    stages = _stages(layout)
-    assert len(stages) == pp * vp, (layout, pp, vp)
-    return [sum(stages[i].count("t") for i in range(r, pp * vp, pp)) for r in range(pp)]
-
-
-def _uneven(layout: str, pp: int, vp: int) -> bool:
-    """Whether interleaved model chunks hold different decoder counts (what the planner cannot place)."""
-    counts = {s.count("t") for s in _stages(layout)}
-    return vp > 1 and len(counts) > 1
+    """Decoder layers per pipeline rank (its model chunks summed)."""
+    chunks = layout_chunks(layout, pp)
+    assert all(len(c) == vp for c in chunks), (layout, pp, vp)
+    return [sum(c) for c in chunks]
 
 
 def _recompute(modules: list[str] | None) -> tuple[str, str | None]:
@@ -195,11 +185,10 @@ def _layout_fields(layout: str | None, pp: int, vp: int, origin: str) -> tuple[l
     if layout is None:
         return None, None
     stages = _per_rank(layout, pp, vp)
-    if _uneven(layout, pp, vp):
-        chunks = [s.count("t") for s in _stages(layout)]
+    if layout_chunks(layout, pp) != rank_chunks(stages, vp):
         return stages, (
-            f"{origin} {layout!r}: model chunks of {sorted(set(chunks))} decoder layers under interleaving (vp {vp}),"
-            f" per rank {stages}; the planner splits each rank's layers evenly over its vp chunks"
+            f"{origin} {layout!r}: model chunks {layout_chunks(layout, pp)} per rank, which the planner holds as"
+            f" {rank_chunks(stages, vp)} (planner.rules.core.rank_chunks)"
         )
     return stages, None
 

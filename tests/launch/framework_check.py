@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from megatron.core.distributed import DistributedDataParallelConfig
 from megatron.core.optimizer import OptimizerConfig
 from megatron.core.parallel_state import RankGenerator
-from megatron.core.transformer.enums import AttnBackend
+from megatron.core.transformer.enums import AttnBackend, LayerType
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
 from megatron.core.transformer.transformer_config import TransformerConfig
 from packaging.version import Version as PkgVersion
@@ -144,15 +144,26 @@ def rank_groups(a: dict[str, Any], world: int) -> dict[str, list[list[int]]]:
 
 
 def layers_per_rank(config: TransformerConfig) -> list[int]:
-    """Transformer layers each pipeline rank builds, over its virtual stages."""
+    """Transformer layers each pipeline rank builds, over its virtual stages. With a pipeline layout, the decoder
+    layers of Megatron-Core's own 2-D reading of it (`PipelineParallelLayerLayout.layout[rank][chunk]`: its
+    `get_num_layers_to_build` asks the uninitialised parallel state for the rank)."""
     pp = config.pipeline_model_parallel_size
     vps = config.virtual_pipeline_model_parallel_size or 1
     if pp == 1:
         return [config.num_layers]
+    if config.pipeline_model_parallel_layout is not None:
+        return [sum(chunks) for chunks in layout_chunks(config)]
     return [
         sum(get_num_layers_to_build(config, vp_stage=v if vps > 1 else None, pp_rank=r) for v in range(vps))
         for r in range(pp)
     ]
+
+
+def layout_chunks(config: TransformerConfig) -> list[list[int]] | None:
+    """Decoder layers of each rank's model chunks as Megatron-Core reads a pipeline layout, or None without one."""
+    if config.pipeline_model_parallel_layout is None:
+        return None
+    return [[chunk.count(LayerType.decoder) for chunk in rank] for rank in config.pipeline_model_parallel_layout.layout]
 
 
 # --- TorchTitan ------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from planner.costmodel.topology import count_crossings, job_domain_gpus
 from planner.launch import launch_args
 from planner.launch.common import stage_layers
 from planner.rules import rule_set
+from planner.rules.core import rank_chunks
 from planner.specs import Precision, Recompute
 from tests.launch.plan_matrix import Planned, microbatches, planned
 from tests.launch.shell import option, processes_per_node, torchrun_argv
@@ -82,6 +83,8 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     assert (config.virtual_pipeline_model_parallel_size or 1) == x.vp
     assert config.sequence_parallel == (x.sequence_parallel and x.tp > 1)
     assert fc.layers_per_rank(config) == list(stage_layers(p.model, x))
+    chunks = fc.layout_chunks(config)  # Megatron-Core's reading of a pipeline layout: the planner's chunks
+    assert chunks is None or chunks == rank_chunks(stage_layers(p.model, x), x.vp)
     granularity = {Recompute.NONE: None, Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
     assert config.recompute_granularity == granularity[x.recompute]
     if x.recompute is Recompute.FULL:  # every layer (uniform, 1) or the first k of each stage (block)

@@ -14,6 +14,8 @@ import pytest
 from api.convert import answer_estimate
 from api.schemas import EstimateRequest
 from planner.errors import InvalidSpecError
+from planner.launch.pipeline_layout import pipeline_layout
+from planner.layout import Layout
 from planner.observe import Interval, LogFormat, Observation, detect_format, observe_log, steady_state
 from planner.observe.bridge import CONFIG_START
 from planner.observe.megatron_args import megatron_request, padded_vocab_size
@@ -21,6 +23,7 @@ from planner.observe.observation import log_lines
 from planner.observe.torchtitan import llama_ffn_hidden_size
 from planner.observe.torchtitan_v03 import LLAMA3_FLAVORS, compute_ffn_hidden_dim
 from planner.profiles import load_profiles
+from planner.specs import ModelSpec
 
 DATA = Path(__file__).parent / "data"
 LLAMA8B = {
@@ -194,6 +197,31 @@ def test_uneven_split_and_moe_pattern() -> None:
         megatron_request(_args(), where="argument dump", world_size=6, vocab_size=50304, framework="megatron")
     with pytest.raises(InvalidSpecError, match="fp32 training is not modelled"):
         megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
+
+
+def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
+    """A split with a short first and last chunk (14 layers, pp 4, vp 2: [3, 4, 4, 3], chunks [1, 2] ... [2, 1])
+    launches as a --pipeline-model-parallel-layout, and that argument reads back as the same split and vp;
+    a layout whose chunks the planner does not hold that way is refused, naming both."""
+    model = ModelSpec(num_layers=14, hidden_size=768, num_attention_heads=12, vocab_size=50304, seq_length=1024)
+    layout = Layout(tp=1, pp=4, dp=2, vp=2, micro_batch_size=2, layers_per_stage=(3, 4, 4, 3))
+    text = pipeline_layout(model, layout)
+    assert text == "Et|t*2|t*2|t*2|t*2|t*2|t*2|tL"
+    request, _ = megatron_request(
+        _args(num_layers=14, pipeline_model_parallel_layout=text, virtual_pipeline_model_parallel_size=2),
+        where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+    )  # fmt: skip
+    assert request["layout"]["layers_per_stage"] == [3, 4, 4, 3] and request["layout"]["vp"] == 2
+    with pytest.raises(InvalidSpecError, match=r"model chunks \[\[1, 2\], \[3, 2\], \[2, 2\], \[2, 0\]\]"):
+        megatron_request(
+            _args(num_layers=14, pipeline_model_parallel_layout="Et|t*3|t*2|t*2|t*2|t*2|t*2|L"),
+            where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+        )  # fmt: skip
+    with pytest.raises(InvalidSpecError, match=r"3 layout stages do not divide over pp\(4\)"):
+        megatron_request(
+            _args(pipeline_model_parallel_layout="Et*4|t*4|t*4L"),
+            where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+        )  # fmt: skip
 
 
 V03 = "torchtitan_v03_llama8b_pp2.log"

@@ -22,6 +22,7 @@ from planner.rules import (
     interleave_problem,
     rule_set,
 )
+from planner.rules.core import chunks_uneven, rank_chunks
 from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
@@ -216,9 +217,63 @@ def test_stage_checker_reports_the_stage_split_rules() -> None:
         == STAGE_SPLIT.stage_problems((2, 2, 3, 1), 8, 4, 2)
         == [
             "middle stages must hold equal layer counts (Megatron sets only first and last); got [2, 2, 3, 1]",
-            "every stage's layer count must be a multiple of vp(2); got [2, 2, 3, 1]",
+            "every middle stage's layer count must be a multiple of vp(2); got [2, 2, 3, 1]",
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("stages", "vp", "chunks"),
+    [
+        # NVIDIA's DeepSeek-V3 recipes: H100 "Et|(tt|)*30mL", GB200 "Et*4|(t*4|)*14tL", H100 vp 2 "Et*4|(t*4|)*14tmL".
+        ((7, 8, 8, 8, 8, 8, 8, 6), 4, [[1, 2, 2, 2]] + [[2, 2, 2, 2]] * 6 + [[2, 2, 2, 0]]),
+        ((16, 16, 16, 13), 4, [[4, 4, 4, 4]] * 3 + [[4, 4, 4, 1]]),
+        ((8, 8, 8, 8, 8, 8, 8, 5), 2, [[4, 4]] * 7 + [[4, 1]]),
+        ((12, 8, 8, 4), 4, [[3, 3, 3, 3], [2, 2, 2, 2], [2, 2, 2, 2], [1, 1, 1, 1]]),  # every count a multiple of vp
+    ],
+)
+def test_rank_chunks_leave_one_short_chunk_beside_the_embedding_or_the_loss(
+    stages: tuple[int, ...], vp: int, chunks: list[list[int]]
+) -> None:
+    assert rank_chunks(stages, vp) == chunks
+    assert [sum(c) for c in chunks] == list(stages)
+    assert chunks_uneven(stages, vp) is any(n % vp for n in stages)
+    assert STAGE_SPLIT.stage_problems(stages, sum(stages), len(stages), vp) == []
+
+
+def test_stage_split_refuses_chunks_it_cannot_read() -> None:
+    """A middle count vp does not divide, an end rank longer than a middle one or short by more than a chunk,
+    and any count vp does not divide without middle ranks (pp <= 2): no `rank_chunks` reading."""
+    assert STAGE_SPLIT.stage_problems((8, 6, 8, 8), 30, 4, 4) == [
+        "middle stages must hold equal layer counts (Megatron sets only first and last); got [8, 6, 8, 8]",
+        "every middle stage's layer count must be a multiple of vp(4); got [8, 6, 8, 8]",
+    ]
+    assert STAGE_SPLIT.stage_problems((5, 8, 8, 9), 30, 4, 4) == [
+        "stage 0's 5 layers are neither a multiple of vp(4) nor vp - 1 chunks of the middle stages' 2 and one"
+        " short chunk (6 to 8 layers); got [5, 8, 8, 9]"
+    ]
+    assert STAGE_SPLIT.stage_problems((8, 8, 8, 9), 33, 4, 4) == [
+        "stage 3's 9 layers are neither a multiple of vp(4) nor vp - 1 chunks of the middle stages' 2 and one"
+        " short chunk (6 to 8 layers); got [8, 8, 8, 9]"
+    ]
+    assert STAGE_SPLIT.stage_problems((7, 6), 13, 2, 4) == [
+        "every stage's layer count must be a multiple of vp(4); got [7, 6]"
+    ]
+
+
+def test_default_split_interleaves_with_one_short_end_chunk() -> None:
+    """Llama 3's 126 layers over pp 16: the default split [7, 8 x 14, 7] interleaves at vp 2, 4 and 8 (one short
+    chunk on each end rank); over pp 6 ([21] x 6) no vp > 1 divides a middle rank; over pp 2 ([63, 63]) only
+    vp dividing 63 would. The message names the default split."""
+    llama = job(get_preset("llama3-405b").model, gbs=2048, gpus=2048)
+    for vp in (2, 4, 8):
+        assert STAGE_SPLIT.explain(Layout(tp=8, pp=16, dp=16, vp=vp), llama) == []
+    assert STAGE_SPLIT.explain(Layout(tp=8, pp=6, dp=16, vp=2), job(get_preset("llama3-405b").model, 2048, 768)) == [
+        "every middle stage's layer count must be a multiple of vp(2); got [21, 21, 21, 21, 21, 21]"
+    ]
+    assert STAGE_SPLIT.explain(Layout(tp=8, pp=2, dp=16, vp=2), job(get_preset("llama3-405b").model, 2048, 256)) == [
+        "num_layers(126) % (pp(2) * vp(2)) = 2, must be 0 to interleave"
+    ]
 
 
 # Framework rules: (framework[@release], rule, job, kept, removed, message)

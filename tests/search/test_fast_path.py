@@ -76,13 +76,14 @@ def _arrays(q: LayerQuantities) -> list[np.ndarray]:
 
 
 def test_splits_that_count_the_embedding_or_loss_match_the_scalar_estimate() -> None:
-    """31 layers at pp 4: vp 2 needs the embedding or the loss counted (32 = 4 * 2 * 4), and the two splits
-    differ ([7, 8, 8, 8] and [8, 8, 8, 7]); every row evaluates as `estimate` does, layout by layout."""
+    """31 layers at pp 2: interleaving needs the embedding or the loss counted (32 = 2 * 16; without middle ranks
+    the plain split must divide by pp * vp), and the two splits differ ([15, 16] and [16, 15]); every row
+    evaluates as `estimate` does, layout by layout."""
     model = get_preset("llama3-8b").model.model_copy(update={"num_layers": 31})
     training = TrainingSpec(global_batch_size=64)
     cluster = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=32)
     hw = cluster.profile.hardware(training.precision)
-    space = build_space(model, training, 32, {"pp": [4], "cp": [1], "micro_batch_size": [1, 2]})
+    space = build_space(model, training, 32, {"pp": [2], "cp": [1], "micro_batch_size": [1, 2]})
     ev = evaluate(model, training, space, hw)
     c = space.candidates
     splits = {
