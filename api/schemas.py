@@ -301,7 +301,11 @@ class LayoutIn(BaseModel):
     sequence_parallel: bool = False
     zero_stage: int = Field(default=0, ge=0, le=3, description="0 none, 1 optimizer states, 2 + grads, 3 + weights.")
     layers_per_stage: list[Annotated[int, Field(ge=1, le=MAX_LAYERS)]] | None = Field(
-        default=None, max_length=MAX_LAYERS, description="Layers per pipeline stage, each 1 to 1024."
+        default=None,
+        max_length=MAX_LAYERS,
+        description="Layers per pipeline stage, each 1 to 1024. With vp > 1 the middle stages' counts are multiples"
+        " of vp; a first or last stage vp does not divide holds vp - 1 chunks of a middle stage's size and one"
+        " short chunk beside the embedding or the loss (launched as a Megatron-Core pipeline layout).",
     )
     account_for_embedding_in_pipeline_split: bool = Field(
         default=False,

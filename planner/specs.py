@@ -237,11 +237,18 @@ class RuntimeFeatures(BaseModel):
         " (Megatron-Core overlap_p2p_comm: on unless --no-overlap-p2p-communication; Megatron forces it off"
         " without interleaving, where the sends block); off: every send blocks (Megatron-LM of 2021).",
     )
+    overlap_dgrad_comm: bool = Field(
+        default=True,
+        description="The column-parallel layers' input-gradient collectives (an all-reduce, or a reduce-scatter"
+        " under sequence parallelism) run while the weight-gradient GEMM computes: Megatron-LM's asynchronous"
+        " tensor-parallel all-reduce (since 2021-09, commit 16c90445e7; with sequence parallelism since 2022-04,"
+        " cfd2e21607; always in Megatron-Core's and Transformer Engine's layers); false: Megatron-LM of April"
+        " 2021 (Narayanan et al.), which waits for each.",
+    )
     fused_kernels: bool = Field(
         default=True,
         description="Transformer Engine fused layers (bias, activation and dropout-add fused into fewer kernels, "
-        "launched from C++; the column-parallel layers' input-gradient collectives overlap the weight-gradient "
-        "GEMMs); false: eager Megatron-LM of 2021, one Python-launched kernel per op, every collective paid.",
+        "launched from C++); false: eager Megatron-LM of 2021, one Python-launched kernel per op.",
     )
     cuda_graphs: bool = Field(
         default=False,

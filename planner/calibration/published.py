@@ -28,14 +28,16 @@ RUNTIME_2021: dict[str, bool] = {
     "flash_attention": False,
     "overlap_param_gather": False,
     "tp_comm_overlap": False,
+    "overlap_dgrad_comm": False,
     "scatter_gather_p2p": True,
     "overlap_p2p_comm": False,
     "fused_kernels": False,
     "cuda_graphs": False,
     "ring_rails": False,
 }
-"""Megatron-LM as of the 2021/2022 papers: no fused attention, blocking p2p with scatter/gather,
-eager PyTorch (one Python-launched kernel per op), no CUDA graphs.
+"""Megatron-LM as of the 2021 paper (Narayanan et al., April 2021): no fused attention, blocking p2p with
+scatter/gather, eager PyTorch (one Python-launched kernel per op), no CUDA graphs, every TP collective waited
+for (`RUNTIME_2022` adds what the 2022 paper's code overlaps).
 
 `ring_rails` off: Narayanan 2021 Table 2's ZeRO-3 rows (DeepSpeed of 2021, eight
 data-parallel ranks per node) keep the same step time from 768 to 1536 GPUs while
@@ -47,6 +49,13 @@ under NCCL's latency model still predicts +35% to +107% over the published
 throughput. The mechanism is not identified; the flag
 states the behaviour. Only rows with several ranks of a crossing group per node
 (the ZeRO-3 rows) see it."""
+RUNTIME_2022: dict[str, bool] = RUNTIME_2021 | {"overlap_dgrad_comm": True}
+"""Megatron-LM as Korthikanti et al. 2022 ran it: the 2021 runtime, with the column-parallel layers'
+input-gradient collectives overlapping the weight-gradient GEMMs (the asynchronous TP all-reduce,
+`--async-tensor-model-parallel-allreduce`, on by default from commit 16c90445e7 of 2021-09-02; under
+sequence parallelism the backward all-gather beside the dgrad GEMM and the reduce-scatter beside the wgrad
+GEMM, commit cfd2e21607 of 2022-04-28, `megatron/mpu/layers.py`
+LinearWithGradAccumulationAndAsyncCommunication.backward)."""
 DROPOUT_2021 = 0.1
 """Megatron-LM's `--hidden-dropout` / `--attention-dropout` default then (and now), which the 2021/2022
 runs kept: Korthikanti 2022 Table 2 counts both dropouts' masks."""
@@ -220,7 +229,7 @@ def _korthikanti(row: dict[str, Any]) -> list[PublishedRun]:
     lay, measured = row["layout"], row["measured"]
     if lay.get("global_batch_seqs") is None or "iter_time_s_full_recompute" not in measured:
         return []
-    runtime = RuntimeFeatures(**RUNTIME_2021 | {"overlap_grad_reduce": False})
+    runtime = RuntimeFeatures(**RUNTIME_2022 | {"overlap_grad_reduce": False})
     # bf16 with fp32 main grads, Megatron-LM's bf16 default
     training = _training_2021(lay["global_batch_seqs"], Precision.BF16, runtime, grad_reduce_in_fp32=True)
     arms = [

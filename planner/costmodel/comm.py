@@ -97,15 +97,16 @@ def exposed_tp_comm_s(
     buffers over NVLink (`module/base.py` at d0067d0), so a TP group that crosses the network
     (`tp_crosses_network`) overlaps nothing that way.
 
-    Otherwise, with Transformer Engine's layers (`rt.fused_kernels`), the column-parallel
-    layers' input-gradient collectives (`dgrad_comm_s`, part of `tp_comm_s`: a reduce-scatter
-    under sequence parallelism, else an all-reduce) are issued asynchronously and the
-    weight-gradient GEMM runs meanwhile (TE v1.8 `module/linear.py` and `layernorm_linear.py`
-    backward, "Overlap dgrad-RS/AR with wgrad", commit 3ec998e): they hide behind
-    `wgrad_window_s`, the backward's weight-gradient half; the rest is paid in full. The eager
-    Megatron-LM of 2021 (`fused_kernels` false) pays every collective.
+    Otherwise, with `rt.overlap_dgrad_comm`, the column-parallel layers' input-gradient collectives
+    (`dgrad_comm_s`, part of `tp_comm_s`: a reduce-scatter under sequence parallelism, else an
+    all-reduce) are issued asynchronously and the weight-gradient GEMM runs meanwhile (TE v1.8
+    `module/linear.py` and `layernorm_linear.py` backward, "Overlap dgrad-RS/AR with wgrad", commit
+    3ec998e; Megatron-LM's own layers since commit 16c90445e7 of 2021-09, with sequence parallelism
+    since cfd2e21607 of 2022-04, `megatron/mpu/layers.py` LinearWithGradAccumulationAndAsyncCommunication):
+    they hide behind `wgrad_window_s`, the backward's weight-gradient half; the rest is paid in full.
+    Megatron-LM of April 2021 (`overlap_dgrad_comm` false) pays every collective.
     """
-    dgrad = np.asarray(dgrad_comm_s if rt.fused_kernels else np.zeros_like(dgrad_comm_s), dtype=np.float64)
+    dgrad = np.asarray(dgrad_comm_s if rt.overlap_dgrad_comm else np.zeros_like(dgrad_comm_s), dtype=np.float64)
     unfused = tp_comm_s - dgrad + exposed_s(dgrad, wgrad_window_s)
     if not rt.tp_comm_overlap:
         return np.asarray(unfused, dtype=np.float64)

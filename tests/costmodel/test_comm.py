@@ -176,20 +176,20 @@ def test_point_to_point_hops_use_one_nic_share_capped_by_nvlink() -> None:
 
 
 @pytest.mark.parametrize(
-    ("overlap", "sp", "fused", "expected"),
+    ("overlap", "sp", "dgrad", "expected"),
     [
         (True, True, True, 0.15 * 0.2),  # userbuffers: hidden behind the GEMMs, slowing them by OVERLAP_SLOWDOWN
-        # without userbuffers (or without SP, which Megatron-LM requires for them) Transformer Engine still runs the
-        # column-parallel dgrad collectives (0.05 of the 0.2) beside the wgrad GEMMs
+        # without userbuffers (or without SP, which Megatron-LM requires for them) the column-parallel dgrad
+        # collectives (0.05 of the 0.2) still run beside the wgrad GEMMs (TE, and Megatron-LM since 2021-09)
         (True, False, True, 0.2 - 0.05 + 0.15 * 0.05),
         (False, True, True, 0.2 - 0.05 + 0.15 * 0.05),
-        (False, True, False, 0.2),  # eager Megatron-LM of 2021: every collective paid
+        (False, True, False, 0.2),  # Megatron-LM of April 2021: every collective paid
     ],
-    ids=["overlap-sp", "overlap-no-sp", "off-te", "off-eager"],
+    ids=["overlap-sp", "overlap-no-sp", "off-async-dgrad", "off-2021"],
 )
-def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, fused: bool, expected: float) -> None:
+def test_tp_comm_overlap_needs_sequence_parallelism(overlap: bool, sp: bool, dgrad: bool, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=sp)], num_layers=4, global_batch_size=8)
-    rt = RuntimeFeatures(tp_comm_overlap=overlap, fused_kernels=fused)
+    rt = RuntimeFeatures(tp_comm_overlap=overlap, overlap_dgrad_comm=dgrad)
     got = exposed_tp_comm_s(np.array([0.2]), np.array([0.05]), np.array([1.0]), np.array([1.0]), c, rt, False)
     np.testing.assert_allclose(got, [expected], rtol=1e-12)
 
