@@ -64,8 +64,9 @@ def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) ->
 
 def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
     """Interleaving and the uneven split. There is no --virtual-pipeline-model-parallel-size flag. Model chunks
-    of unequal size take `--pipeline-model-parallel-layout` alone (validate_args allows no other pipeline
-    split flag beside it; the layout's stage count sets vp)."""
+    of unequal size take `--pipeline-model-parallel-layout` alone: validate_args refuses it beside either
+    virtual-stage flag and sets vp from its stage count, and TransformerConfig.__post_init__ refuses it beside
+    the first/last counts and the account_for_* flags."""
     if layout.pp == 1:
         return []
     chunked = pipeline_layout(model, layout)
