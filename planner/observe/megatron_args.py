@@ -303,6 +303,11 @@ def megatron_request(
         if args.get(name) is None:
             refuse(f"{name} not in the {where}")
     notes: list[str] = []
+    if args.get("mtp_num_layers"):
+        notes.append(
+            f"mtp_num_layers {args['mtp_num_layers']}: the multi-token prediction layers are not modelled (nor"
+            " placed in the pipeline split); the estimate leaves them out"
+        )
     request = {
         "model": _model(args, where, vocab_size),
         "cluster": {"num_gpus": world_size},
