@@ -58,8 +58,9 @@ RECIPE_LAYOUTS = {
     # GB200, NeMo v2.4.0 / 8cfedd7 ("Et*4|(t*4|)*14tL") and Bridge ("...tmL"), pp 4 x vp 4: [16, 16, 16, 13].
     (4, 4, (16, 16, 16, 13)): "Et*4|(t*4|)*14tL",
 }
-"""The DeepSeek-V3 recipes' `pipeline_model_parallel_layout` strings whose interleaved chunks are uneven (the
-extractor's sources name them), by (pp, vp, decoder layers per rank). The MTP layer ("m") is not modelled."""
+"""The DeepSeek-V3 recipes' `pipeline_model_parallel_layout` strings whose interleaved chunks are uneven, as
+`tests/data/extract_moe_recipes.py` reads them from the recipes' source (NeMo's and Bridge's (pp, vp) maps and
+the configs' `pp_layout`), by (pp, vp, decoder layers per rank). The MTP layer ("m") is not modelled."""
 
 
 def _uneven(recipe: dict[str, Any]) -> bool:
