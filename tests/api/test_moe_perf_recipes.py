@@ -27,6 +27,7 @@ from planner.launch.pipeline_layout import layout_stages
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.specs import Recompute, TrainingSpec
+from tests.api.pinned_plan import post_pinned_plan
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvidia_moe_recipes.json"
 RECIPES: list[dict[str, Any]] = json.loads(DATA.read_text())["recipes"]
@@ -103,11 +104,7 @@ def test_moe_recipe_is_accepted_and_fits(client: TestClient, recipe: dict[str, A
 @pytest.mark.parametrize("recipe", RECIPES, ids=IDS)
 def test_moe_recipe_is_found_when_pinned(client: TestClient, recipe: dict[str, Any]) -> None:
     req = recipe["request"]
-    pins = {k: req["layout"][k] for k in PINNED}
-    plan = {k: req[k] for k in ("model", "cluster", "training")} | {"constraints": pins, "top_k": 1}
-    r = client.post("/v1/plan", json=plan | {"framework": "nemo"})
-    assert r.status_code == 200, r.text
-    body = r.json()
+    pins, body = post_pinned_plan(client, req, PINNED)
     assert body["plans"], body.get("diagnosis")
     found = body["plans"][0]["layout"]
     assert {k: found[k] for k in pins} == pins

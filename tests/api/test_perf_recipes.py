@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.api.pinned_plan import post_pinned_plan
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvidia_perf_recipes.json"
 RECIPES: list[dict[str, Any]] = json.loads(DATA.read_text())["recipes"]
 PINNED = ("tp", "pp", "cp", "vp", "micro_batch_size", "recompute", "zero_stage", "sequence_parallel")
@@ -80,15 +82,12 @@ def test_recipe_is_accepted_and_fits(client: TestClient, recipe: dict[str, Any])
 @pytest.mark.parametrize("recipe", RECIPES, ids=IDS)
 def test_recipe_is_found_when_pinned(client: TestClient, recipe: dict[str, Any]) -> None:
     req = recipe["request"]
-    pins = {k: req["layout"][k] for k in PINNED}
-    plan = {k: req[k] for k in ("model", "cluster", "training")} | {"constraints": pins, "top_k": 1}
-    r = client.post("/v1/plan", json=plan | {"framework": "nemo"})
-    assert r.status_code == 200, r.text
-    plans = r.json()["plans"]
+    pins, body = post_pinned_plan(client, req, PINNED)
+    plans = body["plans"]
     if _id(recipe) in OVER_CAPACITY:
-        assert plans == [] and "nothing fits" in r.json()["diagnosis"]["message"]
+        assert plans == [] and "nothing fits" in body["diagnosis"]["message"]
         return
-    assert plans, r.json().get("diagnosis")
+    assert plans, body.get("diagnosis")
     found = plans[0]["layout"]
     assert {k: found[k] for k in pins} == pins
     assert found["dp"] == req["layout"]["dp"]
