@@ -92,6 +92,14 @@ class GpuSection(BaseModel):
         " weight for forward and backward. false: TN-only FP8 GEMMs (Hopper), so TE also keeps its transpose.",
     )
     mxfp8: bool = Field(default=False, description="MXFP8 (block-scaled FP8) tensor cores (Blackwell).")
+    fp8_gemm_speedup: float | None = Field(
+        default=None,
+        gt=0,
+        le=16,
+        description="Measured speed-up of large FP8 GEMMs over bf16 ones on this GPU (a vendor benchmark, kernels"
+        " only). FP8 GEMMs then run at this ratio of the bf16 ones' efficiency instead of the datasheet's peak"
+        " ratio (`Hardware.fp8_gemm_rate`); null: at the peak ratio.",
+    )
 
 
 class NodeSection(BaseModel):
@@ -260,12 +268,24 @@ class HardwareProfile(BaseModel):
                 (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
             ),
             fp8_gemm_non_tn=self.gpu.fp8_gemm_non_tn,
-            fp8_gemm_rate=MXFP8_GEMM_RATE if precision is Precision.FP8 and fp8_recipe is Fp8Recipe.MXFP8 else 1.0,
+            fp8_gemm_rate=self._fp8_gemm_rate(precision, fp8_recipe),
             host_link_bytes_per_s=None if (link := self.node.host_link_gb_per_s) is None else link * GB,
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
         )
+
+    def _fp8_gemm_rate(self, precision: Precision, fp8_recipe: Fp8Recipe | None) -> float:
+        """An FP8 run's GEMM throughput against the fp8 datasheet peak at the bf16 GEMMs' efficiency: the
+        measured FP8 over bf16 speed-up (`gpu.fp8_gemm_speedup`) over the peaks' ratio, times
+        `MXFP8_GEMM_RATE` under MXFP8; 1 for other precisions or where the profile states no speed-up."""
+        if precision is not Precision.FP8:
+            return 1.0
+        rate = MXFP8_GEMM_RATE if fp8_recipe is Fp8Recipe.MXFP8 else 1.0
+        peaks = self.gpu.peak_tflops
+        if self.gpu.fp8_gemm_speedup is not None and peaks.fp8 is not None:
+            rate *= self.gpu.fp8_gemm_speedup * self._bf16_peak_tflops() / peaks.fp8
+        return rate
 
     def _bf16_peak_tflops(self) -> float:
         """The bf16 peak an FP8 run computes its non-fp8 GEMMs at (attention core, output layer, router)."""
@@ -324,8 +344,8 @@ class Hardware:
     fp8_gemm_non_tn: bool = False
     """FP8 GEMMs take any operand layout (`GpuSection.fp8_gemm_non_tn`): no transposed FP8 weight copy."""
     fp8_gemm_rate: float = 1.0
-    """The FP8 recipe's GEMM kernels against per-tensor-scaled ones, at the same peak: `MXFP8_GEMM_RATE` under
-    MXFP8, else 1."""
+    """FP8 GEMM kernels against the fp8 peak at the bf16 GEMMs' efficiency (`HardwareProfile._fp8_gemm_rate`): the
+    GPU's measured FP8 speed-up over the peaks' ratio, times `MXFP8_GEMM_RATE` under MXFP8; 1 outside FP8."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     host_link_bytes_per_s: float | None = None

@@ -33,6 +33,7 @@ OPTIONAL_SOURCED_KEYS = [
     "gpu.fused_attention_tflops",
     "gpu.flash2_attention_tflops",
     "gpu.flash1_attention_tflops",
+    "gpu.fp8_gemm_speedup",
 ]
 
 

@@ -4,7 +4,10 @@ Sources: Narayanan et al. 2021 (arXiv 2104.04473) Sec. 2.2.1 (1F1B bubble
 (p-1)/m) and Sec. 2.2.2 (interleaved bubble (p-1)/(v m), v times the
 point-to-point messages); Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.2.3
 and Megatron-LM `theoretical_memory_usage.py` (first stage holds min(p, m)
-micro-batches; interleaving multiplies by 1 + (p-1)/(p v)). The last stage
+micro-batches; interleaving multiplies by 1 + (p-1)/(p v)). Megatron-Core
+caps every rank's warm-up at the step's m v chunk forwards
+(`get_pp_rank_microbatches`: `are_all_microbatches_in_warmup`), so no stage
+holds more than the m micro-batches of a step. The last stage
 of a 1F1B pipeline runs each micro-batch's backward right after its forward
 (Narayanan 2021 Fig. 4, top), so it holds one. A middle stage holds fewer
 than the first: Megatron-Core's schedules (`pipeline_parallel/schedules.py`)
@@ -58,23 +61,30 @@ def bubble_s(pp: IntArray, vp: IntArray, stage_microbatch_s: FloatArray) -> Floa
 def in_flight_microbatches(c: Candidates) -> FloatArray:
     """Micro-batches whose activations the first stage holds at once, in units of its layers.
 
-    1F1B: min(p, m). Interleaved: p (1 + (p - 1)/(p v)) when m >= p. No pipeline: 1.
+    1F1B: min(p, m). Interleaved: min(p + (p - 1)/v, m), that is p (1 + (p - 1)/(p v)) capped at the step's
+    m micro-batches (module docstring: with m = p every chunk's forward is in the warm-up). No pipeline: 1.
     Times the stage's layers, this counts every chunk at the stage's average; where an end stage's chunks are
     uneven (`planner.rules.core.rank_chunks`: one short chunk) the first stage holds its short chunk's
     activations 2p - 1 times and the others p times, so the count runs high by up to one chunk per in-flight
     micro-batch group (DeepSeek-V3, pp 8 x vp 4, chunks [1, 2, 2, 2]: 68 layer-activations for 63).
     """
+    return np.minimum(_warm_up_stages(c), c.num_microbatches)
+
+
+def _warm_up_stages(c: Candidates) -> FloatArray:
+    """Rank 0's warm-up plus the micro-batch in flight, in stages, before the cap at m: p (1F1B) or
+    (2 (p - 1) + (v - 1) p + 1)/v = p + (p - 1)/v (interleaved)."""
     pp = c.pp.astype(np.float64)
-    base = np.minimum(pp, c.num_microbatches)
-    interleave = np.where(c.vp > 1, 1 + (pp - 1) / (pp * c.vp), 1.0)
-    return base * interleave
+    return np.asarray(np.where(c.vp > 1, pp + (pp - 1) / c.vp, pp), dtype=np.float64)
 
 
 def behind_first_stage(c: Candidates) -> FloatArray:
-    """Micro-batches the second stage holds fewer than the first: 1 (1F1B) or 2/v (interleaved) once the
-    first stage's warm-up is full (m >= p), else none (every stage then holds all m)."""
-    behind = np.where(c.vp > 1, 2.0 / c.vp, 1.0)
-    return np.asarray(np.where(c.num_microbatches >= c.pp, behind, 0.0), dtype=np.float64)
+    """Micro-batches the second stage holds fewer than the first: 1 (1F1B) or 2/v (interleaved) fewer
+    warm-up forwards, both counts capped at m (`in_flight_microbatches`), so none where m is below both."""
+    first = _warm_up_stages(c)
+    fewer = np.where(c.vp > 1, 2.0 / c.vp, 1.0)
+    m = c.num_microbatches
+    return np.asarray(np.minimum(first, m) - np.minimum(first - fewer, m), dtype=np.float64)
 
 
 def stage_in_flight_microbatches(

@@ -161,3 +161,26 @@ def test_mxfp8_runs_the_linear_gemms_at_its_kernel_rate_and_nothing_else_slower(
     assert float(ratio) == pytest.approx(1 / MXFP8_GEMM_RATE)
     with pytest.raises(InvalidSpecError, match="fp8_recipe"):
         load_profiles()["dgx-h100"].hardware(Precision.FP8, Fp8Recipe.MXFP8)
+
+
+def test_hopper_fp8_gemms_run_at_the_measured_speed_up_over_bf16() -> None:
+    """H100 states a measured 1.75x for large FP8 GEMMs over bf16 (`gpu.fp8_gemm_speedup`, cuBLAS 12.9): at the same
+    eta a large FP8 GEMM then takes 1/1.75 of the bf16 one's time, not the peaks' 1/2; bf16 runs and the GEMMs an
+    FP8 run keeps in bf16 are untouched; a profile without the figure runs FP8 at the peaks' ratio."""
+    h100 = load_profiles()["dgx-h100"]
+    assert h100.gpu.fp8_gemm_speedup == 1.75
+    fp8, bf16 = h100.hardware(Precision.FP8, Fp8Recipe.DELAYED), h100.hardware(Precision.BF16)
+    assert fp8.fp8_gemm_rate == pytest.approx(1.75 * 989 / 1979)
+    assert bf16.fp8_gemm_rate == 1.0
+    assert fp8.gemm_peak_flop_per_s(True) == pytest.approx(1.75 * 989 * TERA)
+    assert fp8.gemm_peak_flop_per_s(False) == bf16.gemm_peak_flop_per_s(True) == 989 * TERA
+    flop = 1e12
+    ratio = (compute.tensor_core_time_s(flop, bf16) - bf16.gemm_overhead_s) / (
+        compute.tensor_core_time_s(flop, fp8) - fp8.gemm_overhead_s
+    )
+    assert float(ratio) == pytest.approx(1.75)
+    gb200 = load_profiles()["gb200-nvl72"]
+    assert gb200.gpu.fp8_gemm_speedup is None and gb200.gpu.peak_tflops.fp8 is not None
+    assert gb200.hardware(Precision.FP8, Fp8Recipe.DELAYED).gemm_peak_flop_per_s(True) == pytest.approx(
+        gb200.gpu.peak_tflops.fp8 * TERA
+    )

@@ -35,11 +35,15 @@ IN_FLIGHT_ROWS = [
     (4, 1, 8, 4.0),  # 1F1B: min(p, m) = min(4, 8)
     (4, 1, 2, 2.0),  # min(4, 2)
     (4, 2, 8, 4 * (1 + 3 / 8)),  # interleaved: p (1 + (p-1)/(p v)) = 5.5
+    (4, 2, 4, 4.0),  # m = p: all 8 chunk forwards are in the warm-up, so the stage holds the step's 4
+    (4, 4, 5, 4 + 3 / 4),  # p + (p-1)/v = 4.75 < m
     (1, 1, 8, 1.0),  # no pipeline
 ]
 
 
-@pytest.mark.parametrize(("pp", "vp", "gbs", "expected"), IN_FLIGHT_ROWS, ids=["p4-m8", "p4-m2", "p4-v2-m8", "pp1"])
+@pytest.mark.parametrize(
+    ("pp", "vp", "gbs", "expected"), IN_FLIGHT_ROWS, ids=["p4-m8", "p4-m2", "p4-v2-m8", "p4-v2-m4", "p4-v4-m5", "pp1"]
+)
 def test_in_flight_microbatches(pp: int, vp: int, gbs: int, expected: float) -> None:
     c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], num_layers=8, global_batch_size=gbs)
     assert float(in_flight_microbatches(c)[0]) == expected

@@ -59,10 +59,14 @@ MIDDLE_ROWS = [
     (16, 4, 384, (4 * 16 + 15) / 4, (4 * 16 + 13) / 4),
     (8, 2, 64, (2 * 8 + 7) / 2, (2 * 8 + 5) / 2),
     (8, 1, 4, 4.0, 4.0),
+    (16, 2, 16, 16.0, 16.0),  # m = p: both ranks' warm-ups (46 and 44 chunks) cap at the step's 32
+    (4, 2, 5, 5.0, 4.5),  # rank 0 capped at m = 5 (uncapped 5.5); rank 1 warms up 8 chunks, 9 in flight
 ]
 
 
-@pytest.mark.parametrize(("pp", "vp", "m", "rank0", "rank1"), MIDDLE_ROWS, ids=["1f1b", "v4", "v2", "m-below-p"])
+@pytest.mark.parametrize(
+    ("pp", "vp", "m", "rank0", "rank1"), MIDDLE_ROWS, ids=["1f1b", "v4", "v2", "m-below-p", "v2-m-is-p", "v2-m5"]
+)
 def test_middle_stage_holds_what_megatron_warms_up(pp: int, vp: int, m: int, rank0: float, rank1: float) -> None:
     layers = 8 * pp * vp
     c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], layers, global_batch_size=m)
