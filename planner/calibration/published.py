@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.layout import Layout
+from planner.presets import get_preset
 from planner.profiles import ClusterSpec, HardwareProfile
 from planner.specs import GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 from planner.units import TERA
@@ -122,8 +123,13 @@ class PublishedRun:
 
 
 def _model(row: dict[str, Any]) -> ModelSpec:
-    """The row's shape; block details default to GPT-3 style (Narayanan 2021) unless the row states them."""
+    """The row's shape; block details default to GPT-3 style (Narayanan 2021) unless the row states them. A row
+    naming a built-in `preset` (the MoE models: the preset cites the Hugging Face config its experts, router
+    and attention come from) takes the preset's shape at the row's sequence length."""
     m = row["model"]
+    if "preset" in m:
+        shape = get_preset(m["preset"]).model
+        return shape.model_copy(update={"name": row["name"], "seq_length": m["seq_len"]})
     return ModelSpec.model_validate(
         {
             "name": row["name"],
@@ -144,12 +150,15 @@ def _model(row: dict[str, Any]) -> ModelSpec:
 
 
 def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> Layout:
-    """The row's layout; the embedding and the loss count as pipeline layers where the row says so."""
+    """The row's layout; the embedding and the loss count as pipeline layers, and the stages hold the layers the
+    row lists (`layers_per_stage`: a recipe's uneven split), where the row says so."""
     return Layout(
         tp=lay["tp"],
         pp=lay["pp"],
         dp=lay["dp"],
         cp=lay.get("cp") or 1,
+        ep=lay.get("ep") or 1,
+        etp=lay.get("etp") or 0,
         vp=lay.get("virtual_stages_per_rank") or 1,
         micro_batch_size=lay["micro_batch"],
         recompute=recompute,
@@ -157,6 +166,7 @@ def _layout(lay: dict[str, Any], recompute: Recompute, sp: bool, zero: int) -> L
         zero_stage=zero,
         account_for_embedding_in_pipeline_split=lay.get("account_for_embedding_in_pipeline_split", False),
         account_for_loss_in_pipeline_split=lay.get("account_for_loss_in_pipeline_split", False),
+        layers_per_stage=tuple(lay["layers_per_stage"]) if "layers_per_stage" in lay else None,
     )
 
 

@@ -75,6 +75,16 @@ FP8_CAST_BYTES_PER_ELEMENT = 4
 bf16 tensor (2), write it in fp8 (1) and its fp8 transpose (1) for the backward GEMM that needs it;
 the amax of the tensor is reduced in the same pass (TE `transformer_engine/common/transpose/cast_transpose.cu`;
 TE user guide, "Using FP8 with Transformer Engine": per-tensor scales from an amax history)."""
+PERMUTE_BYTES_PER_COPY = 6
+"""Forward HBM bytes per element of each routed copy of a token (top_k of them, h wide) in an MoE layer's
+token permutation: the dispatch-side permute reads the token's row and writes the copy in expert order (2 + 2),
+the combine-side unpermute reads the copy back (2) and sums the weighted copies into one row. Source:
+Megatron-Core `megatron/core/transformer/moe/moe_utils.py` `permute` (`tokens.index_select(0,
+sorted_indices)`, or Transformer Engine's `fused_permute` with `--moe-permute-fusion`) and `unpermute`
+(`fused_unpermute`, or a multiply by the routing probabilities and a `scatter_add_`)."""
+PERMUTE_BYTES_PER_TOKEN = 2
+"""Forward HBM bytes per element of a token's combined output row (the unpermute's write), h wide; see
+`PERMUTE_BYTES_PER_COPY`."""
 FLASH_BACKWARD_FACTOR = 2.5
 """FlashAttention-2 backward: 5 matmuls against 2 in forward (Dao 2023 Sec. 3.1)."""
 
@@ -127,16 +137,21 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
     """Forward seconds of the layer's weight GEMMs (`gemms.layer_gemms`) on one GPU.
 
     Each GEMM runs on this GPU's tokens, its flop split by tp unless replicated
-    (the router). A GPU runs one GEMM per shared expert, and `num_experts / ep`
+    (the router). A GPU runs one GEMM per shared expert, and its `num_experts / ep`
     routed experts, split over etp, on their share of the tokens (`_local_gemm`, balanced
-    routing). Each part of the layer is weighted by the share of layers holding it.
+    routing) as one grouped GEMM per weight: one kernel whose tiles are every local expert's, so
+    waves fill across experts and the per-kernel cost is paid once (Megatron-Core `--moe-grouped-gemm`,
+    `TEGroupedMLP` / `GroupedMLP`, which every planned launch sets except fp16 under core_v0.15.0, whose
+    sequential experts this slightly under-prices; TorchTitan's grouped `torch._grouped_mm`). Each part of the
+    layer is weighted by the share of layers holding it.
     """
     seconds: dict[GemmRole, FloatArray | float] = {}
     weight: dict[GemmRole, FloatArray | float] = {}
     for g in layer_gemms(model):
         rows, instances, k, n = _local_gemm(model, c, g)
-        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw, fp8_eligible=g.fp8)
-        weight[g.role] = g.layer_share * instances
+        grouped = instances if g.is_expert else 1.0  # experts in one kernel; other copies one kernel each
+        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw, grouped, fp8_eligible=g.fp8)
+        weight[g.role] = g.layer_share * instances / grouped
     return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
 
 
@@ -235,21 +250,24 @@ def _attention_core_s(
 
 
 def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
-    """Forward seconds of the memory-bound kernels outside attention."""
+    """Forward seconds of the memory-bound kernels outside attention: the residual path, the MLP activation
+    (and, in an MoE layer, the routed and shared experts' activations and the token permutation,
+    `PERMUTE_BYTES_PER_COPY`), rotary embeddings."""
     h, q, kv = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size
     tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
     act_bytes = 6 if model.gated_mlp else 4
     width: FloatArray | float = float(model.ffn_hidden_size)
+    permute: FloatArray | float = 0.0
     if model.moe is not None:
         share = model.num_moe_layers / model.num_layers
         routed = model.moe.top_k + model.moe.num_shared_experts
+        width = np.asarray((1 - share) * width + share * routed * model.moe.expert_ffn_hidden_size, dtype=np.float64)
         # The permuted copies are whole rows (h wide) on each of an expert's etp ranks (`_local_gemm`).
-        permuted = 4 * model.moe.top_k * h * c.etp
-        moe_width = routed * model.moe.expert_ffn_hidden_size + permuted
-        width = np.asarray((1 - share) * width + share * moe_width, dtype=np.float64)
-    activation = act_bytes * tokens * width / c.tp
+        copies = PERMUTE_BYTES_PER_COPY * model.moe.top_k + PERMUTE_BYTES_PER_TOKEN
+        permute = np.asarray(share * copies * h * c.etp, dtype=np.float64)
+    activation = (act_bytes * width + permute) * tokens / c.tp
     rope = 0 if model.learned_position_embeddings else 4 * tokens * (q + kv) / c.tp
     return (residual + activation + rope) / hw.hbm_bandwidth_bytes_per_s
 

@@ -98,13 +98,14 @@ def test_an_moe_model_uses_expert_parallelism() -> None:
     assert result.baseline.plan is not None and result.modern_baseline.plan is not None
     assert result.baseline.plan.layout.ep == 1
     x = result.modern_baseline.plan.layout
-    assert (x.tp, x.pp, x.dp, x.ep, x.zero_stage, x.sequence_parallel) == (8, 1, 8, 8, 1, True)
-    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(
-        19.0805, rel=1e-3
-    )  # experts split over etp = tp handle whole h-wide rows on every tp rank (was 16.040)
+    # With the eight experts as one grouped GEMM on every GPU the rule's best keeps them all local (ep 1, pp 2) rather
+    # than pay the all-to-all (was tp8 ep8 pp1 at 19.0805 s while each expert ran as its own GEMM and the permutation
+    # was priced at 24 bytes per routed element; 16.040 before the etp-wide rows)
+    assert (x.tp, x.pp, x.dp, x.ep, x.zero_stage, x.sequence_parallel) == (8, 2, 4, 1, 1, True)
+    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(14.5609, rel=1e-3)
     assert result.baseline.plan.estimate.step_time_s == pytest.approx(
-        28.0104, rel=1e-3
-    )  # tp 8 experts permute every routed row whole on each tp rank (was 23.7026)
+        22.3700, rel=1e-3
+    )  # grouped experts, 6-byte permutation (was 28.0104; 23.7026 before the etp-wide rows)
     best = result.plans[0].layout  # the experts folded over tp (etp 1) win, as NVIDIA's MoE recipes run them
     assert (best.ep, best.etp) == (8, 1)
 
@@ -116,11 +117,13 @@ def test_deepseek_v3_has_a_modern_baseline_where_the_papers_finds_nothing(framew
     modern = result.modern_baseline
     assert modern.plan is not None and modern.plan.estimate.fits
     x = modern.plan.layout
-    assert (x.tp, x.pp, x.dp, x.ep) == (8, 1, 256, 256)
-    assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(16.6561, rel=1e-3))  # was 9.4825
-    # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.78x (was 1.1196;
-    # 1.7707 while interleaved pipeline sends blocked)
-    assert modern.speedup_of_best == pytest.approx(1.7835, rel=1e-3)
+    # Grouped expert GEMMs make 256 local experts per GPU cheap, so the rule's best is pp 8 with every expert local
+    # (ep 1) and full recompute (was pp 1 ep 256 at 16.6561 s with one GEMM per expert; 9.4825 before etp-wide rows)
+    assert (x.tp, x.pp, x.dp, x.ep) == (8, 8, 32, 1)
+    assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(10.1954, rel=1e-3))
+    # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.59x (1.7835 with
+    # one GEMM per expert; 1.1196 before the etp-wide rows)
+    assert modern.speedup_of_best == pytest.approx(1.5906, rel=1e-3)
     assert result.plans[0].layout.etp == 1
 
 
