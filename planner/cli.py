@@ -38,7 +38,7 @@ from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
 from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
-from planner.specs import AdamMoments, ModelSpec, Precision, Recompute
+from planner.specs import AdamMoments, Fp8Recipe, ModelSpec, Precision, Recompute
 from planner.store import LiveProfiles, Store, open_store
 from planner.timeline import schedule_svg
 
@@ -175,6 +175,19 @@ def _job_body(
         AdamMoments,
         typer.Option(help="Adam moments' storage: bf16 is Megatron-Core's precision-aware optimizer (zero >= 1)."),
     ] = AdamMoments.FP32,
+    fp8_recipe: Annotated[
+        Fp8Recipe | None,
+        typer.Option(help="FP8 scaling recipe (precision fp8 only); default: the framework's own."),
+    ] = None,
+    grad_reduce_in_fp32: Annotated[
+        bool | None,
+        typer.Option(
+            "--grad-reduce-in-fp32/--grad-reduce-in-16bit",
+            help="Accumulate and reduce gradients in fp32, or in the 16-bit training dtype; default: the"
+            " framework's (fp32 under bf16 and fp8).",
+            show_default=False,
+        ),
+    ] = None,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -193,6 +206,10 @@ def _job_body(
         training["recompute_num_layers"] = recompute_num_layers
     if adam_moments is not AdamMoments.FP32:
         training["adam_moments"] = adam_moments.value
+    if fp8_recipe is not None:
+        training["fp8_recipe"] = fp8_recipe.value
+    if grad_reduce_in_fp32 is not None:
+        training["grad_reduce_in_fp32"] = grad_reduce_in_fp32
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},

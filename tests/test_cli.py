@@ -318,3 +318,33 @@ def test_framework_version_option_picks_the_release() -> None:
     assert "query_groups_split" not in [v["rule"] for v in json.loads(newest.output)["violations"]]
     bad = runner.invoke(app, [*small, *layout, "--framework-version", "core_v0.14.0"])
     assert bad.exit_code == 2 and "accepted: core_v0.19.2, core_v0.16.1, core_v0.15.0" in bad.output
+
+
+def test_estimate_training_options_the_api_has(api: TestClient) -> None:
+    """--fp8-recipe and --grad-reduce-in-fp32/--grad-reduce-in-16bit send the API's training fields; a recipe the GPU
+    cannot run is refused naming the field."""
+    job = ["--gpus", "64", "--batch", "64", "--precision", "fp8"]
+    args = [
+        "estimate",
+        *job,
+        "--profile",
+        "gb200-nvl72",
+        "--fp8-recipe",
+        "mxfp8",
+        "--grad-reduce-in-16bit",
+        *LAYOUT_ARGS,
+    ]
+    request = {
+        "model": {"preset": "gpt3-175b"},
+        "cluster": {"profile": "gb200-nvl72", "num_gpus": 64},
+        "training": {"global_batch_size": 64, "precision": "fp8", "fp8_recipe": "mxfp8", "grad_reduce_in_fp32": False},
+        "layout": LAYOUT,
+    }
+    body = _cli_json(args)
+    assert body == _api_body(api, "/v1/estimate", request)
+    fp32 = _cli_json([*args[:-7], "--grad-reduce-in-fp32", *LAYOUT_ARGS])
+    gradients = [b["estimate"]["memory"]["breakdown_gib"]["gradients"] for b in (fp32, body)]
+    assert gradients[0] > gradients[1]
+    _one_line_error(
+        ["estimate", *job, "--profile", "dgx-h100", "--fp8-recipe", "mxfp8", *LAYOUT_ARGS], "training.fp8_recipe"
+    )
