@@ -13,8 +13,8 @@ of a 1F1B pipeline runs each micro-batch's backward right after its forward
 than the first: Megatron-Core's schedules (`pipeline_parallel/schedules.py`)
 warm up rank r with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p
 chunk forwards (interleaved), so rank 1, the most loaded middle stage, holds
-one micro-batch (1F1B) or 2/v of one (interleaved) less than rank 0 once
-m >= p (`behind_first_stage`).
+one micro-batch (1F1B) or 2/v of one (interleaved) less than rank 0 where
+neither warm-up reaches the cap at m (`behind_first_stage`).
 
 Point-to-point sends: each micro-batch sends one activation forward and one
 gradient backward per model chunk (Narayanan 2021 Sec. 2.2.2). Megatron-Core's
