@@ -28,7 +28,7 @@ from planner.presets import Preset, get_preset, load_presets
 from planner.profiles import ClusterSpec, HardwareProfile, load_profiles
 from planner.search.plan import Plan, PlanResult, plan
 from planner.search.rank import Objective
-from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import MLASpec, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 from planner.validate import Violation, layout_violations
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "InfeasibleError",
     "InvalidSpecError",
     "Layout",
+    "MLASpec",
     "ModelSpec",
     "MoESpec",
     "Objective",

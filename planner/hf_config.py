@@ -61,11 +61,11 @@ Approximations (ModelSpec cannot say more):
   i % moe_layer_freq == 0. Both are mapped exactly onto ModelSpec's
   (first_k_dense_layers, moe_layer_freq) pattern; an mlp_only_layers list that
   breaks the arithmetic progression cannot be expressed and is an error.
-- DeepSeek-V3's multi-head latent attention (low-rank q and kv projections) is
-  modelled as plain multi-head attention with num_query_groups = heads, as in
-  the deepseek-v3 preset: about 10% more attention weights than MLA, under 0.2%
-  of the total. The multi-token-prediction module (num_nextn_predict_layers) is
-  not counted, matching the advertised 671B.
+- DeepSeek-V3's multi-head latent attention becomes ModelSpec.mla (q_lora_rank,
+  kv_lora_rank, qk_nope_head_dim -> qk_head_dim, qk_rope_head_dim ->
+  qk_pos_emb_head_dim, v_head_dim), as in the deepseek-v3 preset. The
+  multi-token-prediction module (num_nextn_predict_layers) is not counted,
+  matching the advertised 671B.
 - Sliding-window attention (Mistral, Qwen) and partial rotary (GPT-NeoX
   rotary_pct) change no parameter count and are ignored; so is GPT-NeoX's
   parallel residual.
@@ -305,9 +305,19 @@ def _qwen_moe(keys: _Keys) -> dict[str, Any]:
 
 def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
     spec = _trunk(keys)
-    spec["num_query_groups"] = spec["num_attention_heads"]  # MLA approximated as MHA
+    spec["num_query_groups"] = spec["num_attention_heads"]  # MLA: every head its own key and value
     num_layers: int = spec["num_layers"]
-    keys.sources["num_query_groups"] = "architecture (deepseek_v3: MLA approximated as multi-head attention)"
+    keys.sources["num_query_groups"] = "architecture (deepseek_v3: multi-latent attention, one key/value per head)"
+    spec.pop("head_dim", None)  # MLA's heads are the mla widths; ModelSpec takes head_dim = v_head_dim
+    keys.sources["head_dim"] = "mla.v_head_dim"
+    keys.sources["mla.q_lora_rank"] = keys.source("q_lora_rank") if keys.has("q_lora_rank") else "null in hf_config"
+    spec["mla"] = {
+        "q_lora_rank": keys.integer("q_lora_rank") if keys.has("q_lora_rank") else None,  # null: DeepSeek-V2-Lite
+        "kv_lora_rank": keys.take("mla.kv_lora_rank", "kv_lora_rank"),
+        "qk_head_dim": keys.take("mla.qk_head_dim", "qk_nope_head_dim"),
+        "qk_pos_emb_head_dim": keys.take("mla.qk_pos_emb_head_dim", "qk_rope_head_dim", minimum=0),
+        "v_head_dim": keys.take("mla.v_head_dim", "v_head_dim"),
+    }
     num_experts = keys.take("moe.num_experts", "n_routed_experts")
     top_k = keys.take("moe.top_k", "num_experts_per_tok")
     expert_width = keys.take("moe.expert_ffn_hidden_size", "moe_intermediate_size")

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_HIDDEN_SIZE",
     "MAX_LAYERS",
     "MAX_SEQ_LENGTH",
+    "MLASpec",
     "ModelSpec",
     "MoESpec",
     "Precision",
@@ -81,6 +82,35 @@ class MoESpec(BaseModel):
         return self
 
 
+class MLASpec(BaseModel):
+    """Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2, arXiv 2405.04434, Sec. 2.1): queries and keys /
+    values pass low-rank latents, and each head's query and key carry a decoupled RoPE part.
+
+    Field names are Megatron-Core's (`MLATransformerConfig`; Hugging Face: q_lora_rank, kv_lora_rank,
+    qk_nope_head_dim, qk_rope_head_dim, v_head_dim). DeepSeek-V3: 1536, 512, 128, 64, 128 (its config.json).
+    """
+
+    model_config = _FROZEN
+
+    q_lora_rank: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_HIDDEN_SIZE,
+        description="Query latent width; null: queries project from the hidden state.",
+    )
+    kv_lora_rank: int = Field(ge=1, le=MAX_HIDDEN_SIZE, description="Key/value latent width.")
+    qk_head_dim: int = Field(ge=1, le=4096, description="Per-head query/key width without RoPE (qk_nope_head_dim).")
+    qk_pos_emb_head_dim: int = Field(
+        ge=0, le=4096, description="Per-head query/key RoPE width, one key RoPE part shared by all heads."
+    )
+    v_head_dim: int = Field(ge=1, le=4096, description="Per-head value width (and of the attention output).")
+
+    @property
+    def query_key_head_dim(self) -> int:
+        """A head's query (and key) width: the latent part plus the RoPE part."""
+        return self.qk_head_dim + self.qk_pos_emb_head_dim
+
+
 _DEFAULTED = ("num_query_groups", "ffn_hidden_size", "head_dim")
 """ModelSpec fields that may be omitted or null: `ModelSpec._defaults` fills them before validation."""
 
@@ -125,6 +155,11 @@ class ModelSpec(BaseModel):
         default=False, description="A learned (seq_length x hidden) position table (GPT-3); else RoPE."
     )
     moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
+    mla: MLASpec | None = Field(
+        default=None,
+        description="Multi-head latent attention (DeepSeek-V2/V3); null: multi-head or grouped-query attention."
+        " With it head_dim is the value head width (default mla.v_head_dim) and num_query_groups equals the heads.",
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -139,6 +174,13 @@ class ModelSpec(BaseModel):
             if data.get("ffn_hidden_size") is None and isinstance(data.get("hidden_size"), int):
                 data["ffn_hidden_size"] = 4 * data["hidden_size"]
                 filled.add("ffn_hidden_size")
+            mla = data.get("mla")
+            if data.get("head_dim") is None and isinstance(mla, dict) and type(mla.get("v_head_dim")) is int:
+                data["head_dim"] = mla["v_head_dim"]
+                filled.add("head_dim")
+            elif data.get("head_dim") is None and isinstance(mla, MLASpec):
+                data["head_dim"] = mla.v_head_dim
+                filled.add("head_dim")
             if data.get("head_dim") is None:
                 h, a = data.get("hidden_size"), data.get("num_attention_heads")
                 if type(h) is int and type(a) is int and a >= 1 and h >= 1:
@@ -163,6 +205,16 @@ class ModelSpec(BaseModel):
             )
         if a % g:
             raise ValueError(f"num_attention_heads({a}) % num_query_groups({g}) = {a % g}, must be 0")
+        if self.mla is not None and self.head_dim != self.mla.v_head_dim:
+            raise ValueError(
+                f"head_dim({self.head_dim}) must equal mla.v_head_dim({self.mla.v_head_dim}) or be omitted: under"
+                " multi-latent attention the heads' widths are mla's"
+            )
+        if self.mla is not None and g != a:
+            raise ValueError(
+                f"num_query_groups({g}) must equal num_attention_heads({a}) under multi-latent attention: every head"
+                " has its own key and value (Megatron-LM refuses --group-query-attention with MLA)"
+            )
         if self.moe is not None and self.moe.first_k_dense_layers > self.num_layers:
             raise ValueError(
                 f"moe.first_k_dense_layers({self.moe.first_k_dense_layers}) > num_layers({self.num_layers})"
@@ -171,13 +223,32 @@ class ModelSpec(BaseModel):
 
     @property
     def attention_hidden_size(self) -> int:
-        """Width of Q and of the attention output: heads x head dim (hidden_size unless head_dim is set)."""
+        """Width of the attention output (the output projection's input): heads x head dim (hidden_size unless
+        head_dim is set; heads x mla.v_head_dim under MLA). Also Q's width without MLA."""
         return self.num_attention_heads * self.head_dim
 
     @property
     def kv_hidden_size(self) -> int:
-        """Width of K (and of V): query groups x head dim."""
+        """Width of K (and of V) without MLA: query groups x head dim."""
         return self.num_query_groups * self.head_dim
+
+    @property
+    def query_key_head_dim(self) -> int:
+        """One head's query and key width: head_dim, or under MLA its latent part plus its RoPE part."""
+        return self.head_dim if self.mla is None else self.mla.query_key_head_dim
+
+    @property
+    def query_width(self) -> int:
+        """Width of Q per token, all heads: heads x `query_key_head_dim`."""
+        return self.num_attention_heads * self.query_key_head_dim
+
+    @property
+    def key_value_width(self) -> int:
+        """Width of K plus V per token, all heads, as the attention core reads them (and context parallelism
+        exchanges them): 2 kv_hidden, or under MLA the up-projected heads x (query_key_head_dim + v_head_dim)."""
+        if self.mla is None:
+            return 2 * self.kv_hidden_size
+        return self.num_attention_heads * (self.mla.query_key_head_dim + self.mla.v_head_dim)
 
     @property
     def num_moe_layers(self) -> int:

@@ -436,7 +436,7 @@ REAL_CONFIGS = [
             "hidden_size": 7168,
             "num_attention_heads": 128,
             "num_query_groups": 128,
-            "head_dim": 56,
+            "head_dim": 128,  # mla.v_head_dim
             "ffn_hidden_size": 18432,
             "vocab_size": 129280,
             "seq_length": 4096,  # DeepSeek-V3's pre-training length, not max_position_embeddings (163840)
@@ -449,10 +449,17 @@ REAL_CONFIGS = [
                 "moe_layer_freq": 1,
                 "first_k_dense_layers": 3,
             },
+            "mla": {
+                "q_lora_rank": 1536,
+                "kv_lora_rank": 512,
+                "qk_head_dim": 128,
+                "qk_pos_emb_head_dim": 64,
+                "v_head_dim": 128,
+            },
             **_ROPE_GATED,
         },
         671e9,
-        0.03,
+        0.001,  # 671.03B with multi-latent attention (the report's 671B excludes the 14B MTP module)
         id="deepseek-v3",
     ),
     pytest.param(
@@ -575,7 +582,7 @@ def test_real_config(
     config: dict[str, Any], seq_length: int | None, expected: dict[str, Any], advertised: float, rel: float
 ) -> None:
     model = model_from_hf_config(config, seq_length=seq_length)
-    assert model.model_dump() == expected
+    assert model.model_dump() == {"mla": None} | expected  # multi-latent attention: DeepSeek's alone
     assert total_params(model) == pytest.approx(advertised, rel=rel)
 
 
@@ -878,9 +885,11 @@ def test_default_seq_length_is_the_pretraining_length(config: dict[str, Any], ex
 def test_every_field_has_a_source() -> None:
     for config in (LLAMA3_8B, QWEN2_7B, GPT2, GPT_NEOX_20B, DEEPSEEK_V3, QWEN3_30B_A3B):
         resolved = resolve_hf_config(config, seq_length=4096)
-        fields = set(resolved.model.model_dump(exclude={"moe", "name"}))
+        fields = set(resolved.model.model_dump(exclude={"moe", "mla", "name"}))
         if resolved.model.moe is not None:
             fields |= {f"moe.{k}" for k in resolved.model.moe.model_dump()}
+        if resolved.model.mla is not None:
+            fields |= {f"mla.{k}" for k in resolved.model.mla.model_dump()}
         fields -= {"moe.num_shared_experts", "moe.first_k_dense_layers", "moe.moe_layer_freq"} - set(resolved.sources)
         assert fields <= set(resolved.sources), fields - set(resolved.sources)
         assert resolved.sources["seq_length"] == "request (seq_length)"

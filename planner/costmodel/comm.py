@@ -292,16 +292,40 @@ class _Block:
 
 
 def _block_collectives(
-    nbytes: FloatArray, group: GroupPlacement, c: Candidates, hw: Hardware, rt: RuntimeFeatures
+    nbytes: FloatArray,
+    group: GroupPlacement,
+    c: Candidates,
+    hw: Hardware,
+    rt: RuntimeFeatures,
+    input_bytes: FloatArray | None = None,
 ) -> _Block:
-    gather = all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
-    reduce = all_reduce_s(nbytes, group, hw, rails=rt.ring_rails)
+    """A block whose input side (the forward all-gather, the input-gradient reduction) moves `input_bytes`
+    (default `nbytes`) and whose output side (the forward reduction) `nbytes`; a pass is one of each under
+    sequence parallelism, one all-reduce (their mean) without."""
+    inputs = nbytes if input_bytes is None else input_bytes
+    gather_in = all_gather_s(inputs, group, hw, rails=rt.ring_rails)
+    gather_out = all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
+    reduce_in = all_reduce_s(inputs, group, hw, rails=rt.ring_rails)
+    reduce_out = all_reduce_s(nbytes, group, hw, rails=rt.ring_rails)
     sp = c.sequence_parallel
     return _Block(
-        np.asarray(np.where(sp, 2 * gather, reduce), dtype=np.float64),
-        np.asarray(np.where(sp, gather, reduce), dtype=np.float64),
-        np.asarray(gather, dtype=np.float64),
+        np.asarray(np.where(sp, gather_in + gather_out, (reduce_in + reduce_out) / 2), dtype=np.float64),
+        np.asarray(np.where(sp, gather_in, reduce_in), dtype=np.float64),
+        np.asarray(gather_in, dtype=np.float64),
     )
+
+
+def _attention_input_width(model: ModelSpec) -> int:
+    """Width per token of the attention block's input-side TP collective: the hidden state, or under MLA the
+    latents (and the shared RoPE key) that the up-projections gather, q_lora_rank + kv_lora_rank +
+    qk_pos_emb_head_dim, with the hidden state in place of the query latent when there is none. Megatron-Core
+    `MLASelfAttention.get_query_key_value_tensors`: the replicated down-projections run on the sequence shard,
+    then the latents are gathered (the up-projections' sequence-parallel input, and k_pos_emb explicitly)."""
+    mla = model.mla
+    if mla is None:
+        return model.hidden_size
+    query = model.hidden_size if mla.q_lora_rank is None else mla.q_lora_rank
+    return query + mla.kv_lora_rank + mla.qk_pos_emb_head_dim
 
 
 def tp_collectives_s(
@@ -314,16 +338,18 @@ def tp_collectives_s(
     except the MLP block of an MoE layer, whose routed experts are split over the etp group (none when etp = 1:
     the token all-to-all, `ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE parallel folding,
     Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared experts (split over
-    tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a dense one's.
+    tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a dense one's. Under MLA the
+    attention block's input side moves the latents (`_attention_input_width`).
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    attention = _block_collectives(nbytes, placement.tp, c, hw, rt)
-    mlp = attention
+    latents = num.wire_bytes * tokens_per_microbatch(model, c) * _attention_input_width(model)
+    attention = _block_collectives(nbytes, placement.tp, c, hw, rt, latents)
+    mlp = _block_collectives(nbytes, placement.tp, c, hw, rt)
     if model.moe is not None:
         share = model.num_moe_layers / model.num_layers
         routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
         shared = np.where(c.etp != c.tp, float(model.moe.num_shared_experts > 0), 0.0)
-        mlp = attention.scaled(1 - share) + routed.scaled(share) + attention.scaled(share * shared)
+        mlp = mlp.scaled(1 - share) + routed.scaled(share) + mlp.scaled(share * shared)
     passes = 2 + np.where(c.recompute == FULL, 1, 0)
     return TpCollectives(
         total_s=np.asarray(passes * (attention.pass_s + mlp.pass_s), dtype=np.float64),
@@ -337,9 +363,10 @@ def cp_comm_per_layer_s(
 ) -> FloatArray:
     """Ring-attention K/V exchange of one layer and micro-batch: (cp-1) K+V blocks forward, twice that backward.
 
-    Source: Megatron-Core context parallelism (ring attention, Liu et al. 2023, arXiv 2310.01889).
+    Source: Megatron-Core context parallelism (ring attention, Liu et al. 2023, arXiv 2310.01889). A block is
+    the K and V the core reads (`ModelSpec.key_value_width`: under MLA the up-projected per-head keys and values).
     """
-    kv_block = 2 * num.wire_bytes * tokens_per_microbatch(model, c) * model.kv_hidden_size / c.tp
+    kv_block = num.wire_bytes * tokens_per_microbatch(model, c) * model.key_value_width / c.tp
     hop = link(placement.cp, hw)
     per_pass = (c.cp - 1) * (kv_block / hop.bytes_per_s + hop.latency_s)
     passes = 3 + np.where(c.recompute == FULL, 1, 0)

@@ -35,8 +35,10 @@ from planner.costmodel.gemms import (
     attention_core_flop,
     layer_gemms,
     logits_gemm,
+    up_projection_gemms,
 )
 from planner.costmodel.host import host_s_per_kernel, layer_kernels
+from planner.costmodel.recompute import selective_recomputes_up_projections
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import AttentionKernel, ModelSpec, RuntimeFeatures
@@ -161,7 +163,9 @@ def _local_gemm(
     """(token rows of one instance, instances on one GPU, local k, local n) of a layer GEMM.
 
     A GEMM outside the routed experts runs on this GPU's tokens once per copy, its weight split over tp
-    (`Gemm.local_shape`). A routed expert's weight is split over etp; the etp x ep ranks that hold one copy
+    (`Gemm.local_shape`); MLA's replicated down-projections on the rank's tokens / tp under sequence parallelism
+    (Megatron-Core `MLASelfAttention._qkv_down_projection` runs them before the latents are gathered).
+    A routed expert's weight is split over etp; the etp x ep ranks that hold one copy
     of every expert serve the tokens of etp x ep / tp tensor-parallel groups, so each of the
     `num_experts / ep` experts on a GPU sees `tokens * top_k * ep * etp / (tp * num_experts)` rows
     (balanced routing; `tokens * top_k * ep / num_experts` when etp = tp). Source: Megatron-Core MoE
@@ -169,6 +173,9 @@ def _local_gemm(
     over the attention's tp x cp x dp ranks).
     """
     tokens = tokens_per_microbatch(model, c)
+    if g.role is GemmRole.LATENT:  # replicated weight, this rank's sequence shard under SP
+        k, n = g.local_shape(c.tp.astype(np.float64))
+        return tokens / np.where(c.sequence_parallel, c.tp, 1), float(g.copies_per_token), k, n
     if not g.is_expert:
         k, n = g.local_shape(c.tp.astype(np.float64))
         return tokens, float(g.copies_per_token), k, n
@@ -231,8 +238,9 @@ def _attention_core_s(
     `TransformerConfig.fp8_dot_product_attention` defaults to False).
 
     Without flash attention the core is two batched GEMMs per (sequence, head)
-    on this GPU (Korthikanti 2022 Sec. 4.1): QK^T, (s/cp x d) @ (d x s), and
-    AV, (s/cp x s) @ (s x d), d the head width; both tile-quantised
+    on this GPU (Korthikanti 2022 Sec. 4.1): QK^T, (s/cp x d_qk) @ (d_qk x s), and
+    AV, (s/cp x s) @ (s x d_v), d_qk and d_v the head widths (`ModelSpec.query_key_head_dim`,
+    `head_dim`); both tile-quantised
     (`gemm_time_s`): a head width that is not a multiple of the tile leaves
     part of each AV tile idle.
     """
@@ -242,9 +250,9 @@ def _attention_core_s(
     scores = model.num_attention_heads * model.seq_length * tokens_per_microbatch(model, c) / c.tp
     memory = SCORE_BYTES_PER_ELEMENT * scores / hw.hbm_bandwidth_bytes_per_s
     queries, heads = model.seq_length / c.cp, c.micro_batch_size * model.num_attention_heads / c.tp
-    d, s = model.head_dim, model.seq_length
-    qk = gemm_time_s(queries, s, d, hw, heads, fp8_eligible=False)
-    av = gemm_time_s(queries, d, s, hw, heads, fp8_eligible=False)
+    d_qk, d_v, s = model.query_key_head_dim, model.head_dim, model.seq_length
+    qk = gemm_time_s(queries, s, d_qk, hw, heads, fp8_eligible=False)
+    av = gemm_time_s(queries, d_v, s, hw, heads, fp8_eligible=False)
     fwd = qk + av + memory
     return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
 
@@ -252,8 +260,8 @@ def _attention_core_s(
 def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     """Forward seconds of the memory-bound kernels outside attention: the residual path, the MLP activation
     (and, in an MoE layer, the routed and shared experts' activations and the token permutation,
-    `PERMUTE_BYTES_PER_COPY`), rotary embeddings."""
-    h, q, kv = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size
+    `PERMUTE_BYTES_PER_COPY`), the attention's rotary embeddings and latent norms (`_attention_elementwise_bytes`)."""
+    h = model.hidden_size
     tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
@@ -268,8 +276,20 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
         copies = PERMUTE_BYTES_PER_COPY * model.moe.top_k + PERMUTE_BYTES_PER_TOKEN
         permute = np.asarray(share * copies * h * c.etp, dtype=np.float64)
     activation = (act_bytes * width + permute) * tokens / c.tp
-    rope = 0 if model.learned_position_embeddings else 4 * tokens * (q + kv) / c.tp
-    return (residual + activation + rope) / hw.hbm_bandwidth_bytes_per_s
+    return (residual + activation + _attention_elementwise_bytes(model, c) * tokens) / hw.hbm_bandwidth_bytes_per_s
+
+
+def _attention_elementwise_bytes(model: ModelSpec, c: Candidates) -> FloatArray:
+    """Forward HBM bytes per token of the attention's memory-bound kernels: RoPE reads and writes the rotated
+    widths (Q and K; under MLA their RoPE parts, heads x qk_pos_emb_head_dim and the one shared key part), and
+    MLA's two latent RMSNorms read and write the latents (Megatron-Core `MLASelfAttention` `q_layernorm`,
+    `kv_layernorm`), on the rank's sequence shard under SP like the down-projections."""
+    mla, q, kv = model.mla, model.attention_hidden_size, model.kv_hidden_size
+    if mla is None:
+        return np.asarray(0 if model.learned_position_embeddings else 4 * (q + kv) / c.tp, dtype=np.float64)
+    rope = 4 * mla.qk_pos_emb_head_dim * (model.num_attention_heads / c.tp + 1)
+    latents = 4 * ((mla.q_lora_rank or 0) + mla.kv_lora_rank) / np.where(c.sequence_parallel, c.tp, 1)
+    return np.asarray(rope + latents, dtype=np.float64)
 
 
 def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> LayerTimes:
@@ -278,7 +298,8 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     Each pass takes max(GPU time, host launch floor) (`costmodel.host`): the
     host enqueues kernels while the GPU runs, so the two overlap. The floor
     is compared with compute only (TP/CP/EP communication is added by the
-    caller). Selective recomputation reruns only the attention core (GPU-bound).
+    caller). Selective recomputation reruns the attention core, and under MLA the
+    up-projections (`recompute.selective_modules`; GPU-bound).
     """
     gemm_fwd = _gemm_set_time_s(model, c, hw)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
@@ -290,8 +311,26 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
         2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd,
         kernels.backward * per_kernel_s,
     )
-    recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, core_fwd, 0.0))
+    selective = core_fwd + _up_projection_s(model, c, hw)
+    recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
     return LayerTimes(forward, backward, recompute)
+
+
+def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray | float:
+    """Forward seconds of what selective recompute reruns besides the core (`recompute.selective_modules`): MLA's
+    up-projection GEMMs and its RoPE (`_attention_elementwise_bytes` counts the latent norms too, which this
+    slightly over-prices); zero without MLA."""
+    if not selective_recomputes_up_projections(model):
+        return 0.0
+    gemms = sum(gemm_time_s(*_gemm_rows_n_k(model, c, g), hw, fp8_eligible=g.fp8) for g in up_projection_gemms(model))
+    tokens = tokens_per_microbatch(model, c)
+    return gemms + _attention_elementwise_bytes(model, c) * tokens / hw.hbm_bandwidth_bytes_per_s
+
+
+def _gemm_rows_n_k(model: ModelSpec, c: Candidates, g: Gemm) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(rows, n, k) of one instance of a non-expert layer GEMM on one GPU, `gemm_time_s`'s order."""
+    rows, _, k, n = _local_gemm(model, c, g)
+    return rows, n, k
 
 
 def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:

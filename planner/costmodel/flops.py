@@ -26,6 +26,7 @@ from planner.costmodel.gemms import (
     layer_gemms,
     logits_gemm,
     mlp_gemms,
+    up_projection_gemms,
 )
 from planner.specs import ModelSpec
 
@@ -97,12 +98,14 @@ def recompute_flop_per_sequence(model: ModelSpec, mode: int, full_attention: boo
 
     `mode` is a recompute code (`candidates.NONE`, `SELECTIVE`, `FULL`).
     Full: every layer's forward again (Narayanan Eq. 3's 96 = 72 + 24).
-    Selective: the attention core's forward again, 4 s^2 h per layer (full matrix), so the s/(6h) term of
+    Selective: the attention core's forward again (and under MLA the up-projections, `recompute.selective_modules`),
+    4 s^2 h per layer (full matrix), so the s/(6h) term of
     Korthikanti 2022 App. A becomes 2s/(9h); the paper prints s/(3h), a typo its authors
     confirmed (NVIDIA/Megatron-LM issue #523).
     """
     if mode == FULL:
         return model.num_layers * layer_forward_flop(model, 1, full_attention)
     if mode == SELECTIVE:
-        return model.num_layers * _core_flop(model, 1, full_attention)
+        up = sum(g.flop(model.seq_length) for g in up_projection_gemms(model))  # MLA's up-projections rerun too
+        return model.num_layers * (_core_flop(model, 1, full_attention) + up)
     return 0.0

@@ -34,6 +34,7 @@ from planner.specs import ModelSpec
 
 __all__ = [
     "CAUSAL_FRACTION",
+    "MLA_UP_PROJECTIONS",
     "Gemm",
     "GemmRole",
     "attention_core_flop",
@@ -41,8 +42,10 @@ __all__ = [
     "attention_score_flop",
     "layer_gemms",
     "logits_gemm",
+    "mla_gemms",
     "mlp_gemms",
     "router_gemm",
+    "up_projection_gemms",
 ]
 
 
@@ -50,7 +53,10 @@ class GemmRole(StrEnum):
     """Which part of the layer a GEMM belongs to; decides its tokens and its instances per GPU."""
 
     ATTENTION = "attention"
-    """QKV and output projections: every token, split by tp."""
+    """QKV and output projections (MLA's up-projections): every token, split by tp."""
+    LATENT = "latent"
+    """MLA's down-projections to the query and key/value latents: replicated over tp (Megatron-Core
+    `MLASelfAttention` builds them `parallel_mode="duplicated"`), on this rank's sequence shard under SP."""
     DENSE_MLP = "dense_mlp"
     """The MLP of a dense layer: every token, split by tp."""
     ROUTER = "router"
@@ -82,8 +88,8 @@ class Gemm:
 
     @property
     def tp_split(self) -> bool:
-        """Whether tensor parallelism splits it (all but the router)."""
-        return self.role is not GemmRole.ROUTER
+        """Whether tensor parallelism splits it (all but the router and MLA's down-projections)."""
+        return self.role not in (GemmRole.ROUTER, GemmRole.LATENT)
 
     @property
     def fp8(self) -> bool:
@@ -131,16 +137,56 @@ class Gemm:
         return 2 * tokens * self.k * self.n
 
 
-def attention_gemms(model: ModelSpec) -> tuple[Gemm, Gemm]:
-    """QKV (h -> q + 2 kv, K and V narrower under GQA) and the output projection (q -> h).
+def attention_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
+    """QKV (h -> q + 2 kv, K and V narrower under GQA) and the output projection (q -> h); or MLA's.
 
     q = heads x head_dim and kv = query groups x head_dim (Megatron-Core `SelfAttention`: linear_qkv
     h -> (heads + 2 groups) kv_channels, linear_proj heads kv_channels -> h); q = h unless head_dim is set.
+    Multi-latent attention (`mla_gemms`) replaces the QKV projection.
     """
+    if model.mla is not None:
+        return mla_gemms(model)
     h, q, kv, bias = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size, model.linear_bias
     return (
         Gemm("qkv", GemmRole.ATTENTION, h, q + 2 * kv, 1, 1.0, bias),
         Gemm("proj", GemmRole.ATTENTION, q, h, 1, 1.0, bias),
+    )
+
+
+MLA_UP_PROJECTIONS = ("q", "q_up", "kv_up")
+"""The `mla_gemms` that Megatron-Core's "mla_up_proj" recompute reruns (`qkv_up_proj_and_rope_apply`)."""
+
+
+def up_projection_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
+    """MLA's up-projections (`MLA_UP_PROJECTIONS`); none without MLA."""
+    return tuple(g for g in attention_gemms(model) if model.mla is not None and g.name in MLA_UP_PROJECTIONS)
+
+
+def mla_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
+    """Multi-latent attention's projections (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1.2-2.1.3; Megatron-Core
+    `MLASelfAttention`, whose layout Megatron-LM's `num_floating_point_operations` counts the same way):
+
+    q_down h -> q_lora_rank and q_up q_lora_rank -> heads x (qk_head_dim + qk_pos_emb_head_dim), or one q
+    h -> heads x (qk + rope) without a query latent; kv_down h -> kv_lora_rank + qk_pos_emb_head_dim (the
+    latent and the shared RoPE key); kv_up kv_lora_rank -> heads x (qk_head_dim + v_head_dim); proj
+    heads x v_head_dim -> h. The down-projections are replicated over tp (`GemmRole.LATENT`); no biases.
+    """
+    mla = model.mla
+    assert mla is not None
+    h, heads = model.hidden_size, model.num_attention_heads
+    query = heads * mla.query_key_head_dim
+    if mla.q_lora_rank is None:
+        q: tuple[Gemm, ...] = (Gemm("q", GemmRole.ATTENTION, h, query, 1, 1.0, False),)
+    else:
+        q = (
+            Gemm("q_down", GemmRole.LATENT, h, mla.q_lora_rank, 1, 1.0, False),
+            Gemm("q_up", GemmRole.ATTENTION, mla.q_lora_rank, query, 1, 1.0, False),
+        )
+    kv_up = heads * (mla.qk_head_dim + mla.v_head_dim)
+    return q + (
+        Gemm("kv_down", GemmRole.LATENT, h, mla.kv_lora_rank + mla.qk_pos_emb_head_dim, 1, 1.0, False),
+        Gemm("kv_up", GemmRole.ATTENTION, mla.kv_lora_rank, kv_up, 1, 1.0, False),
+        Gemm("proj", GemmRole.ATTENTION, model.attention_hidden_size, h, 1, 1.0, False),
     )
 
 
@@ -201,13 +247,16 @@ def attention_score_flop(model: ModelSpec, sequences: float) -> float: ...
 @overload
 def attention_score_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
 def attention_score_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
-    """QK^T and AV over the full s x s matrix: 4 b s^2 q, q = heads x head_dim (= h unless head_dim is set;
-    Narayanan 2021 Eq. 3's s/(6h) term); no weights.
+    """QK^T and AV over the full s x s matrix: 2 b s^2 heads (d_qk + d_v), 4 b s^2 q when the query/key and
+    value heads are one width (q = heads x head_dim, = h unless head_dim is set; Narayanan 2021 Eq. 3's
+    s/(6h) term); under MLA d_qk = qk_head_dim + qk_pos_emb_head_dim and d_v = v_head_dim (Megatron-LM
+    `num_floating_point_operations`, MLA branch); no weights.
 
     What an unfused (non-flash) kernel computes, masked or not, and the convention
     of the 2021/2022 papers' TFLOP/s (`flops.hardware_flop_per_sequence(full_attention=True)`).
     """
-    return 4 * sequences * model.seq_length**2 * model.attention_hidden_size
+    widths = model.query_width + model.attention_hidden_size
+    return 2 * sequences * model.seq_length**2 * widths
 
 
 @overload

@@ -37,7 +37,7 @@ from planner.costmodel.candidates import (
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
-from planner.costmodel.recompute import recomputed_layers
+from planner.costmodel.recompute import recomputed_layers, selective_recomputes_up_projections
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
@@ -89,7 +89,8 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
 
     GPT with ffn = 4h, no CP and dropout on gives s b h (10 + 24/t + 5 a s/(h t))
     without SP, s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht)
-    term (so does flash attention); full recompute keeps only the layer input,
+    term (so does flash attention), and under MLA Q, K and V (`recompute.selective_modules`);
+    full recompute keeps only the layer input,
     s b h activations of `num.activation_bytes` (2 s b h in 16-bit). The table's
     other coefficients mix 16-bit tensors and 1-byte dropout masks and stay as
     published. Without dropout the two hidden masks (1 s b h each) are not kept
@@ -97,24 +98,49 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
 
     Per token, in 16-bit: the two norms' inputs (2h each) and the QKV and fc1 GEMMs' inputs (2h each, split
     by tp under SP), Q and the attention output (2q each, q = heads x head_dim, = h unless head_dim is set), K and
-    V (2 kv each), and the MLP's tensors
+    V (2 kv each; under MLA Q, K and V as up-projected, `ModelSpec.query_width` and `key_value_width`, and the
+    latents, `_latent_bytes_per_token`), and the MLP's tensors
     (`_mlp_bytes_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
     (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
     by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
     """
-    h, q, kv = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size
+    h, q = model.hidden_size, model.attention_hidden_size
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
+    sp_split = np.where(c.sequence_parallel, tp, 1.0)
     gemm_in = num.saved_gemm_input_bytes
     norms_and_inputs = 2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
-    replicated = norms_and_inputs * h / np.where(c.sequence_parallel, tp, 1.0)
-    attention = (2 * num.activation_bytes + num.gemm_input_copy_bytes) * q + 4 * kv
+    replicated = norms_and_inputs * h / sp_split + _latent_bytes_per_token(model, num) / sp_split
+    # Q (query_width), K and V (key_value_width) as the core reads them, the attention output (q) and its copy;
+    # selective recompute under MLA reruns the up-projections instead of keeping Q, K and V.
+    qkv = _query_key_value_bytes_per_token(model, num)
+    rerun = (c.recompute == SELECTIVE) & selective_recomputes_up_projections(model)
+    attention = np.where(rerun, 0.0, qkv) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
     split = attention / tp + _mlp_bytes_per_token(model, c, num)
     scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
     layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
     return np.where(c.recompute == FULL, layer_input, full_layer)
+
+
+def _query_key_value_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
+    """Q, K and V as the attention core reads them, per token over all heads (split by tp): `ModelSpec.query_width`
+    plus `key_value_width` in 16-bit."""
+    return float(num.activation_bytes * (model.query_width + model.key_value_width))
+
+
+def _latent_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
+    """MLA's latents one layer keeps per token (whole on every tp rank, split by tp under SP like the layer
+    input): each latent RMSNorm's input in 16-bit and its output as the up-projection's saved input
+    (`Numerics.saved_gemm_input_bytes`), and the shared RoPE key part (Megatron-Core `MLASelfAttention`:
+    `q_layernorm` / `kv_layernorm` ahead of `linear_q_up_proj` / `linear_kv_up_proj`). Zero without MLA."""
+    mla = model.mla
+    if mla is None:
+        return 0.0
+    latents = (mla.q_lora_rank or 0) + mla.kv_lora_rank
+    rope_key = num.activation_bytes * mla.qk_pos_emb_head_dim
+    return (num.activation_bytes + num.saved_gemm_input_bytes) * latents + rope_key
 
 
 def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> FloatArray:
@@ -158,13 +184,17 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     """Bytes of the one layer being recomputed in backward.
 
     Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
-    selective recompute without flash attention that layer's attention scores.
+    selective recompute without flash attention that layer's attention scores, and under MLA its Q, K and V
+    (`recompute.selective_modules`).
     """
     working = np.where(c.recompute == FULL, _kept_bytes_per_layer(model, c, rt, num), 0.0)
+    tokens = tokens_per_microbatch(model, c)
+    selective: FloatArray | float = 0.0
     if not rt.flash_attention:
-        tokens = tokens_per_microbatch(model, c)
-        scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
-        working = np.where(c.recompute == SELECTIVE, scores, working)
+        selective = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
+    if selective_recomputes_up_projections(model):
+        selective = selective + _query_key_value_bytes_per_token(model, num) * tokens / c.tp
+    working = np.where(c.recompute == SELECTIVE, selective, working)
     return np.asarray(working, dtype=np.float64)
 
 

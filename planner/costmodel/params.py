@@ -88,9 +88,18 @@ def norm_params(model: ModelSpec) -> int:
 def attention_params(model: ModelSpec) -> int:
     """Q, K, V and output projections (+ biases), the weights of `gemms.attention_gemms`.
 
-    K and V are kv_hidden wide under GQA.
+    K and V are kv_hidden wide under GQA; under MLA the down- and up-projections.
     """
     return sum(g.params for g in attention_gemms(model))
+
+
+def _replicated_attention_params(model: ModelSpec) -> int:
+    """The attention parameters every tp rank holds whole: MLA's down-projections (`gemms.GemmRole.LATENT`) and
+    its two latent RMSNorms (q_lora_rank and kv_lora_rank weights); zero without MLA."""
+    if model.mla is None:
+        return 0
+    down = sum(g.params for g in attention_gemms(model) if not g.tp_split)
+    return down + (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
 
 
 def dense_mlp_params(model: ModelSpec, ffn: int) -> int:
@@ -124,7 +133,8 @@ def output_params(model: ModelSpec) -> int:
 
 
 def _layer_common_params(model: ModelSpec) -> int:
-    return attention_params(model) + 2 * norm_params(model)
+    latent_norms = model.mla.kv_lora_rank + (model.mla.q_lora_rank or 0) if model.mla is not None else 0
+    return attention_params(model) + 2 * norm_params(model) + latent_norms
 
 
 def total_params(model: ModelSpec) -> int:
@@ -150,7 +160,7 @@ def active_params(model: ModelSpec) -> int:
 def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCounts:
     """(dense, expert) parameters one GPU of a stage holds, before ZeRO sharding.
 
-    Matrices split over tp (Megatron column/row parallel); norms replicated;
+    Matrices split over tp (Megatron column/row parallel); norms and MLA's down-projections replicated;
     routed experts split over ep and etp (Megatron-Core's expert grid; etp = tp by
     default). The embedding stage holds V x h / tp (and the position table);
     the output stage the output layer, a copy of a tied embedding when the two
@@ -162,7 +172,9 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     n = layers.astype(np.float64)
     moe_share = model.num_moe_layers / model.num_layers
     dense_mlp = dense_mlp_params(model, model.ffn_hidden_size) * (1 - moe_share)
-    dense = n * ((attention_params(model) + dense_mlp) / tp + 2 * norm_params(model))
+    replicated = _replicated_attention_params(model)
+    split = _layer_common_params(model) - 2 * norm_params(model) - replicated  # the tp-split attention weights
+    dense = n * ((split + dense_mlp) / tp + replicated + 2 * norm_params(model))
     expert = np.zeros_like(tp)
     if model.moe is not None:
         dense += n * moe_share * _moe_layer_replicated_params(model) / tp
@@ -177,34 +189,38 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     return ParamCounts(dense, expert)
 
 
-def _fp8_weights_per_layer(model: ModelSpec) -> tuple[float, float]:
-    """(dense, expert) weight elements of the average layer's FP8 linear layers (`gemms.Gemm.fp8`), whole (no
-    tp or ep split): attention, the MLP or shared experts, and every routed expert; biases excluded."""
-    dense = expert = 0.0
+def _fp8_weights_per_layer(model: ModelSpec) -> tuple[float, float, float]:
+    """(tp-split dense, tp-replicated dense, expert) weight elements of the average layer's FP8 linear layers
+    (`gemms.Gemm.fp8`), whole (no tp or ep split): attention (MLA's down-projections are the replicated ones), the
+    MLP or shared experts, and every routed expert; biases excluded."""
+    split = replicated = expert = 0.0
     for g in layer_gemms(model):
         if not g.fp8:
             continue
         if g.is_expert:
             assert model.moe is not None
             expert += g.layer_share * g.weights * model.moe.num_experts
+        elif g.tp_split:
+            split += g.layer_share * g.weights * g.copies_per_token
         else:
-            dense += g.layer_share * g.weights * g.copies_per_token
-    return dense, expert
+            replicated += g.layer_share * g.weights * g.copies_per_token
+    return split, replicated, expert
 
 
 def stage_fp8_weights(model: ModelSpec, c: Candidates, layers: IntArray) -> ParamCounts:
     """(dense, expert) weights of the FP8 linear layers one GPU of a stage with `layers` layers holds, before
     ZeRO sharding, split as `stage_params` splits them (over tp; experts over etp and ep). The rest of the
     stage's parameters (norms, biases, embedding, output layer, router) stay 16-bit under FP8 training."""
-    dense, expert = _fp8_weights_per_layer(model)
+    split, replicated, expert = _fp8_weights_per_layer(model)
     tp, n = c.tp.astype(np.float64), layers.astype(np.float64)
-    return ParamCounts(n * dense / tp, n * expert / (c.etp * c.ep))
+    return ParamCounts(n * (split / tp + replicated), n * expert / (c.etp * c.ep))
 
 
 def fp8_weight_fraction(model: ModelSpec) -> tuple[float, float]:
     """(dense, expert) fraction of the model's parameters that are FP8 linear weights (`stage_fp8_weights` over
     every layer, against `total_params` less the experts, and the experts)."""
-    dense, expert = (model.num_layers * x for x in _fp8_weights_per_layer(model))
+    split, replicated, expert = (model.num_layers * x for x in _fp8_weights_per_layer(model))
+    dense = split + replicated
     experts = model.num_moe_layers * expert_params_per_moe_layer(model) if model.moe is not None else 0
     return dense / (total_params(model) - experts), (expert / experts if experts else 0.0)
 

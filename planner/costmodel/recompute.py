@@ -1,4 +1,11 @@
-"""Which layers full recomputation reruns: every layer, or the first k of each pipeline stage (block).
+"""What recomputation reruns: which modules selective recompute covers, and which layers full recomputation reruns
+(every layer, or the first k of each pipeline stage, block).
+
+Selective recompute is Megatron-Core's `recompute_granularity = selective` over `selective_modules`: the attention
+core (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5), and with multi-latent attention also MLA's up-projections
+and RoPE ("mla_up_proj", output-discarding checkpointing: Q, K and V are not kept, only the latents they come
+from; `TransformerConfig.recompute_modules`, core_v0.15.0), as 22 of the 28 selective DeepSeek-V3 recipes of NeMo
+and Megatron-Bridge list it (tests/data/nvidia_moe_recipes.json; the others list mlp or core_attn alone).
 
 Source: Megatron-Core `TransformerConfig.recompute_method` (core_v0.16.1
 `transformer_config.py`: "block will recompute the input activations for only a
@@ -16,8 +23,24 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray, IntArray
 from planner.costmodel.params import stage_kinds
+from planner.specs import ModelSpec
 
-__all__ = ["recomputed_layers", "recomputed_layers_in_model"]
+__all__ = [
+    "recomputed_layers",
+    "recomputed_layers_in_model",
+    "selective_modules",
+    "selective_recomputes_up_projections",
+]
+
+
+def selective_recomputes_up_projections(model: ModelSpec) -> bool:
+    """Whether selective recompute also reruns the attention's up-projections (MLA's "mla_up_proj")."""
+    return model.mla is not None
+
+
+def selective_modules(model: ModelSpec) -> tuple[str, ...]:
+    """Megatron-Core `recompute_modules` of the planner's selective recompute for this model (module docstring)."""
+    return ("core_attn", "mla_up_proj") if selective_recomputes_up_projections(model) else ("core_attn",)
 
 
 def recomputed_layers(c: Candidates, layers: IntArray, block: int | None) -> IntArray:

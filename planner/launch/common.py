@@ -152,21 +152,21 @@ class KnownModel:
     nemo_recipe: str
 
 
-# Keyed by (layers, hidden, heads, query groups, head width, ffn, experts): the shape, never the label.
-_KNOWN: dict[tuple[int, int, int, int, int, int, int], KnownModel] = {
-    (32, 4096, 32, 8, 128, 14336, 0): KnownModel(("llama3", "8B"), "llama31_8b"),
-    (80, 8192, 64, 8, 128, 28672, 0): KnownModel(("llama3", "70B"), "llama31_70b"),
-    (126, 16384, 128, 8, 128, 53248, 0): KnownModel(("llama3", "405B"), "llama31_405b"),
-    (61, 7168, 128, 128, 56, 18432, 256): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
-    (32, 4096, 32, 8, 128, 14336, 8): KnownModel(None, "mixtral_8x7b"),
-    (56, 6144, 48, 8, 128, 16384, 8): KnownModel(None, "mixtral_8x22b"),
-    (96, 12288, 96, 96, 128, 49152, 0): KnownModel(None, "gpt3_175b"),
-    (32, 6144, 48, 8, 128, 24576, 0): KnownModel(None, "nemotron4_15b"),
-    (96, 18432, 96, 8, 192, 73728, 0): KnownModel(None, "nemotron4_340b"),
-    (48, 2048, 32, 4, 128, 6144, 128): KnownModel(None, "qwen3_30b_a3b"),
-    (94, 4096, 64, 4, 128, 12288, 128): KnownModel(None, "qwen3_235b_a22b"),
-    (48, 5120, 40, 8, 128, 16384, 16): KnownModel(None, "llama4_e16"),
-    (48, 5120, 40, 8, 128, 16384, 128): KnownModel(None, "llama4_e128"),
+# Keyed by (layers, hidden, heads, query groups, head width, ffn, experts, MLA): the shape, never the label.
+_KNOWN: dict[tuple[int, int, int, int, int, int, int, bool], KnownModel] = {
+    (32, 4096, 32, 8, 128, 14336, 0, False): KnownModel(("llama3", "8B"), "llama31_8b"),
+    (80, 8192, 64, 8, 128, 28672, 0, False): KnownModel(("llama3", "70B"), "llama31_70b"),
+    (126, 16384, 128, 8, 128, 53248, 0, False): KnownModel(("llama3", "405B"), "llama31_405b"),
+    (61, 7168, 128, 128, 128, 18432, 256, True): KnownModel(("deepseek_v3", "671B"), "deepseek_v3"),
+    (32, 4096, 32, 8, 128, 14336, 8, False): KnownModel(None, "mixtral_8x7b"),
+    (56, 6144, 48, 8, 128, 16384, 8, False): KnownModel(None, "mixtral_8x22b"),
+    (96, 12288, 96, 96, 128, 49152, 0, False): KnownModel(None, "gpt3_175b"),
+    (32, 6144, 48, 8, 128, 24576, 0, False): KnownModel(None, "nemotron4_15b"),
+    (96, 18432, 96, 8, 192, 73728, 0, False): KnownModel(None, "nemotron4_340b"),
+    (48, 2048, 32, 4, 128, 6144, 128, False): KnownModel(None, "qwen3_30b_a3b"),
+    (94, 4096, 64, 4, 128, 12288, 128, False): KnownModel(None, "qwen3_235b_a22b"),
+    (48, 5120, 40, 8, 128, 16384, 16, False): KnownModel(None, "llama4_e16"),
+    (48, 5120, 40, 8, 128, 16384, 128, False): KnownModel(None, "llama4_e128"),
 }
 
 
@@ -176,9 +176,8 @@ def model_notes(model: ModelSpec) -> list[str]:
     known = known_model(model)
     if known is not None and known.nemo_recipe == "deepseek_v3":
         notes.append(
-            "Approximation: DeepSeek-V3's shape launched as multi-head attention without multi-latent attention"
-            " (MLA) or multi-token prediction (MTP), as the planner prices it; the real architecture needs MLA and"
-            " MTP settings (Megatron-LM: --multi-latent-attention, --q-lora-rank, --kv-lora-rank, --mtp-num-layers)."
+            "Approximation: DeepSeek-V3 launched without its multi-token prediction (MTP) module, as the planner"
+            " prices it (NVIDIA's recipes add one MTP layer, Megatron-LM --mtp-num-layers 1, on the last stage)."
         )
     if not model.learned_position_embeddings:
         notes.append(
@@ -252,5 +251,6 @@ def known_model(model: ModelSpec) -> KnownModel | None:
         model.head_dim,
         model.ffn_hidden_size,
         experts,
+        model.mla is not None,
     )
     return _KNOWN.get(key)

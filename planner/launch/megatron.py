@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
@@ -25,7 +26,7 @@ from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
 from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
-from planner.specs import AdamMoments, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, MLASpec, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
 
@@ -91,7 +92,7 @@ def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
     return flags
 
 
-def _batch_recompute_flags(training: TrainingSpec, layout: Layout) -> list[str]:
+def _batch_recompute_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     flags = ["--micro-batch-size", str(layout.micro_batch_size), "--global-batch-size", str(training.global_batch_size)]
     if layout.recompute is Recompute.FULL:
         block = training.recompute_num_layers  # the first `block` layers of each stage, or every layer (uniform, 1)
@@ -99,6 +100,8 @@ def _batch_recompute_flags(training: TrainingSpec, layout: Layout) -> list[str]:
         flags += ["--recompute-granularity", "full", "--recompute-method", method, "--recompute-num-layers", str(count)]
     elif layout.recompute is Recompute.SELECTIVE:
         flags += ["--recompute-granularity", "selective"]
+        modules = selective_modules(model)  # more than the default core_attn under MLA
+        flags += [] if modules == ("core_attn",) else ["--recompute-modules", *modules]
     return flags
 
 
@@ -146,11 +149,21 @@ def _zero_flags(layout: Layout) -> list[str]:
     ]
 
 
+def _mla_flags(mla: MLASpec) -> list[str]:
+    """Megatron-LM's multi-latent attention flags (`_add_mla_args`); --q-lora-rank unset means no query latent."""
+    flags = ["--multi-latent-attention", "--kv-lora-rank", str(mla.kv_lora_rank)]
+    flags += [] if mla.q_lora_rank is None else ["--q-lora-rank", str(mla.q_lora_rank)]
+    flags += ["--qk-head-dim", str(mla.qk_head_dim), "--qk-pos-emb-head-dim", str(mla.qk_pos_emb_head_dim)]
+    return flags + ["--v-head-dim", str(mla.v_head_dim)]
+
+
 def _shape_flags(model: ModelSpec) -> list[str]:
     flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
     flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
     flags += ["--seq-length", str(model.seq_length), "--max-position-embeddings", str(model.seq_length)]
-    if model.attention_hidden_size != model.hidden_size:
+    if model.mla is not None:
+        flags += _mla_flags(model.mla)
+    elif model.attention_hidden_size != model.hidden_size:
         flags += ["--kv-channels", str(model.head_dim)]  # unset: hidden / heads (Megatron-LM validate_args)
     if model.num_query_groups < model.num_attention_heads:
         # --num-query-groups is ignored unless --group-query-attention is given.
@@ -373,7 +386,7 @@ def megatron_launch(
     version = version or default_version("megatron")
     inputs = inputs or LaunchInputs()
     args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
-    args += _batch_recompute_flags(training, layout) + _offload_flags(training, version)
+    args += _batch_recompute_flags(model, training, layout) + _offload_flags(training, version)
     args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training, version)
     args += _precision_runtime_flags(model, training, layout)
     run = args + _run_flags(model, inputs)

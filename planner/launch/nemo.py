@@ -28,6 +28,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
@@ -83,7 +84,7 @@ NEMO_VERSION = NEMO_VERSIONS[default_version("nemo")]
 """The default (newest targeted) release's stamp."""
 
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
-Override = str | int | float | bool | list[int] | None
+Override = str | int | float | bool | list[int] | list[str] | None
 
 
 def nemo_recipe(model: ModelSpec) -> str:
@@ -91,6 +92,8 @@ def nemo_recipe(model: ModelSpec) -> str:
     known = known_model(model)
     if known is not None:
         return known.nemo_recipe
+    if model.mla is not None:  # the family whose config (DeepSeekV3Config, an MLATransformerConfig) has MLA's fields
+        return "deepseek_v3"
     if model.moe is not None:
         return "mixtral_8x7b"
     return "llama3_8b" if model.gated_mlp else "gpt3_175b"
@@ -146,14 +149,29 @@ def _data_parallel(training: TrainingSpec, layout: Layout) -> dict[str, Override
 
 def _batch_recompute(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     full, block = layout.recompute is Recompute.FULL, training.recompute_num_layers
-    return {
-        "data.micro_batch_size": layout.micro_batch_size,
-        "data.global_batch_size": training.global_batch_size,
-        "data.seq_length": model.seq_length,
-        "model.config.recompute_granularity": None if layout.recompute is Recompute.NONE else layout.recompute.value,
-        "model.config.recompute_method": ("uniform" if block is None else "block") if full else None,
-        "model.config.recompute_num_layers": (1 if block is None else block) if full else None,
-    } | _activation_offload(training)
+    return (
+        {
+            "data.micro_batch_size": layout.micro_batch_size,
+            "data.global_batch_size": training.global_batch_size,
+            "data.seq_length": model.seq_length,
+            "model.config.recompute_granularity": None
+            if layout.recompute is Recompute.NONE
+            else layout.recompute.value,
+            "model.config.recompute_method": ("uniform" if block is None else "block") if full else None,
+            "model.config.recompute_num_layers": (1 if block is None else block) if full else None,
+        }
+        | _selective_modules(model, layout)
+        | _activation_offload(training)
+    )
+
+
+def _selective_modules(model: ModelSpec, layout: Layout) -> dict[str, Override]:
+    """TransformerConfig.recompute_modules where selective recompute covers more than its default core_attn
+    (`recompute.selective_modules`: MLA's up-projections); left at the default otherwise."""
+    modules = selective_modules(model)
+    if layout.recompute is not Recompute.SELECTIVE or modules == ("core_attn",):
+        return {}
+    return {"model.config.recompute_modules": list(modules)}
 
 
 def _activation_offload(training: TrainingSpec) -> dict[str, Override]:
@@ -186,6 +204,21 @@ def _shape(model: ModelSpec) -> dict[str, Override]:
         f"{c}share_embeddings_and_output_weights": model.tied_embeddings,
         f"{c}seq_length": model.seq_length,
         f"{c}vocab_size": model.vocab_size,
+    } | _mla_shape(model)
+
+
+def _mla_shape(model: ModelSpec) -> dict[str, Override]:
+    """MLATransformerConfig's fields (NeMo 2's DeepSeek configs), for a model with multi-latent attention."""
+    if model.mla is None:
+        return {}
+    c, mla = "model.config.", model.mla
+    return {
+        f"{c}multi_latent_attention": True,
+        f"{c}q_lora_rank": mla.q_lora_rank,
+        f"{c}kv_lora_rank": mla.kv_lora_rank,
+        f"{c}qk_head_dim": mla.qk_head_dim,
+        f"{c}qk_pos_emb_head_dim": mla.qk_pos_emb_head_dim,
+        f"{c}v_head_dim": mla.v_head_dim,
     }
 
 

@@ -117,6 +117,16 @@ def _layer_pattern(pattern: list[Any], num_layers: int) -> dict[str, int]:
     return {"first_k_dense_layers": k, "moe_layer_freq": freq}
 
 
+_MLA_DEFAULTS = {"kv_lora_rank": 32, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64, "v_head_dim": 128}
+"""Megatron-LM's `_add_mla_args` defaults (--q-lora-rank defaults to None: no query latent)."""
+
+
+def _mla(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """ModelSpec.mla from the run's MLA arguments, each at Megatron-LM's default when the args leave it out."""
+    q_lora_rank = _int(args, "q_lora_rank", where) if args.get("q_lora_rank") is not None else None
+    return {"q_lora_rank": q_lora_rank} | {name: _int(args, name, where, d) for name, d in _MLA_DEFAULTS.items()}
+
+
 def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, Any]:
     model: dict[str, Any] = {
         field: _int(args, name, where) for name, field in _SHAPE.items() if name != "ffn_hidden_size"
@@ -124,7 +134,10 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
     if args.get("ffn_hidden_size") is not None:
         model["ffn_hidden_size"] = _int(args, "ffn_hidden_size", where)
     # validate_args fills --kv-channels with hidden / heads when unset; a stated width other than that is Qwen3's.
-    if args.get("kv_channels") is not None:
+    # Multi-latent attention ignores it: its heads are the MLA widths (ModelSpec takes head_dim = v_head_dim).
+    if _on(args, "multi_latent_attention"):
+        model["mla"] = _mla(args, where)
+    elif args.get("kv_channels") is not None:
         model["head_dim"] = _int(args, "kv_channels", where)
     # validate_args: --num-query-groups counts only with --group-query-attention (Megatron-Core: when not None).
     if _on(args, "group_query_attention") or ("group_query_attention" not in args and args.get("num_query_groups")):

@@ -133,6 +133,8 @@ _NEMO_PARTS: tuple[tuple[str, str, str, str, str], ...] = (
     # (source, path, class, key prefix, what: __init__ parameters or dataclass fields), in the list's header order
     ("nemo", "nemo/lightning/pytorch/strategies/megatron_strategy.py", "MegatronStrategy", "trainer.strategy.", "init"),
     ("mcore", f"{_MCORE}/transformer/transformer_config.py", "TransformerConfig", "model.config.", "fields"),
+    # MLATransformerConfig: the fields a DeepSeek config (NeMo's deepseek.py DeepSeekConfig) adds for MLA.
+    ("mcore", f"{_MCORE}/transformer/transformer_config.py", "MLATransformerConfig", "model.config.", "fields"),
     ("mcore", f"{_MCORE}/model_parallel_config.py", "ModelParallelConfig", "model.config.", "fields"),
     (
         "mcore",

@@ -30,7 +30,7 @@ from megatron.core.optimizer import OptimizerConfig
 from megatron.core.parallel_state import RankGenerator
 from megatron.core.transformer.enums import AttnBackend, LayerType
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
-from megatron.core.transformer.transformer_config import TransformerConfig
+from megatron.core.transformer.transformer_config import MLATransformerConfig, TransformerConfig
 from packaging.version import Version as PkgVersion
 from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 from torchtitan.config import ConfigManager
@@ -51,7 +51,10 @@ def megatron_args(launch: FrameworkLaunch) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for flag, value in launch.config.items():
         name = flag.removeprefix("--").replace("-", "_")
-        args[name] = value if value is True else _number(str(value))
+        if isinstance(value, list):  # nargs='+' / '*' (--recompute-modules): argparse's list
+            args[name] = [_number(str(v)) for v in value]
+        else:
+            args[name] = value if value is True else _number(str(value))
     return args
 
 
@@ -73,8 +76,10 @@ def _virtual_size(a: dict[str, Any]) -> int | None:
 
 
 def transformer_config(a: dict[str, Any]) -> TransformerConfig:
-    """core_transformer_config_from_args: same-named args, then the renamed and derived ones."""
-    names = {f.name for f in dataclasses.fields(TransformerConfig)}
+    """core_transformer_config_from_args: same-named args, then the renamed and derived ones; an
+    MLATransformerConfig under --multi-latent-attention, as Megatron-LM builds it."""
+    config_class = MLATransformerConfig if a.get("multi_latent_attention") else TransformerConfig
+    names = {f.name for f in dataclasses.fields(config_class)}
     kw: dict[str, Any] = {k: v for k, v in a.items() if k in names}
     dtype = torch.bfloat16 if a.get("bf16") else torch.half if a.get("fp16") else torch.float32
     kw |= {
@@ -100,7 +105,7 @@ def transformer_config(a: dict[str, Any]) -> TransformerConfig:
         kw["activation_func"] = F.silu
     if isinstance(a.get("moe_layer_freq"), str):  # moe_freq_type: a Python list expression
         kw["moe_layer_freq"] = eval(a["moe_layer_freq"])
-    return TransformerConfig(**kw)
+    return config_class(**kw)
 
 
 def ddp_config(a: dict[str, Any]) -> DistributedDataParallelConfig:

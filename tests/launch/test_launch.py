@@ -551,6 +551,33 @@ def test_moe_flags_for_deepseek_v3() -> None:
     assert launch.nemo.config["model.config.num_moe_experts"] == 256
 
 
+def test_mla_flags_for_deepseek_v3() -> None:
+    """Multi-latent attention launches as Megatron-LM's MLA arguments (`_add_mla_args`) and NeMo's
+    MLATransformerConfig fields; --kv-channels, which MLA ignores, is left out."""
+    launch = _launch(DEEPSEEK, Layout(tp=2, pp=8, dp=64, ep=8, sequence_parallel=True, zero_stage=1), batch=2048)
+    flags = _flags(launch.megatron)
+    assert flags["--multi-latent-attention"] == []
+    assert flags["--q-lora-rank"] == ["1536"] and flags["--kv-lora-rank"] == ["512"]
+    assert flags["--qk-head-dim"] == ["128"] and flags["--qk-pos-emb-head-dim"] == ["64"]
+    assert flags["--v-head-dim"] == ["128"]
+    assert "--kv-channels" not in flags and "--group-query-attention" not in flags
+    config = launch.nemo.config
+    assert "--factory deepseek_v3" in launch.nemo.command
+    assert config["model.config.multi_latent_attention"] is True
+    assert (config["model.config.q_lora_rank"], config["model.config.kv_lora_rank"]) == (1536, 512)
+    assert (config["model.config.qk_head_dim"], config["model.config.qk_pos_emb_head_dim"]) == (128, 64)
+    assert config["model.config.v_head_dim"] == 128
+
+
+def test_mla_without_a_query_latent_leaves_q_lora_rank_unset() -> None:
+    """DeepSeek-V2-Lite's shape (no query latent): --q-lora-rank stays unset, Megatron-LM's None."""
+    lite = DEEPSEEK.model_copy(
+        update={"mla": DEEPSEEK.mla.model_copy(update={"q_lora_rank": None}) if DEEPSEEK.mla else None}
+    )
+    flags = _flags(_launch(lite, Layout(tp=2, pp=8, dp=64, ep=8, sequence_parallel=True, zero_stage=1), 2048).megatron)
+    assert "--q-lora-rank" not in flags and flags["--kv-lora-rank"] == ["512"]
+
+
 @pytest.mark.parametrize("release", ["core_v0.15.0", "core_v0.16.1", "core_v0.19.2"])
 @pytest.mark.parametrize("precision", [Precision.BF16, Precision.FP8, Precision.FP16])
 def test_grouped_gemm_only_where_megatron_allows_it(precision: Precision, release: str) -> None:
@@ -797,10 +824,11 @@ def test_every_launch_says_it_is_a_smoke_test_and_names_the_placeholders(case: A
     assert "--mock-data" in megatron.args + megatron.command.split() and "--mock-data" in megatron.notes[0]
 
 
-def test_deepseek_says_it_is_launched_without_mla_or_mtp() -> None:
+def test_deepseek_says_it_is_launched_without_mtp() -> None:
     launch = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
     for fl in (launch.megatron, launch.torchtitan, launch.nemo):
-        assert any(n.startswith("Approximation: DeepSeek-V3") and "MLA" in n and "MTP" in n for n in fl.notes)
+        assert any(n.startswith("Approximation: DeepSeek-V3") and "MTP" in n for n in fl.notes)
+        assert not any("MLA" in n or "multi-latent" in n for n in fl.notes)
     plain = launch_args(LLAMA70, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
     assert not any("DeepSeek" in n for n in plain.megatron.notes)
 

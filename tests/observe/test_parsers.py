@@ -199,6 +199,21 @@ def test_uneven_split_and_moe_pattern() -> None:
         megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
 
 
+def test_multi_latent_attention_reads_back_as_mla() -> None:
+    """--multi-latent-attention with its widths becomes ModelSpec.mla (Megatron-LM's defaults for those left out);
+    the --kv-channels validate_args fills in (hidden / heads) is MLA's to ignore."""
+    args = _args(multi_latent_attention=True, q_lora_rank=48, kv_lora_rank=16, v_head_dim=64, kv_channels=64)
+    request, _ = megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    model = request["model"]
+    assert model["mla"] == {
+        "q_lora_rank": 48, "kv_lora_rank": 16, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64, "v_head_dim": 64,
+    }  # fmt: skip
+    assert "head_dim" not in model
+    assert ModelSpec.model_validate(model).head_dim == 64
+    plain, _ = megatron_request(_args(), where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    assert "mla" not in plain["model"]
+
+
 def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
     """A split with a short first and last chunk (14 layers, pp 4, vp 2: [3, 4, 4, 3], chunks [1, 2] ... [2, 1])
     launches as a --pipeline-model-parallel-layout, and that argument reads back as the same split and vp;

@@ -23,7 +23,17 @@ from planner.rules import (
     rule_set,
 )
 from planner.rules.core import chunks_uneven, rank_chunks
-from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
+from planner.specs import (
+    AdamMoments,
+    Fp8Recipe,
+    GradientLayout,
+    MLASpec,
+    ModelSpec,
+    MoESpec,
+    Precision,
+    Recompute,
+    TrainingSpec,
+)
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -39,6 +49,7 @@ DSV3 = ModelSpec(
     vocab_size=129280,
     seq_length=4096,
     moe=MoESpec(num_experts=256, top_k=8, expert_ffn_hidden_size=2048),
+    mla=MLASpec(q_lora_rank=1536, kv_lora_rank=512, qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128),
 )
 
 
