@@ -19,10 +19,12 @@ qwen2_moe, qwen3_moe
     decoder_sparse_step (default 1), mlp_only_layers (default []) and, for
     qwen2_moe only, shared_expert_intermediate_size. intermediate_size is the
     width of the dense MLP layers; it may be absent when every layer is MoE.
-deepseek_v3
+deepseek_v2, deepseek_v3
     As llama for the trunk, plus n_routed_experts, num_experts_per_tok,
     moe_intermediate_size, n_shared_experts, first_k_dense_replace,
-    moe_layer_freq (default 1); intermediate_size is the dense layers' width.
+    moe_layer_freq (default 1); intermediate_size is the dense layers' width;
+    multi-latent attention from kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+    v_head_dim and q_lora_rank (null in DeepSeek-V2-Lite: no query latent).
 llama4, llama4_text
     As llama (read from ``text_config`` when the file is the multimodal
     wrapper; the vision tower is left out), plus num_local_experts,
@@ -118,6 +120,11 @@ PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
     "qwen2_moe": (4096, "Qwen2 pre-trains at 4,096 tokens before long-context extension: arXiv 2407.10671, Sec. 3"),
     "qwen3": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
     "qwen3_moe": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
+    "deepseek_v2": (
+        4096,
+        "DeepSeek-V2 pre-trains at a 4K maximum sequence length before its long-context extension: the"
+        " deepseek-ai/DeepSeek-V2-Lite model card, Training Details",
+    ),
     "deepseek_v3": (4096, "DeepSeek-V3 pre-trains at a 4K maximum sequence length: arXiv 2412.19437, Sec. 4.2"),
     "llama4": (8192, _LLAMA4_SEQ),
     "llama4_text": (8192, _LLAMA4_SEQ),
@@ -133,6 +140,7 @@ _ARCHITECTURES = {
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "Llama4ForConditionalGeneration": "llama4",
     "Llama4ForCausalLM": "llama4_text",
@@ -307,7 +315,9 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
     spec = _trunk(keys)
     spec["num_query_groups"] = spec["num_attention_heads"]  # MLA: every head its own key and value
     num_layers: int = spec["num_layers"]
-    keys.sources["num_query_groups"] = "architecture (deepseek_v3: multi-latent attention, one key/value per head)"
+    keys.sources["num_query_groups"] = (
+        f"architecture ({keys.model_type}: multi-latent attention, one key/value per head)"
+    )
     spec.pop("head_dim", None)  # MLA's heads are the mla widths; ModelSpec takes head_dim = v_head_dim
     keys.sources["head_dim"] = "mla.v_head_dim"
     keys.sources["mla.q_lora_rank"] = keys.source("q_lora_rank") if keys.has("q_lora_rank") else "null in hf_config"
@@ -409,6 +419,7 @@ _FAMILIES: dict[str, Callable[[_Keys], dict[str, Any]]] = {
     "mixtral": _mixtral,
     "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
+    "deepseek_v2": _deepseek_v3,  # the same keys: MLA and DeepSeekMoE (arXiv 2405.04434, Sec. 2)
     "deepseek_v3": _deepseek_v3,
     "llama4": _llama4,
     "llama4_text": _llama4,

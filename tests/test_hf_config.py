@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from planner.costmodel.gemms import attention_gemms
 from planner.costmodel.params import active_params, total_params
 from planner.errors import InvalidSpecError
 from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config, resolve_hf_config
@@ -684,6 +685,7 @@ def test_supported_model_types() -> None:
         "mixtral",
         "qwen2_moe",
         "qwen3_moe",
+        "deepseek_v2",
         "deepseek_v3",
         "llama4",
         "llama4_text",
@@ -903,3 +905,41 @@ def test_sources_name_the_key_read() -> None:
     assert "131072" in sources["seq_length"] and "arXiv 2412.15115" in sources["seq_length"]
     gpt2 = resolve_hf_config(GPT2).sources
     assert gpt2["hidden_size"] == "hf_config.n_embd" and gpt2["seq_length"].startswith("hf_config.n_positions")
+
+
+# The architecture keys of deepseek-ai/DeepSeek-V2-Lite's config.json (its card: 15.7B total, 2.4B activated).
+DEEPSEEK_V2_LITE: dict[str, Any] = {
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "model_type": "deepseek_v2",
+    "hidden_size": 2048,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "num_hidden_layers": 27,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "n_routed_experts": 64,
+    "n_shared_experts": 2,
+    "num_experts_per_tok": 6,
+    "first_k_dense_replace": 1,
+    "moe_layer_freq": 1,
+    "kv_lora_rank": 512,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "vocab_size": 102400,
+    "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+}
+
+
+def test_deepseek_v2_lite_has_no_query_latent() -> None:
+    """DeepSeek-V2-Lite does not compress the queries (q_lora_rank null): one q projection h -> heads x 192; the
+    card's 15.7B total parameters; pre-trained at 4K."""
+    resolved = resolve_hf_config(DEEPSEEK_V2_LITE)
+    model = resolved.model
+    assert model.mla is not None and model.mla.q_lora_rank is None
+    assert (model.mla.kv_lora_rank, model.query_key_head_dim, model.head_dim) == (512, 192, 128)
+    assert model.seq_length == 4096 and resolved.sources["mla.q_lora_rank"] == "null in hf_config"
+    assert total_params(model) == pytest.approx(15.7e9, rel=0.01)
+    assert [g.name for g in attention_gemms(model)] == ["q", "kv_down", "kv_up", "proj"]
