@@ -157,7 +157,9 @@ class _Keys:
         self.model_type = model_type
         self._prefix = prefix
         """Where `config` sits in the config.json ("text_config." for a multimodal model's language model)."""
-        self._label = f"model_type {model_type!r}" + (" (inferred: config.json has none)" if inferred else "")
+        self._label = f"model_type {model_type!r}" + (
+            " (inferred: config.json's model_type is missing or not a family read here)" if inferred else ""
+        )
         self.sources: dict[str, str] = {}
         """ModelSpec field (dotted under moe) -> where its value came from."""
 
@@ -431,13 +433,22 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_FAMILIES)
 """The ``model_type`` values `model_from_hf_config` accepts."""
 
 
-def _guess_model_type(config: Mapping[str, Any]) -> str | None:
-    """The family of a config.json without ``model_type``: from ``architectures``, else from telltale keys."""
+def _architecture_family(config: Mapping[str, Any]) -> str | None:
+    """The family of the first modelling class ``architectures`` names that this module reads (Hugging Face
+    builds the model from that class, whatever ``model_type`` says: Kimi K2's is kimi_k2 over
+    DeepseekV3ForCausalLM); None when it names none."""
     architectures = config.get("architectures")
     if isinstance(architectures, list | tuple):
         for name in architectures:
             if isinstance(name, str) and name in _ARCHITECTURES:
                 return _ARCHITECTURES[name]
+    return None
+
+
+def _guess_model_type(config: Mapping[str, Any]) -> str | None:
+    """The family of a config.json without ``model_type``: from ``architectures``, else from telltale keys."""
+    if (family := _architecture_family(config)) is not None:
+        return family
     if "n_embd" in config and "n_layer" in config:
         return "gpt2"
     if "n_routed_experts" in config:
@@ -523,7 +534,8 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     pre-training length capped by max_position_embeddings (see the module
     docstring). Raises InvalidSpecError, with field ``model.hf_config.<key>``, for a
     missing, non-integer or non-positive key; ``model.hf_config.model_type`` for
-    an unsupported family; ``model.hf_config`` when the mapped shape breaks a
+    an unsupported family (a model_type read here, or else a modelling class in ``architectures`` that is:
+    Kimi K2's kimi_k2 reads as its DeepseekV3ForCausalLM); ``model.hf_config`` when the mapped shape breaks a
     ModelSpec rule (e.g. hidden_size not divisible by num_attention_heads).
     """
     if not isinstance(config, Mapping):
@@ -540,10 +552,12 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
         model_type = guessed
     elif isinstance(raw_type, str) and raw_type in _FAMILIES:
         model_type = raw_type
+    elif (by_class := _architecture_family(config)) is not None:
+        model_type = by_class  # a checkpoint of a known modelling class under its own model_type (Kimi K2)
     else:
         raise InvalidSpecError(f"{_FIELD}.model_type", f"unsupported model_type {raw_type!r}; supported: {supported}")
 
-    keys = _text_keys(config, model_type, inferred=raw_type is None)
+    keys = _text_keys(config, model_type, inferred=raw_type is None or model_type != raw_type)
     spec = _FAMILIES[model_type](keys)
     spec["seq_length"] = _seq_length(keys, seq_length)
     keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it

@@ -713,7 +713,7 @@ ERROR_CASES = [
         id="missing-deepseek-experts",
     ),
     pytest.param(
-        {**LLAMA3_8B, "model_type": "bert"},
+        {**_without(LLAMA3_8B, "architectures"), "model_type": "bert"},  # no modelling class read here either
         None,
         "model.hf_config.model_type",
         ["'bert'", "supported:", "llama", "deepseek_v3", "gpt_neox"],
@@ -943,3 +943,13 @@ def test_deepseek_v2_lite_has_no_query_latent() -> None:
     assert model.seq_length == 4096 and resolved.sources["mla.q_lora_rank"] == "null in hf_config"
     assert total_params(model) == pytest.approx(15.7e9, rel=0.01)
     assert [g.name for g in attention_gemms(model)] == ["q", "kv_down", "kv_up", "proj"]
+
+
+def test_a_known_modelling_class_under_its_own_model_type_is_read_by_that_class() -> None:
+    """Kimi K2 ships model_type kimi_k2 with architectures DeepseekV3ForCausalLM, the class Hugging Face builds:
+    such a config reads as that family (here DeepSeek-V3's keys under another model_type); a class this module
+    does not read is still refused."""
+    renamed = DEEPSEEK_V3 | {"model_type": "kimi_k2"}
+    assert model_from_hf_config(renamed) == model_from_hf_config(DEEPSEEK_V3)
+    with pytest.raises(InvalidSpecError, match="unsupported model_type 'kimi_k2'"):
+        model_from_hf_config(renamed | {"architectures": ["KimiForCausalLM"]})
