@@ -93,13 +93,16 @@ def attention_params(model: ModelSpec) -> int:
     return sum(g.params for g in attention_gemms(model))
 
 
+def _latent_norm_params(model: ModelSpec) -> int:
+    """MLA's two latent RMSNorms (q_lora_rank and kv_lora_rank weights; no query norm without a query latent)."""
+    return 0 if model.mla is None else (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
+
+
 def _replicated_attention_params(model: ModelSpec) -> int:
     """The attention parameters every tp rank holds whole: MLA's down-projections (`gemms.GemmRole.LATENT`) and
-    its two latent RMSNorms (q_lora_rank and kv_lora_rank weights); zero without MLA."""
-    if model.mla is None:
-        return 0
+    its latent norms; zero without MLA."""
     down = sum(g.params for g in attention_gemms(model) if not g.tp_split)
-    return down + (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
+    return down + _latent_norm_params(model)
 
 
 def dense_mlp_params(model: ModelSpec, ffn: int) -> int:
@@ -133,8 +136,7 @@ def output_params(model: ModelSpec) -> int:
 
 
 def _layer_common_params(model: ModelSpec) -> int:
-    latent_norms = model.mla.kv_lora_rank + (model.mla.q_lora_rank or 0) if model.mla is not None else 0
-    return attention_params(model) + 2 * norm_params(model) + latent_norms
+    return attention_params(model) + 2 * norm_params(model) + _latent_norm_params(model)
 
 
 def total_params(model: ModelSpec) -> int:
