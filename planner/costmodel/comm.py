@@ -302,11 +302,12 @@ def _block_collectives(
     """A block whose input side (the forward all-gather, the input-gradient reduction) moves `input_bytes`
     (default `nbytes`) and whose output side (the forward reduction) `nbytes`; a pass is one of each under
     sequence parallelism, one all-reduce (their mean) without."""
-    inputs = nbytes if input_bytes is None else input_bytes
-    gather_in = all_gather_s(inputs, group, hw, rails=rt.ring_rails)
     gather_out = all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
-    reduce_in = all_reduce_s(inputs, group, hw, rails=rt.ring_rails)
     reduce_out = all_reduce_s(nbytes, group, hw, rails=rt.ring_rails)
+    gather_in, reduce_in = gather_out, reduce_out
+    if input_bytes is not None:
+        gather_in = all_gather_s(input_bytes, group, hw, rails=rt.ring_rails)
+        reduce_in = all_reduce_s(input_bytes, group, hw, rails=rt.ring_rails)
     sp = c.sequence_parallel
     return _Block(
         np.asarray(np.where(sp, gather_in + gather_out, (reduce_in + reduce_out) / 2), dtype=np.float64),
@@ -342,9 +343,11 @@ def tp_collectives_s(
     attention block's input side moves the latents (`_attention_input_width`).
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    latents = num.wire_bytes * tokens_per_microbatch(model, c) * _attention_input_width(model)
-    attention = _block_collectives(nbytes, placement.tp, c, hw, rt, latents)
     mlp = _block_collectives(nbytes, placement.tp, c, hw, rt)
+    attention = mlp
+    if model.mla is not None:
+        latents = num.wire_bytes * tokens_per_microbatch(model, c) * _attention_input_width(model)
+        attention = _block_collectives(nbytes, placement.tp, c, hw, rt, latents)
     if model.moe is not None:
         share = model.num_moe_layers / model.num_layers
         routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
