@@ -66,8 +66,9 @@ Approximations (ModelSpec cannot say more):
 - DeepSeek-V3's multi-head latent attention becomes ModelSpec.mla (q_lora_rank,
   kv_lora_rank, qk_nope_head_dim -> qk_head_dim, qk_rope_head_dim ->
   qk_pos_emb_head_dim, v_head_dim), as in the deepseek-v3 preset. The
-  multi-token-prediction module (num_nextn_predict_layers) is not counted,
-  matching the advertised 671B.
+  multi-token-prediction modules (num_nextn_predict_layers) become
+  mtp_num_layers: DeepSeek-V3 is then 682B (the advertised 671B leaves them out,
+  its 685B checkpoint counts the shared embedding and output head twice).
 - Sliding-window attention (Mistral, Qwen) and partial rotary (GPT-NeoX
   rotary_pct) change no parameter count and are ignored; so is GPT-NeoX's
   parallel residual.
@@ -323,6 +324,8 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
     spec.pop("head_dim", None)  # MLA's heads are the mla widths; ModelSpec takes head_dim = v_head_dim
     keys.sources["head_dim"] = "mla.v_head_dim"
     keys.sources["mla.q_lora_rank"] = keys.source("q_lora_rank") if keys.has("q_lora_rank") else "null in hf_config"
+    # DeepSeek-V3's multi-token prediction module (num_nextn_predict_layers 1); none in DeepSeek-V2.
+    spec["mtp_num_layers"] = keys.take("mtp_num_layers", "num_nextn_predict_layers", default=0, minimum=0)
     spec["mla"] = {
         "q_lora_rank": keys.integer("q_lora_rank") if keys.has("q_lora_rank") else None,  # null: DeepSeek-V2-Lite
         "kv_lora_rank": keys.take("mla.kv_lora_rank", "kv_lora_rank"),
@@ -561,6 +564,7 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     spec = _FAMILIES[model_type](keys)
     spec["seq_length"] = _seq_length(keys, seq_length)
     keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it
+    keys.sources.setdefault("mtp_num_layers", "default (0: no multi-token prediction)")
 
     name = config.get("_name_or_path")
     if isinstance(name, str) and name:

@@ -155,6 +155,13 @@ class ModelSpec(BaseModel):
         default=False, description="A learned (seq_length x hidden) position table (GPT-3); else RoPE."
     )
     moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
+    mtp_num_layers: int = Field(
+        default=0,
+        ge=0,
+        le=16,
+        description="Multi-token prediction depth (DeepSeek-V3: 1; Megatron-LM --mtp-num-layers): each MTP module is"
+        " one more transformer layer, a 2h -> h projection and a second output head and loss on the last stage.",
+    )
     mla: MLASpec | None = Field(
         default=None,
         description="Multi-head latent attention (DeepSeek-V2/V3); null: multi-head or grouped-query attention."

@@ -450,6 +450,7 @@ REAL_CONFIGS = [
                 "moe_layer_freq": 1,
                 "first_k_dense_layers": 3,
             },
+            "mtp_num_layers": 1,  # num_nextn_predict_layers
             "mla": {
                 "q_lora_rank": 1536,
                 "kv_lora_rank": 512,
@@ -459,8 +460,9 @@ REAL_CONFIGS = [
             },
             **_ROPE_GATED,
         },
-        671e9,
-        0.001,  # 671.03B with multi-latent attention (the report's 671B excludes the 14B MTP module)
+        682.1e9,
+        0.001,  # 671.03B with multi-latent attention (the report's 671B) + 11.07B for the MTP module's layer
+        # (an average one), eh_proj and norms; the 685B checkpoint also counts the shared embedding and head again
         id="deepseek-v3",
     ),
     pytest.param(
@@ -583,7 +585,7 @@ def test_real_config(
     config: dict[str, Any], seq_length: int | None, expected: dict[str, Any], advertised: float, rel: float
 ) -> None:
     model = model_from_hf_config(config, seq_length=seq_length)
-    assert model.model_dump() == {"mla": None} | expected  # multi-latent attention: DeepSeek's alone
+    assert model.model_dump() == {"mla": None, "mtp_num_layers": 0} | expected  # MLA and MTP: DeepSeek's alone
     assert total_params(model) == pytest.approx(advertised, rel=rel)
 
 

@@ -35,6 +35,7 @@ from planner.costmodel.gemms import (
     attention_core_flop,
     layer_gemms,
     logits_gemm,
+    mtp_projection_gemm,
     up_projection_gemms,
 )
 from planner.costmodel.host import host_s_per_kernel, layer_kernels
@@ -49,6 +50,7 @@ __all__ = [
     "gemm_time_s",
     "layer_times",
     "logits_time_s",
+    "mtp_projection_time_s",
     "optimizer_step_time_s",
     "tensor_core_time_s",
 ]
@@ -343,6 +345,13 @@ def logits_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
     logits = tokens * model.vocab_size / c.tp
     loss_bytes = (LOGIT_FORWARD_BYTES_PER_ELEMENT + LOGIT_BACKWARD_BYTES_PER_ELEMENT) * logits
     return 3 * gemm + loss_bytes / hw.hbm_bandwidth_bytes_per_s
+
+
+def mtp_projection_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward + backward seconds of one MTP module's eh_proj (`gemms.mtp_projection_gemm`, three GEMMs like the
+    output layer's) on the last stage."""
+    k, n = mtp_projection_gemm(model).local_shape(c.tp)
+    return np.asarray(3 * gemm_time_s(tokens_per_microbatch(model, c), n, k, hw, fp8_eligible=False), dtype=np.float64)
 
 
 def optimizer_step_time_s(params_local: FloatArray, hw: Hardware, num: Numerics) -> FloatArray:

@@ -26,6 +26,7 @@ from planner.costmodel.gemms import (
     layer_gemms,
     logits_gemm,
     mlp_gemms,
+    mtp_projection_gemm,
     up_projection_gemms,
 )
 from planner.specs import ModelSpec
@@ -80,9 +81,13 @@ def model_flop_per_sequence(model: ModelSpec, full_attention: bool = False) -> f
     """Model flop (MFU basis) per sequence: 3x forward (forward + backward), no recompute.
 
     Megatron-LM `num_floating_point_operations`: 3 (forward, dgrad, wgrad) x 2 flop per
-    multiply-add over every GEMM, the core attention causal; NeMo's flops callbacks agree.
+    multiply-add over every GEMM, the core attention causal; NeMo's flops callbacks agree. Multi-token
+    prediction adds a layer (the average one here; Megatron counts the last layer's kind), eh_proj and a logit
+    layer per module, as Megatron-LM does (`mtp_num_layers`: "(1 + mtp_num_layers)" logits).
     """
-    return 3 * (model.num_layers * layer_forward_flop(model, 1, full_attention) + logits_flop(model, 1))
+    layers = (model.num_layers + model.mtp_num_layers) * layer_forward_flop(model, 1, full_attention)
+    mtp = model.mtp_num_layers * mtp_projection_gemm(model).flop(model.seq_length)
+    return 3 * (layers + (1 + model.mtp_num_layers) * logits_flop(model, 1) + mtp)
 
 
 def hardware_flop_per_sequence(model: ModelSpec, mode: int, full_attention: bool = False) -> float:
@@ -103,9 +108,10 @@ def recompute_flop_per_sequence(model: ModelSpec, mode: int, full_attention: boo
     Korthikanti 2022 App. A becomes 2s/(9h); the paper prints s/(3h), a typo its authors
     confirmed (NVIDIA/Megatron-LM issue #523).
     """
+    layers = model.num_layers + model.mtp_num_layers  # each MTP module's layer recomputes like the others
     if mode == FULL:
-        return model.num_layers * layer_forward_flop(model, 1, full_attention)
+        return layers * layer_forward_flop(model, 1, full_attention)
     if mode == SELECTIVE:
         up = sum(g.flop(model.seq_length) for g in up_projection_gemms(model))  # MLA's up-projections rerun too
-        return model.num_layers * (_core_flop(model, 1, full_attention) + up)
+        return layers * (_core_flop(model, 1, full_attention) + up)
     return 0.0

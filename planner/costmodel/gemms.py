@@ -44,6 +44,7 @@ __all__ = [
     "logits_gemm",
     "mla_gemms",
     "mlp_gemms",
+    "mtp_projection_gemm",
     "router_gemm",
     "up_projection_gemms",
 ]
@@ -66,7 +67,7 @@ class GemmRole(StrEnum):
     SHARED_EXPERT = "shared_expert"
     """A shared expert MLP: every token, split by tp; one GEMM per shared expert."""
     OUTPUT = "output"
-    """The logit layer h -> V: every token, split by tp (last stage only)."""
+    """The logit layer h -> V (and an MTP module's eh_proj): every token, split by tp (last stage only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +229,13 @@ def router_gemm(model: ModelSpec) -> Gemm:
     assert model.moe is not None
     share = model.num_moe_layers / model.num_layers
     return Gemm("router", GemmRole.ROUTER, model.hidden_size, model.moe.num_experts, 1, share, False)
+
+
+def mtp_projection_gemm(model: ModelSpec) -> Gemm:
+    """A multi-token-prediction module's eh_proj 2h -> h (the normed hidden state and the next token's embedding,
+    concatenated; DeepSeek-V3 report, arXiv 2412.19437, Sec. 2.2, Eq. 21's M_k; Megatron-Core
+    `MultiTokenPredictionLayer.eh_proj`, column parallel), on the last stage, in bf16 like the output layer."""
+    return Gemm("eh_proj", GemmRole.OUTPUT, 2 * model.hidden_size, model.hidden_size, 1, 1.0, False)
 
 
 def logits_gemm(model: ModelSpec) -> Gemm:

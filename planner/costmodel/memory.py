@@ -262,7 +262,8 @@ def stage_terms(
 ) -> StageTerms:
     """The memory terms of one stage (`params.stage_kinds`), Korthikanti 2022 Table 2 per layer.
 
-    The output stage keeps the final hidden states and the logits in `num.logit_bytes` (fp32) for the loss.
+    The output stage keeps the final hidden states and the logits in `num.logit_bytes` (fp32) for the loss, and
+    per multi-token-prediction module one more layer's activations per micro-batch in flight and its own logits.
     With `offload` layers' activations offloaded to the host (`TrainingSpec.activation_offload_layers`), a
     micro-batch keeps those of the other layers only (`offload.offloaded_layers`: at most L - k sets on the GPU).
     `partial` (block recompute, `TrainingSpec.recompute_num_layers`): the stage's recomputed layers
@@ -274,14 +275,16 @@ def stage_terms(
     tokens = tokens_per_microbatch(model, c)
     tp = c.tp.astype(np.float64)
     embedding_bytes = np.where(embedding, (8 + model.hidden_size) * tokens / tp, 0.0)
-    logits = np.where(output, num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    heads = 1 + model.mtp_num_layers  # the output layer and each MTP module's own (their losses are kept together)
+    logits = np.where(output, heads * num.logit_bytes * tokens * (model.hidden_size + model.vocab_size) / tp, 0.0)
+    mtp_layers = np.where(output, model.mtp_num_layers * per_layer, 0.0)  # each MTP module's layer, in flight
     fp8 = stage_fp8_weights(model, c, layers)
     if partial is not None:  # the recomputed layers run last in backward, after the others freed their activations
         working = np.where(partial[0] < layers, 0.0, working)
     return StageTerms(
         params=params,
         sharded=sharded_params(params, c),
-        layer_activations=_layer_activations(per_layer, layers, offload, partial) + embedding_bytes,
+        layer_activations=_layer_activations(per_layer, layers, offload, partial) + embedding_bytes + mtp_layers,
         fixed_activations=logits + np.where(layers > 0, working, 0.0),
         zero3_buffer=params.total / np.maximum(layers, 1),
         fp8_weights=fp8.total,

@@ -13,7 +13,14 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray, select_max
-from planner.costmodel.gemms import attention_gemms, layer_gemms, logits_gemm, mlp_gemms, router_gemm
+from planner.costmodel.gemms import (
+    attention_gemms,
+    layer_gemms,
+    logits_gemm,
+    mlp_gemms,
+    mtp_projection_gemm,
+    router_gemm,
+)
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -140,13 +147,18 @@ def _layer_common_params(model: ModelSpec) -> int:
 
 
 def total_params(model: ModelSpec) -> int:
-    """Every parameter, all experts included. Final norm included (Eq. 2 omits its 2h)."""
-    dense = model.num_dense_layers * (_layer_common_params(model) + dense_mlp_params(model, model.ffn_hidden_size))
+    """Every parameter, all experts included. Final norm included (Eq. 2 omits its 2h). Multi-token prediction
+    modules add an average layer each, eh_proj and three norms (`_mtp_params_per_gpu`; they share the embedding
+    and the output layer)."""
+    dense_layer = _layer_common_params(model) + dense_mlp_params(model, model.ffn_hidden_size)
+    dense = model.num_dense_layers * dense_layer
     moe = 0
     if model.moe is not None:
         per_layer = _layer_common_params(model) + _moe_layer_replicated_params(model)
         moe = model.num_moe_layers * (per_layer + expert_params_per_moe_layer(model))
-    return dense + moe + embedding_params(model) + output_params(model) + norm_params(model)
+    mtp_module = round((dense + moe) / model.num_layers) + mtp_projection_gemm(model).params + 3 * norm_params(model)
+    trunk = dense + moe + embedding_params(model) + output_params(model) + norm_params(model)
+    return trunk + model.mtp_num_layers * mtp_module
 
 
 def active_params(model: ModelSpec) -> int:
@@ -154,8 +166,9 @@ def active_params(model: ModelSpec) -> int:
     if model.moe is None:
         return total_params(model)
     inactive = model.moe.num_experts - model.moe.top_k
-    return total_params(model) - model.num_moe_layers * inactive * dense_mlp_params(
-        model, model.moe.expert_ffn_hidden_size
+    moe_layers = model.num_moe_layers * (1 + model.mtp_num_layers / model.num_layers)  # MTP: average layers
+    return total_params(model) - round(
+        moe_layers * inactive * dense_mlp_params(model, model.moe.expert_ffn_hidden_size)
     )
 
 
@@ -188,7 +201,26 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     )
     dense = dense + np.where(embedding, embedding_params(model) / tp, 0.0)
     dense = dense + np.where(output, output_matrix / tp + norm_params(model), 0.0)
+    mtp = _mtp_params_per_gpu(model, c, embedding)
+    dense = dense + np.where(output, mtp.dense, 0.0)
+    expert = expert + np.where(output, mtp.expert, 0.0)
     return ParamCounts(dense, expert)
+
+
+def _mtp_params_per_gpu(model: ModelSpec, c: Candidates, embedding: BoolArray) -> ParamCounts:
+    """The multi-token-prediction modules one GPU of the last stage holds (`ModelSpec.mtp_num_layers`): each one
+    average layer (`stage_params` at one layer; DeepSeek-V3's is an MoE layer, as 58 of its 61 are), eh_proj
+    (`gemms.mtp_projection_gemm`) and three norms (enorm, hnorm, its final norm), and, on a last stage that does
+    not also hold the embedding, a copy of an untied embedding for the next tokens (Megatron-Core `GPTModel`
+    builds `self.embedding` where `mtp_process`; a tied one is there already as the output layer)."""
+    zero = np.zeros(c.shape)
+    if model.mtp_num_layers == 0:
+        return ParamCounts(zero, zero)
+    one = np.ones_like(c.tp)
+    layer = stage_params(model.model_copy(update={"mtp_num_layers": 0}), c, StageShape(one, one < 0, one < 0))
+    module = mtp_projection_gemm(model).params / c.tp + 3 * norm_params(model)
+    copy = np.where(embedding | model.tied_embeddings, 0.0, model.vocab_size * model.hidden_size / c.tp)
+    return ParamCounts(model.mtp_num_layers * (layer.dense + module) + copy, model.mtp_num_layers * layer.expert)
 
 
 def _fp8_weights_per_layer(model: ModelSpec) -> tuple[float, float, float]:

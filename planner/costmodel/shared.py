@@ -34,7 +34,7 @@ from planner.numerics import training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
 
-__all__ = ["LayerQuantities", "LayerSeconds", "layer_quantities"]
+__all__ = ["LayerQuantities", "LayerSeconds", "layer_quantities", "output_stage_extra_s"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,7 @@ class LayerQuantities:
     layer_s: LayerSeconds
     """One layer and micro-batch."""
     logits_s: FloatArray
+    """The last stage's seconds per micro-batch beyond its layers (`output_stage_extra_s`: output layer, loss, MTP)."""
     stage_params: tuple[ParamCounts, ...]
     """Parameters per GPU of the first, middle and last stage (`StageKind` order)."""
     stage_terms: tuple[StageTerms, ...]
@@ -123,6 +124,19 @@ def _layer_seconds(
         forward=layer.forward_s,
         backward=layer.backward_s + layer.recompute_s,
     )
+
+
+def output_stage_extra_s(model: ModelSpec, c: Candidates, hw: Hardware, layer_s: LayerSeconds) -> FloatArray:
+    """Seconds the last stage spends per micro-batch beyond its layers: the output layer and loss
+    (`compute.logits_time_s`), and each multi-token-prediction module (`ModelSpec.mtp_num_layers`): one more
+    layer, priced as the average layer with its communication, eh_proj and a second output layer and loss
+    (DeepSeek-V3 report, arXiv 2412.19437, Sec. 2.2; Megatron-Core `MultiTokenPredictionBlock` on the last
+    stage)."""
+    logits = compute.logits_time_s(model, c, hw)
+    if model.mtp_num_layers == 0:
+        return logits
+    module = layer_s.critical_path_s + logits + compute.mtp_projection_time_s(model, c, hw)
+    return np.asarray(logits + model.mtp_num_layers * module, dtype=np.float64)
 
 
 StageOffload = Callable[[IntArray], FloatArray]
@@ -192,7 +206,7 @@ def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw
     largest = largest_stage_params(params)
     collectives = dp_collectives_s(model, c, largest, placement, hw, training)
     layer_s = _layer_seconds(model, c, hw, training, placement)
-    logits_s = compute.logits_time_s(model, c, hw)
+    logits_s = output_stage_extra_s(model, c, hw, layer_s)
     num = training_numerics(training, hw)
     per_layer = activation_bytes_per_layer(model, c, training.runtime, num)
     offload = _stage_offload(c, hw, training, layer_s, per_layer)

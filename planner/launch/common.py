@@ -26,6 +26,7 @@ __all__ = [
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
     "torchtitan_block_recompute_notes",
+    "torchtitan_mtp_notes",
     "torchtitan_offload_notes",
     "model_notes",
     "moe_layer_pattern",
@@ -173,12 +174,6 @@ _KNOWN: dict[tuple[int, int, int, int, int, int, int, bool], KnownModel] = {
 def model_notes(model: ModelSpec) -> list[str]:
     """Where every framework's launch departs from the model's architecture (the planner prices the spec's shape)."""
     notes: list[str] = []
-    known = known_model(model)
-    if known is not None and known.nemo_recipe == "deepseek_v3":
-        notes.append(
-            "Approximation: DeepSeek-V3 launched without its multi-token prediction (MTP) module, as the planner"
-            " prices it (NVIDIA's recipes add one MTP layer, Megatron-LM --mtp-num-layers 1, on the last stage)."
-        )
     if not model.learned_position_embeddings:
         notes.append(
             "Position embedding: RoPE (the model has no learned position table). A model trained with ALiBi, such as"
@@ -217,6 +212,17 @@ def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
     return [
         "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
         " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."
+    ]
+
+
+def torchtitan_mtp_notes(model: ModelSpec) -> list[str]:
+    """TorchTitan's models have no multi-token prediction: its launch trains without the MTP modules priced."""
+    if not model.mtp_num_layers:
+        return []
+    return [
+        f"model.mtp_num_layers({model.mtp_num_layers}): TorchTitan's models have no multi-token prediction, so this"
+        " launch trains without the MTP modules the estimate prices on the last stage (a layer, eh_proj and a"
+        " second output layer and loss each)."
     ]
 
 

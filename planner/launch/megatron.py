@@ -161,6 +161,8 @@ def _shape_flags(model: ModelSpec) -> list[str]:
     flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
     flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
     flags += ["--seq-length", str(model.seq_length), "--max-position-embeddings", str(model.seq_length)]
+    if model.mtp_num_layers:  # on the last stage, beside the loss (Megatron-Core mtp_on_this_rank)
+        flags += ["--mtp-num-layers", str(model.mtp_num_layers)]
     if model.mla is not None:
         flags += _mla_flags(model.mla)
     elif model.attention_hidden_size != model.hidden_size:

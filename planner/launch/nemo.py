@@ -204,6 +204,7 @@ def _shape(model: ModelSpec) -> dict[str, Override]:
         f"{c}share_embeddings_and_output_weights": model.tied_embeddings,
         f"{c}seq_length": model.seq_length,
         f"{c}vocab_size": model.vocab_size,
+        f"{c}mtp_num_layers": model.mtp_num_layers or None,  # TransformerConfig's None: no MTP
     } | _mla_shape(model)
 
 

@@ -35,7 +35,8 @@ def pipeline_layout(model: ModelSpec, layout: Layout) -> str | None:
         for r in range(layout.pp):
             n = chunks[r][v]
             embedding = "E" if (v, r) == (0, 0) else ""
-            loss = "L" if (v, r) == (layout.vp - 1, layout.pp - 1) else ""
+            # The MTP layers sit beside the loss (Megatron-Bridge's set_deepseek_v3_pipeline_model_parallel_layout).
+            loss = "m" * model.mtp_num_layers + "L" if (v, r) == (layout.vp - 1, layout.pp - 1) else ""
             entries.append(embedding + ("t" if n == 1 else f"t*{n}" if n > 1 else "") + loss)
     return "|".join(entries)
 

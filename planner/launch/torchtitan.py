@@ -33,6 +33,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_mtp_notes,
     torchtitan_offload_notes,
 )
 from planner.launch.inputs import LaunchInputs
@@ -188,6 +189,7 @@ def _v02_launch(
             *model_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
+            *torchtitan_mtp_notes(model),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

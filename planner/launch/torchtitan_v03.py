@@ -34,6 +34,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_mtp_notes,
     torchtitan_offload_notes,
 )
 from planner.launch.inputs import LaunchInputs
@@ -202,6 +203,7 @@ def torchtitan_v03_launch(
             *model_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
+            *torchtitan_mtp_notes(model),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -152,6 +152,8 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
     moe = _moe(args, where, model["num_layers"])
     if moe is not None:
         model["moe"] = moe
+    if args.get("mtp_num_layers"):  # None or 0: no multi-token prediction
+        model["mtp_num_layers"] = _int(args, "mtp_num_layers", where)
     return model
 
 
@@ -316,11 +318,6 @@ def megatron_request(
         if args.get(name) is None:
             refuse(f"{name} not in the {where}")
     notes: list[str] = []
-    if args.get("mtp_num_layers"):
-        notes.append(
-            f"mtp_num_layers {args['mtp_num_layers']}: the multi-token prediction layers are not modelled (nor"
-            " placed in the pipeline split); the estimate leaves them out"
-        )
     request = {
         "model": _model(args, where, vocab_size),
         "cluster": {"num_gpus": world_size},

@@ -61,7 +61,7 @@ RECIPE_LAYOUTS = {
 }
 """The DeepSeek-V3 recipes' `pipeline_model_parallel_layout` strings whose interleaved chunks are uneven, as
 `tests/data/extract_moe_recipes.py` reads them from the recipes' source (NeMo's and Bridge's (pp, vp) maps and
-the configs' `pp_layout`), by (pp, vp, decoder layers per rank). The MTP layer ("m") is not modelled."""
+the configs' `pp_layout`), by (pp, vp, decoder layers per rank); "m" is the MTP layer."""
 
 
 def _uneven(recipe: dict[str, Any]) -> bool:
@@ -117,7 +117,8 @@ UNEVEN = [(i, r) for i, r in zip(IDS, RECIPES, strict=True) if _uneven(r)]
 @pytest.mark.parametrize("recipe", [r for _, r in UNEVEN], ids=[i for i, _ in UNEVEN])
 def test_uneven_chunks_launch_as_the_recipe_lays_them_out(recipe: dict[str, Any]) -> None:
     """A DeepSeek-V3 split with uneven interleaved chunks launches with the recipe's own pipeline layout: the
-    planner's --pipeline-model-parallel-layout is the recipe's string, stage by stage, less the MTP layer."""
+    planner's --pipeline-model-parallel-layout is the recipe's string, stage by stage, with the MTP layer ("m")
+    beside the loss, as Megatron-Bridge's strings have it (NeMo 2's leave it out of the string)."""
     lay = recipe["request"]["layout"]
     stages = tuple(lay["layers_per_stage"])
     fields = {k: v for k, v in lay.items() if k not in ("layers_per_stage", "recompute")}
@@ -127,6 +128,9 @@ def test_uneven_chunks_launch_as_the_recipe_lays_them_out(recipe: dict[str, Any]
     args = launch.megatron.args
     written = args[args.index("--pipeline-model-parallel-layout") + 1]
     published = RECIPE_LAYOUTS[(lay["pp"], lay["vp"], stages)]
-    assert layout_stages(written) == [stage.replace("m", "") for stage in layout_stages(published)]
+    assert [stage.replace("m", "") for stage in layout_stages(written)] == [
+        stage.replace("m", "") for stage in layout_stages(published)
+    ]
+    assert written.endswith("mL") and written.count("m") == 1
     assert "--num-virtual-stages-per-pipeline-rank" not in args
     assert launch.nemo.config["trainer.strategy.pipeline_model_parallel_layout"] == written

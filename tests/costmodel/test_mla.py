@@ -74,8 +74,10 @@ def test_tensor_parallelism_replicates_the_down_projections() -> None:
 
 def test_deepseek_v3_is_671b_total_and_37b_active() -> None:
     """DeepSeek-V3 Technical Report (arXiv 2412.19437) abstract: 671B total parameters, 37B activated per token
-    (the 14B multi-token-prediction module apart)."""
-    model = get_preset("deepseek-v3").model
+    (the 14B multi-token-prediction module apart, which the preset trains: `mtp_num_layers` 1)."""
+    preset = get_preset("deepseek-v3").model
+    assert preset.mtp_num_layers == 1
+    model = preset.model_copy(update={"mtp_num_layers": 0})
     assert total_params(model) == pytest.approx(671e9, rel=1e-3)
     assert active_params(model) == pytest.approx(37e9, rel=0.02)
     assert (model.head_dim, model.query_width, model.key_value_width) == (128, 128 * 192, 128 * (192 + 128))

@@ -824,13 +824,18 @@ def test_every_launch_says_it_is_a_smoke_test_and_names_the_placeholders(case: A
     assert "--mock-data" in megatron.args + megatron.command.split() and "--mock-data" in megatron.notes[0]
 
 
-def test_deepseek_says_it_is_launched_without_mtp() -> None:
+def test_deepseek_launches_its_mtp_layer_where_the_framework_has_one() -> None:
+    """DeepSeek-V3's multi-token prediction module: Megatron-LM --mtp-num-layers 1 and NeMo's mtp_num_layers;
+    TorchTitan has none, and its notes say the launch trains without it."""
     launch = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
-    for fl in (launch.megatron, launch.torchtitan, launch.nemo):
-        assert any(n.startswith("Approximation: DeepSeek-V3") and "MTP" in n for n in fl.notes)
-        assert not any("MLA" in n or "multi-latent" in n for n in fl.notes)
+    assert _flags(launch.megatron)["--mtp-num-layers"] == ["1"]
+    assert launch.nemo.config["model.config.mtp_num_layers"] == 1
+    assert any(n.startswith("model.mtp_num_layers(1): TorchTitan") for n in launch.torchtitan.notes)
+    for fl in (launch.megatron, launch.nemo):
+        assert not any("Approximation: DeepSeek" in n or "MTP" in n for n in fl.notes)
     plain = launch_args(LLAMA70, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
-    assert not any("DeepSeek" in n for n in plain.megatron.notes)
+    assert "--mtp-num-layers" not in plain.megatron.args
+    assert plain.nemo.config.get("model.config.mtp_num_layers") is None
 
 
 def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:

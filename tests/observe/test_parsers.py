@@ -229,11 +229,8 @@ def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
     assert request["layout"]["layers_per_stage"] == [3, 4, 4, 3] and request["layout"]["vp"] == 2
     mtp = _args(num_layers=14, pipeline_model_parallel_layout=text.replace("tL", "tmL"), mtp_num_layers=1)
     request, notes = megatron_request(mtp, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
-    assert request["layout"]["layers_per_stage"] == [3, 4, 4, 3]  # the MTP layer beside the loss is not a layer here
-    assert notes == [
-        "mtp_num_layers 1: the multi-token prediction layers are not modelled (nor placed in the pipeline split);"
-        " the estimate leaves them out"
-    ]
+    assert request["layout"]["layers_per_stage"] == [3, 4, 4, 3]  # the MTP layer beside the loss: not a decoder layer
+    assert request["model"]["mtp_num_layers"] == 1 and notes == []
     with pytest.raises(InvalidSpecError, match=r"model chunks \[\[1, 2\], \[3, 2\], \[2, 2\], \[2, 0\]\]"):
         megatron_request(
             _args(num_layers=14, pipeline_model_parallel_layout="Et|t*3|t*2|t*2|t*2|t*2|t*2|L"),
