@@ -188,6 +188,13 @@ def _job_body(
             show_default=False,
         ),
     ] = None,
+    runtime: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A training.runtime feature as KEY=VALUE, repeatable (true/false for switches), e.g."
+            " moe_dispatcher=deepep or moe_a2a_overlap=true; the keys and defaults are the API's (docs/api.md)."
+        ),
+    ] = None,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -210,6 +217,8 @@ def _job_body(
         training["fp8_recipe"] = fp8_recipe.value
     if grad_reduce_in_fp32 is not None:
         training["grad_reduce_in_fp32"] = grad_reduce_in_fp32
+    if runtime:
+        training["runtime"] = _runtime_body(runtime)
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},
@@ -217,6 +226,19 @@ def _job_body(
         "framework": framework.value,
         "framework_version": framework_version,
     }
+
+
+def _runtime_body(items: list[str]) -> dict[str, Any]:
+    """`--runtime KEY=VALUE` options as the API's `training.runtime` object: true/false become switches, other
+    values stay text; the request's validation checks the keys and values, naming the field."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidSpecError("runtime", f"expected KEY=VALUE, got {item!r}")
+        lowered = value.strip().lower()
+        out[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
+    return out
 
 
 def _with_job_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, mo
 __all__ = [
     "AdamMoments",
     "AttentionKernel",
+    "MoeDispatcher",
     "Fp8Recipe",
     "GradientLayout",
     "MAX_HIDDEN_SIZE",
@@ -284,6 +285,24 @@ class AttentionKernel(StrEnum):
     its forward is faster than the CUDA v1 kernel's, its backward slower, fwd+bwd "slightly slower")."""
 
 
+class MoeDispatcher(StrEnum):
+    """How an MoE layer's tokens reach their experts' ranks and come back (Megatron-Core
+    `moe_token_dispatcher_type`, and `moe_flex_dispatcher_backend` for the flex dispatcher). What each sends is
+    `costmodel.expert_dispatch`'s to price."""
+
+    ALLTOALL = "alltoall"
+    """Megatron-Core's all-to-all dispatcher (`moe_token_dispatcher_type alltoall`): one copy of a token per
+    routed expert, each to its expert's rank, through NCCL's all-to-all (TorchTitan's default too)."""
+    DEEPEP = "deepep"
+    """The flex dispatcher over DeepEP (DeepSeek-AI, github.com/deepseek-ai/DeepEP; the DeepSeek-V3 report,
+    arXiv 2412.19437, Sec. 3.2.2): a token crosses the network once per destination node, to the rank of its
+    own rail there, which forwards it over NVLink once per destination GPU."""
+    HYBRIDEP = "hybridep"
+    """The flex dispatcher over HybridEP (NVIDIA's, DeepEP's hybrid-ep branch): DeepEP's per-node and per-GPU
+    deduplication, and the only backend that spans a multi-node NVLink domain (GB200 NVL72; Megatron-Core
+    `moe_flex_dispatcher_backend` docstring)."""
+
+
 class RuntimeFeatures(BaseModel):
     """Framework features that change time or memory. Defaults: current Megatron-Core practice."""
 
@@ -332,6 +351,21 @@ class RuntimeFeatures(BaseModel):
         default=False,
         description="Layers captured as CUDA graphs (Megatron-Core --enable-cuda-graph): one host launch "
         "replays all their kernels, so the host no longer paces small layers.",
+    )
+    moe_dispatcher: MoeDispatcher = Field(
+        default=MoeDispatcher.ALLTOALL,
+        strict=False,
+        description="How MoE tokens reach their experts (`MoeDispatcher`): alltoall (Megatron-Core's all-to-all"
+        " dispatcher, one copy per routed expert), deepep or hybridep (the flex dispatcher: one copy per"
+        " destination node over the network and per destination GPU over NVLink). Ignored for dense models.",
+    )
+    moe_a2a_overlap: bool = Field(
+        default=False,
+        description="MoE all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm): the forward of"
+        " one micro-batch and the backward of another run layer by layer together, each one's dispatch and"
+        " combine hidden behind the other's attention and experts. Needs ep > 1, no full recompute, and vp > 1"
+        " where pp > 1 (rule moe_a2a_overlap). Off by default, as in Megatron-Core; on in NVIDIA's"
+        " Megatron-Bridge recipes for DeepSeek-V3 and Qwen3 235B on H100 and B200.",
     )
     ring_rails: bool = Field(
         default=True,

@@ -348,3 +348,27 @@ def test_estimate_training_options_the_api_has(api: TestClient) -> None:
     _one_line_error(
         ["estimate", *job, "--profile", "dgx-h100", "--fp8-recipe", "mxfp8", *LAYOUT_ARGS], "training.fp8_recipe"
     )
+
+
+def test_runtime_option_sends_the_apis_runtime_features(api: TestClient) -> None:
+    """--runtime KEY=VALUE (repeatable) is the API's training.runtime; switches read true/false; a bad key or value
+    is refused naming the field, a malformed item naming the option."""
+    job = ["--model", "mixtral-8x7b", "--seq-length", "4096", "--gpus", "64", "--batch", "512", "--profile", "dgx-h100"]
+    layout = ["--tp", "1", "--pp", "4", "--dp", "16", "--ep", "8", "--vp", "2", "--zero-stage", "1"]
+    runtime = ["--runtime", "moe_dispatcher=deepep", "--runtime", "moe_a2a_overlap=true"]
+    body = _cli_json(["estimate", *job, *runtime, *layout])
+    request = {
+        "model": {"preset": "mixtral-8x7b", "seq_length": 4096},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 64},
+        "training": {"global_batch_size": 512, "runtime": {"moe_dispatcher": "deepep", "moe_a2a_overlap": True}},
+        "layout": {
+            "tp": 1, "pp": 4, "dp": 16, "cp": 1, "ep": 8, "vp": 2, "micro_batch_size": 1,
+            "recompute": "selective", "sequence_parallel": False, "zero_stage": 1,
+        },
+    }  # fmt: skip
+    assert body == _api_body(api, "/v1/estimate", request)
+    plain = _cli_json(["estimate", *job, *layout])
+    assert body["estimate"]["step_time_s"] < plain["estimate"]["step_time_s"]
+    _one_line_error(["estimate", *job, "--runtime", "moe_dispatcher=nccl", *layout], "moe_dispatcher")
+    _one_line_error(["estimate", *job, "--runtime", "no_such_feature=true", *layout], "no_such_feature")
+    _one_line_error(["estimate", *job, "--runtime", "moe_a2a_overlap", *layout], "runtime", "KEY=VALUE")

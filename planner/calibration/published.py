@@ -74,8 +74,9 @@ Scalability') names --overlap-grad-reduce --overlap-param-gather and default PP
 overlap; TP overlap (--tp-comm-overlap) is per row (`runtime.tp_comm_overlap`).
 """
 
-MODERN_RUNTIME_KEYS = ("tp_comm_overlap", "cuda_graphs", "overlap_param_gather")
-"""The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row)."""
+MODERN_RUNTIME_KEYS = ("tp_comm_overlap", "cuda_graphs", "overlap_param_gather", "moe_dispatcher", "moe_a2a_overlap")
+"""The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row; the
+MoE token dispatcher and all-to-all overlap where a Megatron-Bridge MoE recipe sets them)."""
 
 FSDP_ERA = "composer-fsdp-2023"
 """`runtime.era` of the PyTorch FSDP rows (MosaicML llm-foundry's MPT benchmarks, Composer, torch 2.0/2.1).

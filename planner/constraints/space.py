@@ -39,6 +39,7 @@ from planner.rules import (
     INTERLEAVE_MICROBATCHES,
     LAYOUT_AXES,
     LOSS_IN_SPLIT,
+    MOE_A2A_OVERLAP,
     RECOMPUTE_BLOCK,
     SEQUENCE_PARALLEL_NEEDS_TP,
     STAGE_SPLIT,
@@ -461,7 +462,11 @@ def build_space(
         sequence_parallel=key_modes[:, 1, None].astype(np.bool_),
     )
     valid = _pairs(
-        rows, modes, job, (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, *levels["pair"]), rejected
+        rows,
+        modes,
+        job,
+        (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, MOE_A2A_OVERLAP, *levels["pair"]),
+        rejected,
     )
     count = int(np.count_nonzero(valid))
     if count > MAX_CANDIDATES:  # refused before the cost model runs

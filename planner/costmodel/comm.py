@@ -44,7 +44,6 @@ __all__ = [
     "exposed_s",
     "exposed_tp_comm_s",
     "cp_comm_per_layer_s",
-    "ep_comm_per_layer_s",
     "link",
     "network_bytes_per_s",
     "nvls_all_reduce_s",
@@ -337,10 +336,10 @@ def tp_collectives_s(
 
     Per block (attention, MLP) and pass, one collective over the block's tensor-parallel group: the tp group,
     except the MLP block of an MoE layer, whose routed experts are split over the etp group (none when etp = 1:
-    the token all-to-all, `ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE parallel folding,
-    Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared experts (split over
-    tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a dense one's. Under MLA the
-    attention block's input side moves the latents (`_attention_input_width`).
+    the token all-to-all, `expert_dispatch.ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE
+    parallel folding, Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared
+    experts (split over tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a
+    dense one's. Under MLA the attention block's input side moves the latents (`_attention_input_width`).
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
     mlp = _block_collectives(nbytes, placement.tp, c, hw, rt)
@@ -374,28 +373,6 @@ def cp_comm_per_layer_s(
     per_pass = (c.cp - 1) * (kv_block / hop.bytes_per_s + hop.latency_s)
     passes = 3 + np.where(c.recompute == FULL, 1, 0)
     return np.where(c.cp > 1, passes * per_pass, 0.0)
-
-
-def ep_comm_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, num: Numerics
-) -> FloatArray:
-    """All-to-all of one MoE layer and micro-batch: dispatch + combine, forward and backward.
-
-    Source: Megatron-Core MoE token dispatcher (DeepSeek-V3 report, arXiv 2412.19437 Sec. 3.2.2).
-    Each rank sends (ep-1)/ep of its routed tokens; the share leaving the NVLink domain goes
-    through its NIC, the rest over NVLink, concurrently. Averaged over all layers.
-    """
-    if model.moe is None:
-        return np.zeros(c.shape)
-    nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.moe.top_k * model.hidden_size / c.tp
-    group = placement.ep
-    ep = group.size.astype(np.float64)
-    in_domain = (group.members_per_domain - 1) / ep * nbytes / hw.nvlink_bytes_per_s
-    off_domain = (ep - group.members_per_domain) / ep * nbytes / network_bytes_per_s(hw)
-    one = np.maximum(in_domain, off_domain) + link(group, hw).latency_s
-    count = 4 + np.where(c.recompute == FULL, 2, 0)
-    share = model.num_moe_layers / model.num_layers
-    return np.where(ep > 1, share * count * one, 0.0)
 
 
 def pp_message_s(

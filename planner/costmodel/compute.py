@@ -130,15 +130,26 @@ def gemm_time_s(
 
 @dataclass(frozen=True, slots=True)
 class LayerTimes:
-    """Seconds for one average layer and one micro-batch on one GPU (TP communication excluded)."""
+    """Seconds for one average layer and one micro-batch on one GPU (TP communication excluded).
+
+    `experts_forward_s` is the routed experts' GEMMs of one MoE layer (zero for a dense model) and
+    `moe_rest_forward_s` the rest of that layer's forward; `moe_rest_backward_s` that rest's backward with what
+    selective recompute reruns there. They are the windows the MoE all-to-all overlap hides its dispatch and
+    combine behind (`costmodel.expert_dispatch`): what Megatron-Core splits into the expert MLP and the
+    pre-dispatch computation (attention, router and shared experts; `fine_grained_callables.py`).
+    """
 
     forward_s: FloatArray
     backward_s: FloatArray
     recompute_s: FloatArray
+    experts_forward_s: FloatArray | float = 0.0
+    moe_rest_forward_s: FloatArray | float = 0.0
+    moe_rest_backward_s: FloatArray | float = 0.0
 
 
-def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
-    """Forward seconds of the layer's weight GEMMs (`gemms.layer_gemms`) on one GPU.
+def _gemm_role_seconds(model: ModelSpec, c: Candidates, hw: Hardware) -> dict[GemmRole, tuple[FloatArray, float]]:
+    """Per GEMM role, (forward seconds of the role's kernels in one layer holding it, share of the layers that
+    hold it) on one GPU.
 
     Each GEMM runs on this GPU's tokens, its flop split by tp unless replicated
     (the router). A GPU runs one GEMM per shared expert, and its `num_experts / ep`
@@ -146,17 +157,35 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
     routing) as one grouped GEMM per weight: one kernel whose tiles are every local expert's, so
     waves fill across experts and the per-kernel cost is paid once (Megatron-Core `--moe-grouped-gemm`,
     `TEGroupedMLP` / `GroupedMLP`, which every planned launch sets except fp16 under core_v0.15.0, whose
-    sequential experts this slightly under-prices; TorchTitan's grouped `torch._grouped_mm`). Each part of the
-    layer is weighted by the share of layers holding it.
+    sequential experts this slightly under-prices; TorchTitan's grouped `torch._grouped_mm`).
     """
-    seconds: dict[GemmRole, FloatArray | float] = {}
-    weight: dict[GemmRole, FloatArray | float] = {}
+    out: dict[GemmRole, tuple[FloatArray, float]] = {}
     for g in layer_gemms(model):
         rows, instances, k, n = _local_gemm(model, c, g)
         grouped = instances if g.is_expert else 1.0  # experts in one kernel; other copies one kernel each
-        seconds[g.role] = seconds.get(g.role, 0.0) + gemm_time_s(rows, n, k, hw, grouped, fp8_eligible=g.fp8)
-        weight[g.role] = g.layer_share * instances / grouped
-    return np.asarray(sum(weight[role] * part for role, part in seconds.items()), dtype=np.float64)
+        part = gemm_time_s(rows, n, k, hw, grouped, fp8_eligible=g.fp8) * (instances / grouped)
+        seconds, _ = out.get(g.role, (0.0, g.layer_share))
+        out[g.role] = (np.asarray(seconds + part, dtype=np.float64), g.layer_share)
+    return out
+
+
+def _average_layer_gemm_s(roles: dict[GemmRole, tuple[FloatArray, float]]) -> FloatArray:
+    """Forward seconds of the average layer's weight GEMMs: each role's seconds weighted by the share of layers
+    holding it."""
+    return np.asarray(sum(share * seconds for seconds, share in roles.values()), dtype=np.float64)
+
+
+def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward seconds of the average layer's weight GEMMs (`gemms.layer_gemms`) on one GPU."""
+    return _average_layer_gemm_s(_gemm_role_seconds(model, c, hw))
+
+
+def _moe_layer_gemm_s(roles: dict[GemmRole, tuple[FloatArray, float]]) -> tuple[FloatArray | float, FloatArray]:
+    """(routed experts' forward GEMM seconds, the other GEMMs' forward seconds) of one MoE layer: every role an
+    MoE layer holds at full weight, the dense MLP not at all."""
+    experts = roles[GemmRole.ROUTED_EXPERT][0] if GemmRole.ROUTED_EXPERT in roles else 0.0
+    rest = sum(s for role, (s, _) in roles.items() if role not in (GemmRole.ROUTED_EXPERT, GemmRole.DENSE_MLP))
+    return experts, np.asarray(rest, dtype=np.float64)
 
 
 def _local_gemm(
@@ -303,7 +332,8 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     caller). Selective recomputation reruns the attention core, and under MLA the
     up-projections (`recompute.selective_modules`; GPU-bound).
     """
-    gemm_fwd = _gemm_set_time_s(model, c, hw)
+    roles = _gemm_role_seconds(model, c, hw)
+    gemm_fwd = _average_layer_gemm_s(roles)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
     cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
@@ -315,7 +345,12 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     )
     selective = core_fwd + _up_projection_s(model, c, hw)
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
-    return LayerTimes(forward, backward, recompute)
+    if model.moe is None:
+        return LayerTimes(forward, backward, recompute)
+    experts, rest = _moe_layer_gemm_s(roles)
+    rest_forward = rest + core_fwd + elementwise_fwd + cast_fwd
+    rest_backward = 2 * rest + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd + recompute
+    return LayerTimes(forward, backward, recompute, experts, rest_forward, rest_backward)
 
 
 def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray | float:

@@ -41,6 +41,7 @@ __all__ = [
     "exposed_sends_s",
     "p2p_messages_per_microbatch",
     "stage_in_flight_microbatches",
+    "unpaired_microbatches",
 ]
 
 
@@ -72,10 +73,27 @@ def in_flight_microbatches(c: Candidates) -> FloatArray:
 
 
 def _warm_up_stages(c: Candidates) -> FloatArray:
-    """Rank 0's warm-up plus the micro-batch in flight, in stages, before the cap at m: p (1F1B) or
-    (2 (p - 1) + (v - 1) p + 1)/v = p + (p - 1)/v (interleaved)."""
-    pp = c.pp.astype(np.float64)
-    return np.asarray(np.where(c.vp > 1, pp + (pp - 1) / c.vp, pp), dtype=np.float64)
+    """Rank 0's warm-up plus the micro-batch in flight, in stages, before the cap at m (`_warm_up`)."""
+    return _warm_up(c.pp, c.vp)
+
+
+def _warm_up(pp: IntArray, vp: IntArray) -> FloatArray:
+    """p (1F1B) or (2 (p - 1) + (v - 1) p + 1)/v = p + (p - 1)/v (interleaved) micro-batches."""
+    p = np.asarray(pp, dtype=np.float64)
+    return np.asarray(np.where(vp > 1, p + (p - 1) / vp, p), dtype=np.float64)
+
+
+def unpaired_microbatches(pp: IntArray, vp: IntArray, m: FloatArray) -> FloatArray:
+    """Micro-batches whose forward and backward the MoE all-to-all overlap runs unpaired on a stage
+    (`costmodel.expert_dispatch`): rank 0's warm-up forwards and as many cool-down backwards, in micro-batches.
+
+    Megatron-Core's combined 1F1B (`schedules.py`, with `overlap_moe_expert_parallel_comm`) warms the
+    interleaved schedule up with one chunk forward more than without it, 2 (p - 1) + (v - 1) p + 1 of the m v
+    chunk passes, p + (p - 1)/v micro-batches (`_warm_up`); without a pipeline
+    (`combined_1f1b_schedule_for_no_pipelining`) the first forward and the last backward run alone: one. Capped
+    at the step's m. Broadcasts over all arguments.
+    """
+    return np.asarray(np.minimum(_warm_up(pp, vp), m), dtype=np.float64)
 
 
 def behind_first_stage(c: Candidates) -> FloatArray:

@@ -17,14 +17,9 @@ import numpy as np
 
 from planner.costmodel import compute
 from planner.costmodel.candidates import Candidates, FloatArray, IntArray, select_max
-from planner.costmodel.comm import (
-    cp_comm_per_layer_s,
-    ep_comm_per_layer_s,
-    exposed_s,
-    exposed_tp_comm_s,
-    tp_collectives_s,
-)
+from planner.costmodel.comm import cp_comm_per_layer_s, exposed_s, exposed_tp_comm_s, tp_collectives_s
 from planner.costmodel.data_parallel import DpCollectives, dp_collectives_s
+from planner.costmodel.expert_dispatch import ep_comm_per_layer_s
 from planner.costmodel.memory import StageTerms, activation_bytes_per_layer, all_stage_terms
 from planner.costmodel.offload import exposed_offload_s
 from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
@@ -44,7 +39,9 @@ class LayerSeconds:
     The first six are on the critical path and add up to `critical_path_s`;
     `forward` and `backward` (with recomputation) split the compute for overlap
     windows and the schedule drawing. `offload` is a stage's, not a layer's
-    (`offload.exposed_offload_s`): zero per layer.
+    (`offload.exposed_offload_s`): zero per layer. `ep_unpaired` is what a micro-batch the schedule runs
+    unpaired adds to `ep_comm` under the MoE all-to-all overlap (`expert_dispatch.EpComm`), paid by
+    `pipeline.unpaired_microbatches` of them (`step.step_time_s`).
     """
 
     compute: FloatArray
@@ -55,6 +52,7 @@ class LayerSeconds:
     offload: FloatArray
     forward: FloatArray
     backward: FloatArray
+    ep_unpaired: FloatArray
 
     @property
     def critical_path_s(self) -> FloatArray:
@@ -114,15 +112,17 @@ def _layer_seconds(
         tp.total_s, tp.dgrad_s, layer_compute, layer.backward_s / 2, c, rt, placement.tp.crosses_network
     )
     tp_comm = tp_comm + exposed_s(tp.sp_gather_s, layer.backward_s / 2)
+    ep = ep_comm_per_layer_s(model, c, placement, hw, rt, num, layer)
     return LayerSeconds(
         compute=layer_compute,
         recompute=layer.recompute_s,
         tp_comm=tp_comm,
         cp_comm=exposed_s(cp_comm_per_layer_s(model, c, placement, hw, num), layer_compute),
-        ep_comm=ep_comm_per_layer_s(model, c, placement, hw, num),
+        ep_comm=ep.paired_s,
         offload=np.zeros_like(layer_compute),
         forward=layer.forward_s,
         backward=layer.backward_s + layer.recompute_s,
+        ep_unpaired=ep.unpaired_extra_s,
     )
 
 

@@ -22,7 +22,7 @@ from planner.costmodel.comm import pp_message_s
 from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, exposed_dp_s
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.params import ParamCounts
-from planner.costmodel.pipeline import average_stage_forward_s, bubble_s, exposed_sends_s
+from planner.costmodel.pipeline import average_stage_forward_s, bubble_s, exposed_sends_s, unpaired_microbatches
 from planner.costmodel.recompute import recomputed_layers_in_model
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
@@ -73,19 +73,26 @@ def step_time_s(
     sends_s: FloatArray,
     average_stage_s: FloatArray,
     once_s: FloatArray | float,
+    unpaired_s: FloatArray | float = 0.0,
 ) -> FloatArray:
     """Seconds of one pipelined step (Narayanan 2021 Sec. 2.2, Eq. 1 generalised): the only step formula.
 
     m micro-batches at the slowest stage's pace (`critical_path_s`: compute,
     recompute and exposed TP/CP/EP time of one micro-batch there), each with its
-    point-to-point sends (`sends_s`); the bubble of (p - 1)/v average stages
+    point-to-point sends (`sends_s`); under the MoE all-to-all overlap, the
+    `pipeline.unpaired_microbatches` of them that run unpaired pay `unpaired_s`
+    more (`LayerSeconds.ep_unpaired` of the stage); the bubble of (p - 1)/v average stages
     with their sends (`pipeline.bubble_s`); and what happens once per step
     (`once_s`: exposed DP traffic and the optimizer). Broadcasts over all
     arguments: the reference path calls it per candidate, the search's grid per
     (row, mode).
     """
     return np.asarray(
-        m * (critical_path_s + sends_s) + bubble_s(pp, vp, average_stage_s + sends_s) + once_s, dtype=np.float64
+        m * (critical_path_s + sends_s)
+        + unpaired_microbatches(pp, vp, m) * unpaired_s
+        + bubble_s(pp, vp, average_stage_s + sends_s)
+        + once_s,
+        dtype=np.float64,
     )
 
 
@@ -108,10 +115,12 @@ def assemble_step(
         pp_comm=m * sends_s,
         dp_comm=dp_comm_s,
         cp_comm=m * slowest.cp_comm,
-        ep_comm=m * slowest.ep_comm,
+        ep_comm=m * slowest.ep_comm + unpaired_microbatches(pp, vp, m) * slowest.ep_unpaired,
         offload=m * slowest.offload,
         optimizer=optimizer_s,
-        total=step_time_s(m, pp, vp, slowest.critical_path_s, sends_s, average_stage_s, dp_comm_s + optimizer_s),
+        total=step_time_s(
+            m, pp, vp, slowest.critical_path_s, sends_s, average_stage_s, dp_comm_s + optimizer_s, slowest.ep_unpaired
+        ),
     )
 
 

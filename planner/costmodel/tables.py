@@ -53,6 +53,8 @@ class KeyTables:
 
     critical_path_s: FloatArray
     """One micro-batch on the slowest stage (`LayerSeconds.critical_path_s`), pipeline sends excluded."""
+    unpaired_s: FloatArray
+    """What an unpaired micro-batch adds there under the MoE all-to-all overlap (`LayerSeconds.ep_unpaired`)."""
     average_stage_s: FloatArray
     p2p_message_s: FloatArray
     """One point-to-point send of a micro-batch's activations (zero without a pipeline)."""
@@ -128,6 +130,7 @@ def key_tables(
     step = [step_memory(at, num, t.map(staged)).peak for t in q.stage_terms] if step_can_peak(num) else None
     return KeyTables(
         critical_path_s=flat(q.slowest_stage_s.critical_path_s),
+        unpaired_s=flat(q.slowest_stage_s.ep_unpaired),
         average_stage_s=flat(q.average_stage_s),
         p2p_message_s=flat(message),
         stage_forward_s=flat(average_stage_forward_s(q.layer_s.forward, model.num_layers, keys.pp)),
@@ -163,6 +166,7 @@ def grid_step_time_and_peak(tables: KeyTables, rows: Candidates, keys: IntArray)
         sends,
         at(tables.average_stage_s),
         0.0,
+        at(tables.unpaired_s),
     )
     step = at(tables.once_per_step_s)
     step += pipelined[..., None]

@@ -12,7 +12,7 @@ from planner.layout import Layout
 from planner.numerics import fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoeDispatcher, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 __all__ = [
@@ -29,6 +29,9 @@ __all__ = [
     "torchtitan_mtp_notes",
     "torchtitan_offload_notes",
     "model_notes",
+    "moe_dispatch_config",
+    "moe_dispatch_notes",
+    "torchtitan_moe_dispatch_notes",
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
@@ -123,6 +126,52 @@ def moe_layer_pattern(model: ModelSpec) -> list[int]:
         return [0] * model.num_layers
     k, freq = model.moe.first_k_dense_layers, model.moe.moe_layer_freq
     return [int(i >= k and (i - k) % freq == 0) for i in range(model.num_layers)]
+
+
+def moe_dispatch_config(training: TrainingSpec, layout: Layout, flex_backend_field: bool) -> dict[str, str | bool]:
+    """Megatron-Core TransformerConfig fields for the priced token dispatch of an ep > 1 layout (empty at
+    ep = 1): `moe_token_dispatcher_type` alltoall or flex; for flex, `moe_flex_dispatcher_backend` where the
+    release has it (`flex_backend_field`: core_v0.16 on), else `moe_enable_deepep` (core_v0.15.0 and the
+    Megatron-LM NeMo's main commit pins; HybridEP there is refused by rule megatron_15_no_hybridep); and
+    `overlap_moe_expert_parallel_comm` for `RuntimeFeatures.moe_a2a_overlap`."""
+    runtime = training.runtime
+    if layout.ep == 1:
+        return {}
+    fields: dict[str, str | bool] = {}
+    if runtime.moe_dispatcher is MoeDispatcher.ALLTOALL:
+        fields["moe_token_dispatcher_type"] = "alltoall"
+    else:
+        fields["moe_token_dispatcher_type"] = "flex"
+        if flex_backend_field:
+            fields["moe_flex_dispatcher_backend"] = runtime.moe_dispatcher.value
+        else:
+            fields["moe_enable_deepep"] = True
+    if runtime.moe_a2a_overlap:
+        fields["overlap_moe_expert_parallel_comm"] = True
+    return fields
+
+
+def moe_dispatch_notes(training: TrainingSpec, layout: Layout, flex_backend_field: bool) -> list[str]:
+    """What a Megatron-Core release without moe_flex_dispatcher_backend runs for a HybridEP plan: DeepEP
+    (`moe_dispatch_config`; rule megatron_15_no_hybridep refuses such plans)."""
+    if layout.ep == 1 or flex_backend_field or training.runtime.moe_dispatcher is not MoeDispatcher.HYBRIDEP:
+        return []
+    return [
+        "training.runtime.moe_dispatcher(hybridep): this release's flex dispatcher has no HybridEP backend, so this"
+        " launch runs DeepEP (moe_enable_deepep); plans for it refuse HybridEP (rule megatron_15_no_hybridep)."
+    ]
+
+
+def torchtitan_moe_dispatch_notes(training: TrainingSpec, layout: Layout) -> list[str]:
+    """TorchTitan's launch runs the plain all-to-all, unpaired (rule torchtitan_moe_dispatch)."""
+    runtime = training.runtime
+    if layout.ep == 1 or (runtime.moe_dispatcher is MoeDispatcher.ALLTOALL and not runtime.moe_a2a_overlap):
+        return []
+    return [
+        f"training.runtime.moe_dispatcher({runtime.moe_dispatcher.value}) / moe_a2a_overlap({runtime.moe_a2a_overlap}):"
+        " this launch runs TorchTitan's all-to-all dispatch without overlap, which the estimate does not price;"
+        " plans for it refuse them (rule torchtitan_moe_dispatch)."
+    ]
 
 
 def torchrun_command(nodes: Nodes, program: list[str], *, slurm: bool = False) -> str:

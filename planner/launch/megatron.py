@@ -16,6 +16,8 @@ from planner.launch.common import (
     fp8_weight_storage,
     megatron_gradient_notes,
     model_notes,
+    moe_dispatch_config,
+    moe_dispatch_notes,
     sequence_parallel_on,
     stage_layers,
     torchrun_command,
@@ -215,8 +217,8 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version
         flags += ["--moe-shared-expert-intermediate-size", str(shared)]
     if training.precision is not Precision.FP16 or version != "core_v0.15.0":
         flags.append("--moe-grouped-gemm")
-    if layout.ep > 1:
-        flags += ["--moe-token-dispatcher-type", "alltoall"]
+    for name, value in moe_dispatch_config(training, layout, version != "core_v0.15.0").items():
+        flags += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
     return flags
 
 
@@ -403,6 +405,7 @@ def megatron_launch(
             *model_notes(model),
             *megatron_gradient_notes(training),
             *_offload_notes(training, version),
+            *moe_dispatch_notes(training, layout, version != "core_v0.15.0"),
         ],
         script=_sbatch(run, env, nodes),
     )

@@ -36,6 +36,8 @@ from planner.launch.common import (
     known_model,
     megatron_gradient_notes,
     model_notes,
+    moe_dispatch_config,
+    moe_dispatch_notes,
     moe_layer_pattern,
     sequence_parallel_on,
     stage_layers,
@@ -59,6 +61,8 @@ class NemoRelease:
     optimizer_checkpoint: str
     """The distributed optimizer's checkpoint format MegatronStrategy saves by default (its sharded_state_dict
     metadata distrib_optim_sharding_type, without Megatron FSDP)."""
+    flex_dispatcher_backend: bool
+    """Whether its Megatron-Core's TransformerConfig has moe_flex_dispatcher_backend (else moe_enable_deepep)."""
 
 
 NEMO_RELEASES = {
@@ -67,10 +71,12 @@ NEMO_RELEASES = {
             "NeMo 2.7.3 (nemo-toolkit 2.7.3 wheel, sha256 8cbeb10263d7) with megatron-core 0.16.1 and Lightning 2.4.0"
         ),
         optimizer_checkpoint="dp_reshardable",
+        flex_dispatcher_backend=True,
     ),
     "2.5.0rc0+8cfedd7": NemoRelease(
         stamp="NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e",
         optimizer_checkpoint="fully_sharded_model_space",
+        flex_dispatcher_backend=False,
     ),
 }
 """Release id (`planner.rules.VERSIONS["nemo"]`) -> release. 2.7.3 is the newest 2.x (nemo-toolkit 3.0.0 has no LLM
@@ -223,22 +229,26 @@ def _mla_shape(model: ModelSpec) -> dict[str, Override]:
     }
 
 
-def _moe(model: ModelSpec, layout: Layout) -> dict[str, Override]:
+def _moe(model: ModelSpec, training: TrainingSpec, layout: Layout, flex_backend: bool) -> dict[str, Override]:
+    """The MoE shape, grouped GEMM and the token dispatch (`common.moe_dispatch_config`; `flex_backend`: the
+    release's Megatron-Core has moe_flex_dispatcher_backend)."""
     if model.moe is None:
         return {}
     moe = model.moe
     pattern = moe_layer_pattern(model)
     freq: int | list[int] = moe.moe_layer_freq if moe.first_k_dense_layers == 0 else pattern
     shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
-    return {
+    overrides: dict[str, Override] = {
         "model.config.num_moe_experts": moe.num_experts,
         "model.config.moe_router_topk": moe.top_k,
         "model.config.moe_ffn_hidden_size": moe.expert_ffn_hidden_size,
         "model.config.moe_shared_expert_intermediate_size": shared or None,
         "model.config.moe_layer_freq": freq,
         "model.config.moe_grouped_gemm": True,
-        "model.config.moe_token_dispatcher_type": "alltoall" if layout.ep > 1 else "allgather",
+        "model.config.moe_token_dispatcher_type": "allgather",
     }
+    dispatch = moe_dispatch_config(training, layout, flex_backend)
+    return overrides | {f"model.config.{name}": value for name, value in dispatch.items()}
 
 
 def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
@@ -364,7 +374,8 @@ def nemo_launch(
     nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
-    overrides |= _batch_recompute(model, training, layout) | _shape(model) | _moe(model, layout)
+    overrides |= _batch_recompute(model, training, layout) | _shape(model)
+    overrides |= _moe(model, training, layout, release.flex_dispatcher_backend)
     overrides |= _precision(training, layout)
     args = [f"{key}={_format(value)}" for key, value in overrides.items()]
     command = shlex.join(["nemo", "llm", "pretrain", "--factory", nemo_recipe(model), "--yes", *args])
@@ -381,5 +392,6 @@ def nemo_launch(
             *_fp16_notes(training),
             *_adam_moment_notes(training),
             *megatron_gradient_notes(training),
+            *moe_dispatch_notes(training, layout, release.flex_dispatcher_backend),
         ],
     )

@@ -33,6 +33,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_moe_dispatch_notes,
     torchtitan_mtp_notes,
     torchtitan_offload_notes,
 )
@@ -190,6 +191,7 @@ def _v02_launch(
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
+            *torchtitan_moe_dispatch_notes(training, layout),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -34,6 +34,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_moe_dispatch_notes,
     torchtitan_mtp_notes,
     torchtitan_offload_notes,
 )
@@ -204,6 +205,7 @@ def torchtitan_v03_launch(
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
+            *torchtitan_moe_dispatch_notes(training, layout),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -50,6 +50,7 @@ _RUNTIME = {
     "overlap_grad_reduce": "overlap_grad_reduce",
     "overlap_param_gather": "overlap_param_gather",
     "tp_comm_overlap": "tp_comm_overlap",
+    "overlap_moe_expert_parallel_comm": "moe_a2a_overlap",
 }
 """Megatron switch -> RuntimeFeatures field (Megatron-LM default: off)."""
 _ZERO_OF_SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
@@ -169,13 +170,14 @@ def _precision(args: Mapping[str, Any], where: str) -> str:
 
 def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     backend = str(args.get("attention_backend", "flash"))
-    runtime = {field: _on(args, name) for name, field in _RUNTIME.items()}
+    runtime: dict[str, bool | str] = {field: _on(args, name) for name, field in _RUNTIME.items()}
     runtime |= {
         "flash_attention": not any(word in backend for word in ("unfused", "local")),
         "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
         "cuda_graphs": _on(args, "enable_cuda_graph"),
         # Megatron-LM's default is on (--no-overlap-p2p-communication turns it off); it only acts with vp > 1.
         "overlap_p2p_comm": args.get("overlap_p2p_comm", True) is not False,
+        "moe_dispatcher": _dispatcher(args, where),
     }
     training: dict[str, Any] = {
         "global_batch_size": _int(args, "global_batch_size", where),
@@ -192,6 +194,18 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training |= _fp8(args, where)
     training |= _offload(args, where) | _recompute_block(args, where)
     return training
+
+
+def _dispatcher(args: Mapping[str, Any], where: str) -> str:
+    """The MoE token dispatcher (`RuntimeFeatures.moe_dispatcher`): the flex dispatcher's backend
+    (`--moe-flex-dispatcher-backend`, default deepep; `--moe-enable-deepep` before core_v0.16), else alltoall (the
+    allgather dispatcher, Megatron-LM's default, is priced as it)."""
+    if args.get("moe_token_dispatcher_type") != "flex":
+        return "alltoall"
+    backend = "deepep" if _on(args, "moe_enable_deepep") else str(args.get("moe_flex_dispatcher_backend") or "deepep")
+    if backend not in ("deepep", "hybridep"):
+        refuse(f"moe_flex_dispatcher_backend = {backend!r} in the {where} is not modelled (deepep, hybridep are)")
+    return backend
 
 
 def _offload(args: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ __all__ = [
     "CORE_RULES",
     "EXPERT_SPLIT",
     "INTERLEAVE_MICROBATCHES",
+    "MOE_A2A_OVERLAP",
     "POSITIVE_SIZES",
     "SEQUENCE_PARALLEL_NEEDS_TP",
     "SIZE_AXES",
@@ -479,6 +480,41 @@ RECOMPUTE_BLOCK = Rule(
     " which the search's per-key tables leave out (`costmodel.recompute`)",
 )
 
+
+def _a2a_overlap(j: Job) -> bool:
+    return j.model.moe is not None and j.training.runtime.moe_a2a_overlap
+
+
+MOE_A2A_OVERLAP = Rule(
+    name="moe_a2a_overlap",
+    axes=("ep", "pp", "vp", "recompute"),
+    clauses=(
+        Clause(
+            lambda c, j: (c["ep"] == 1) & _a2a_overlap(j),
+            lambda x, j: "training.runtime.moe_a2a_overlap needs ep > 1; got ep(1)",
+        ),
+        Clause(
+            lambda c, j: (c["pp"] > 1) & (c["vp"] == 1) & _a2a_overlap(j),
+            lambda x, j: f"training.runtime.moe_a2a_overlap with pp({x.pp}) > 1 needs vp > 1; got vp(1)",
+        ),
+        Clause(
+            lambda c, j: (c["recompute"] == 2) & _a2a_overlap(j),
+            lambda x, j: "training.runtime.moe_a2a_overlap needs recompute none or selective; got recompute(full)",
+        ),
+        Clause(
+            lambda c, j: np.zeros(np.shape(c["ep"]), dtype=np.bool_) | (_a2a_overlap(j) and j.model.mtp_num_layers > 1),
+            lambda x, j: (
+                f"training.runtime.moe_a2a_overlap needs model.mtp_num_layers <= 1; got {j.model.mtp_num_layers}"
+            ),
+        ),
+    ),
+    source="Megatron-LM core_v0.15.0 to core_v0.19.2 megatron/core/transformer/transformer_config.py"
+    " TransformerConfig.__post_init__ ('overlap_moe_expert_parallel_comm is only supported with expert model"
+    " parallelism', 'virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1',"
+    " 'disable full recomputation when enabling overlap_moe_expert_parallel_comm', 'MTP supports at most one layer"
+    " when enabling overlap_moe_expert_parallel_comm')",
+)
+
 CORE_RULES = (
     POSITIVE_SIZES,
     WORLD_SIZE,
@@ -491,5 +527,6 @@ CORE_RULES = (
     SEQUENCE_PARALLEL_NEEDS_TP,
     ACTIVATION_OFFLOAD,
     RECOMPUTE_BLOCK,
+    MOE_A2A_OVERLAP,
 )
 """Today's rules, in the order their violations are reported."""

@@ -22,7 +22,7 @@ from planner.costmodel.candidates import BoolArray, IntArray
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
-from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, Precision, TrainingSpec
+from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoeDispatcher, Precision, TrainingSpec
 
 __all__ = [
     "FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER",
@@ -32,6 +32,7 @@ __all__ = [
     "MEGATRON_GRADIENT_LAYOUT",
     "MEGATRON_FSDP_NEEDS_NO_PP",
     "MEGATRON_15_NO_ACTIVATION_OFFLOAD",
+    "MEGATRON_15_NO_HYBRIDEP",
     "MOE_FP16_NO_EXPERT_PARALLEL",
     "QUERY_GROUPS_SPLIT",
     "RULE_SETS",
@@ -41,6 +42,7 @@ __all__ = [
     "TORCHTITAN_FLEX_ATTENTION_NO_CP",
     "TORCHTITAN_FP8",
     "TORCHTITAN_GRADIENT_LAYOUT",
+    "TORCHTITAN_MOE_DISPATCH",
     "TORCHTITAN_NO_ACTIVATION_OFFLOAD",
     "TORCHTITAN_NO_BLOCK_RECOMPUTE",
     "TORCHTITAN_EXPERT_TENSOR_PARALLEL",
@@ -500,8 +502,60 @@ TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL = Rule(
     " FSDP and TP: efsdp = dp_shard * cp * tp / ep, i.e. etp = 1)",
 )
 
+
+def _moe_runtime(j: Job) -> bool:
+    return j.model.moe is not None
+
+
+def _dispatcher(j: Job) -> MoeDispatcher:
+    return j.training.runtime.moe_dispatcher
+
+
+MEGATRON_15_NO_HYBRIDEP = Rule(
+    name="megatron_15_no_hybridep",
+    axes=("ep",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["ep"] > 1) & _moe_runtime(j) & (_dispatcher(j) is MoeDispatcher.HYBRIDEP),
+            lambda x, j: (
+                f"training.runtime.moe_dispatcher hybridep with ep({x.ep}) > 1 needs a Megatron-Core with"
+                " moe_flex_dispatcher_backend (core_v0.16 on); this release's flex dispatcher runs DeepEP only"
+            ),
+        ),
+    ),
+    source=f"{_MEGATRON} and Megatron-LM b615e731080e (what {_NEMO} pins)"
+    " megatron/core/transformer/transformer_config.py: no moe_flex_dispatcher_backend field, the flex dispatcher's"
+    " backend is DeepEP through moe_enable_deepep (core_v0.16.1 adds moe_flex_dispatcher_backend deepep | hybridep)",
+)
+
+TORCHTITAN_MOE_DISPATCH = Rule(
+    name="torchtitan_moe_dispatch",
+    axes=("ep",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["ep"] > 1) & _moe_runtime(j) & (_dispatcher(j) is not MoeDispatcher.ALLTOALL),
+            lambda x, j: (
+                f"training.runtime.moe_dispatcher {_dispatcher(j).value} with ep({x.ep}) > 1: the"
+                " TorchTitan launch runs its all-to-all dispatch (moe_dispatcher alltoall)"
+            ),
+        ),
+        Clause(
+            lambda c, j: (c["ep"] > 1) & _moe_runtime(j) & j.training.runtime.moe_a2a_overlap,
+            lambda x, j: (
+                f"training.runtime.moe_a2a_overlap with ep({x.ep}) > 1: TorchTitan has no all-to-all overlap across"
+                " micro-batches"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN_03} torchtitan/config/configs.py ParallelismConfig and {_TORCHTITAN}"
+    " torchtitan/config/job_config.py Parallelism: no schedule that pairs one micro-batch's forward with another's"
+    " backward; v0.3.0 has no expert-parallel communication backend, and v0.2.2's expert_parallel_comm_backend"
+    " deepep (DeepEP's kernels, not HybridEP) is not what the planner launches (a launch limit, not TorchTitan's)",
+)
+
 _MEGATRON_15_RULES = (
     MEGATRON_FSDP_NEEDS_NO_PP,
+    MEGATRON_15_NO_HYBRIDEP,
     QUERY_GROUPS_SPLIT,
     MOE_FP16_NO_EXPERT_PARALLEL,
     MEGATRON_GRADIENT_LAYOUT,
@@ -526,6 +580,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
     TORCHTITAN_ADAM_MOMENTS,
     TORCHTITAN_EXPERT_TENSOR_PARALLEL,
+    TORCHTITAN_MOE_DISPATCH,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
@@ -535,6 +590,7 @@ _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
     TORCHTITAN_ADAM_MOMENTS,
+    TORCHTITAN_MOE_DISPATCH,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
@@ -557,6 +613,7 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
             _NEMO,
             (
                 MEGATRON_FSDP_NEEDS_NO_PP,
+                MEGATRON_15_NO_HYBRIDEP,
                 QUERY_GROUPS_SPLIT,
                 MEGATRON_GRADIENT_LAYOUT,
                 PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
@@ -585,9 +642,11 @@ read, so NeMo does not list it); TorchTitan refuses it and any recipe but its fl
 bf16 Adam moments (`TrainingSpec.adam_moments`) are Megatron-Core's precision-aware optimizer, which its
 OptimizerConfig refuses without the distributed optimizer (precision_aware_optimizer_needs_distributed_optimizer,
 for NeMo too: the check is Megatron-Core's own); TorchTitan has no such optimizer (torchtitan_adam_moments).
-Activation offloading (`TrainingSpec.activation_offload_layers`) is Megatron-Core's: the core rule activation_offload
-states its limits, Megatron-LM core_v0.15.0 has no flag for it and TorchTitan none at all (the two
-*_no_activation_offload rules); NeMo sets the TransformerConfig fields directly."""
+The flex dispatcher's HybridEP backend needs core_v0.16's moe_flex_dispatcher_backend (megatron_15_no_hybridep, for
+the NeMo commit on Megatron-LM b615e731 too); the TorchTitan launch runs the plain all-to-all without the MoE
+overlap (torchtitan_moe_dispatch). Activation offloading (`TrainingSpec.activation_offload_layers`) is
+Megatron-Core's: the core rule activation_offload states its limits, Megatron-LM core_v0.15.0 has no flag for it and
+TorchTitan none at all (the two *_no_activation_offload rules); NeMo sets the TransformerConfig fields directly."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

@@ -41,7 +41,10 @@ def _id(recipe: dict[str, Any]) -> str:
     name = model.get("preset") or model["name"].replace(" ", "").lower()
     fp8 = tr.get("fp8_recipe") or tr["precision"]
     par = f"tp{lay['tp']}pp{lay['pp']}cp{lay['cp']}dp{lay['dp']}ep{lay['ep']}etp{lay['etp']}vp{lay['vp']}"
-    extras = RECOMPUTE_TAG[lay["recompute"]] + ("-cg" if tr.get("runtime", {}).get("cuda_graphs") else "")
+    runtime = tr.get("runtime", {})
+    extras = RECOMPUTE_TAG[lay["recompute"]] + ("-cg" if runtime.get("cuda_graphs") else "")
+    extras += f"-{runtime['moe_dispatcher']}" if "moe_dispatcher" in runtime else ""
+    extras += "-a2a" if runtime.get("moe_a2a_overlap") else ""
     extras += "-adam16" if tr.get("adam_moments") == "bf16" else ""
     if lay.get("layers_per_stage"):  # the recipe's split: first and last stage
         extras += f"-lps{lay['layers_per_stage'][0]}.{lay['layers_per_stage'][-1]}"

@@ -129,9 +129,19 @@ def test_updated_params_is_the_optimizer_shard() -> None:
     np.testing.assert_array_equal(got, HELD[ModelState.OPTIMIZER])
 
 
-def _seconds(compute: float, recompute: float, tp: float, cp: float, ep: float, offload: float = 0.0) -> LayerSeconds:
+def _seconds(
+    compute: float, recompute: float, tp: float, cp: float, ep: float, offload: float = 0.0, unpaired: float = 0.0
+) -> LayerSeconds:
     return LayerSeconds(
-        _a(compute), _a(recompute), _a(tp), _a(cp), _a(ep), _a(offload), _a(compute / 3), _a(2 * compute / 3)
+        _a(compute),
+        _a(recompute),
+        _a(tp),
+        _a(cp),
+        _a(ep),
+        _a(offload),
+        _a(compute / 3),
+        _a(2 * compute / 3),
+        _a(unpaired),
     )
 
 
@@ -164,6 +174,21 @@ def test_assemble_step_every_kind() -> None:
     assert list(got) == list(expected)  # the API's key order
     assert got == pytest.approx(expected, rel=1e-15)
     assert float(step.total[0]) == pytest.approx(sum(expected.values()), rel=1e-15)
+
+
+def test_unpaired_microbatches_pay_their_all_to_alls_whole() -> None:
+    """p = 4, v = 2, m = 8 under the MoE all-to-all overlap: rank 0 warms up with 2 (p - 1) + (v - 1) p + 1 = 11
+    chunk forwards, 5.5 micro-batches, which pay 0.25 s more each: 5.5 x 0.25 = 1.375 s on top of 8 x 1 s."""
+    step = assemble_step(
+        _a(8.0), _i(4), _i(2), _seconds(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25), _a(0.0), _a(1.0), _a(0.0), _a(0.0)
+    )
+    assert float(step.ep_comm[0]) == 5.5 * 0.25
+    assert float(step.total[0]) == 8.0 + 1.375 + 3 / 2
+    # Without a pipeline the first forward and the last backward run alone: one micro-batch; capped at m.
+    alone = assemble_step(_a(8.0), _i(1), _i(1), _seconds(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25), *[_a(0.0)] * 4)
+    assert float(alone.ep_comm[0]) == 0.25
+    few = assemble_step(_a(2.0), _i(4), _i(2), _seconds(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25), *[_a(0.0)] * 4)
+    assert float(few.ep_comm[0]) == 2 * 0.25
 
 
 def test_time_breakdown_broadcasts_to_a_grid() -> None:

@@ -169,8 +169,41 @@ def test_recompute_block_rule(layout: Layout, block: int | None, messages: list[
     assert [v.message for v in violations] == messages
 
 
+# moe_a2a_overlap reads the runtime's overlap and the model's MoE and MTP: (layout, model, expected messages)
+OVERLAP = "training.runtime.moe_a2a_overlap"
+A2A_ROWS = [
+    (Layout(tp=1, pp=2, dp=3, ep=3, vp=2), MOE, []),
+    (Layout(tp=1, pp=1, dp=3, ep=3, recompute=Recompute.SELECTIVE), MOE, []),
+    (Layout(tp=1, pp=2, dp=3, ep=1, vp=2), DENSE, []),
+    (Layout(tp=1, pp=2, dp=3, ep=1, vp=2), MOE, [f"{OVERLAP} needs ep > 1; got ep(1)"]),
+    (Layout(tp=1, pp=2, dp=3, ep=3), MOE, [f"{OVERLAP} with pp(2) > 1 needs vp > 1; got vp(1)"]),
+    (
+        Layout(tp=1, pp=1, dp=3, ep=3, recompute=Recompute.FULL),
+        MOE,
+        [f"{OVERLAP} needs recompute none or selective; got recompute(full)"],
+    ),
+    (
+        Layout(tp=1, pp=2, dp=3, ep=3, vp=2),
+        MOE.model_copy(update={"mtp_num_layers": 2}),
+        [f"{OVERLAP} needs model.mtp_num_layers <= 1; got 2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "model", "messages"), A2A_ROWS, ids=["ok", "no-pipeline", "dense", "ep-1", "no-vp", "full", "mtp-2"]
+)
+def test_moe_a2a_overlap_rule(layout: Layout, model: ModelSpec, messages: list[str]) -> None:
+    training = TrainingSpec(global_batch_size=12, runtime={"moe_a2a_overlap": True})
+    violations = layout_violations(layout, model, training, layout.world_size)
+    assert [(v.rule, v.message) for v in violations] == [("moe_a2a_overlap", m) for m in messages]
+    off = TrainingSpec(global_batch_size=12)
+    assert layout_violations(layout, model, off, layout.world_size) == []
+
+
 def test_every_rule_has_a_crafted_case() -> None:
-    assert {row[0] for row in ROWS} | {"activation_offload", "recompute_block"} == set(CORE.names)
+    crafted = {"activation_offload", "recompute_block", "moe_a2a_overlap"}
+    assert {row[0] for row in ROWS} | crafted == set(CORE.names)
 
 
 GOOD = [

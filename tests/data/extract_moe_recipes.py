@@ -29,16 +29,16 @@ git helpers it shares):
 A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
 recipe fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short
 chunk beside the embedding or the loss), and a note says so where the recipe's chunks differ from that.
-`recompute_modules` map to the closest planner mode: `selective` (the
-attention core, and the other small per-layer pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the
-dense `mlp` of DeepSeek's first three layers) or `full` when the MoE layers themselves are recomputed
-(`moe`), noted in `not_expressed` with every other setting the planner has no field for (MTP, layouts it
-cannot express, MoE all-to-all overlap, DeepEP / HybridEP dispatchers, partial CUDA-graph scopes, FP8
-blockwise scaling). Token dropping and forced load balancing, which the recipes set for benchmarking, make the
-routing uniform, as the planner assumes. Left out: the vision-language `vlm_llama4` rows, SFT / LoRA, NVFP4,
-Qwen3-Next, Kimi, GPT-OSS and the GB300 / B300 / VR200 rows (no profile). Identical rows from several
-releases are kept once, with every source, each source with its own `not_expressed` list (rows sent alike may
-differ in what the planner cannot express: FP8 blockwise beside per-tensor scaling, DeepEP beside HybridEP).
+`recompute_modules` map to the closest planner mode: `selective` (the attention core, and the other small per-layer
+pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the dense `mlp` of DeepSeek's first three layers) or
+`full` when the MoE layers themselves are recomputed (`moe`), noted in `not_expressed` with every other setting the
+planner has no field for (layouts it cannot express, partial CUDA-graph scopes, FP8 blockwise scaling). The token
+dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
+as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`. Token dropping and forced load balancing, which the
+recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out: the vision-language
+`vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi, GPT-OSS and the GB300 / B300 / VR200 rows (no profile).
+Identical rows from several releases are kept once, with every source, each source with its own `not_expressed` list
+(rows sent alike may differ in what the planner cannot express: FP8 blockwise beside per-tensor scaling).
 """
 
 from __future__ import annotations
@@ -95,7 +95,6 @@ BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     ),
 }
 RECOMPUTED_MOE = {"moe"}  # module recompute that takes the MoE layer's activations: closest to full
-MTP_NOTE = "multi-token prediction (mtp_num_layers 1, loss scale 0.1): the MTP layer is not modelled"
 
 
 def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
@@ -146,6 +145,8 @@ def _request(
     cuda_graphs: bool,
     adam_bf16: bool,
     layers_per_stage: list[int] | None,
+    dispatcher: str | None = None,
+    a2a_overlap: bool = False,
 ) -> dict[str, Any]:
     tp, pp, cp = par["tp"], par["pp"], par["cp"]
     layout: dict[str, Any] = {
@@ -170,8 +171,13 @@ def _request(
         training["fp8_recipe"] = fp8_recipe
     if adam_bf16:
         training["adam_moments"] = "bf16"
-    if cuda_graphs:
-        training["runtime"] = {"cuda_graphs": True}
+    runtime: dict[str, Any] = {"cuda_graphs": True} if cuda_graphs else {}
+    if dispatcher:
+        runtime["moe_dispatcher"] = dispatcher
+    if a2a_overlap:
+        runtime["moe_a2a_overlap"] = True
+    if runtime:
+        training["runtime"] = runtime
     return {
         "model": MODELS[key] | {"seq_length": seq},
         "cluster": {"profile": PROFILES[gpu], "num_gpus": num_gpus, "memory_headroom": 0.0},
@@ -216,9 +222,10 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 notes = [note] if note else []
                 layers_per_stage = None
                 adam_bf16 = False
+                dispatcher = None
                 if key == ("deepseek", "v3"):
                     pp, vp = par["pp"], par["vp"]
-                    notes.append(MTP_NOTE + " (NeMo's deepseek_v3 pretrain_recipe, use_mtp=True)")
+                    # one MTP layer (use_mtp=True): the deepseek-v3 preset's mtp_num_layers 1
                     if ref == "v2.3.0":  # num_layers_in_first/last_pipeline_stage = 64 / pp - 1, 64 / pp - 2
                         middle = 64 // pp
                         layers_per_stage = [middle - 1] + [middle] * (pp - 2) + [middle - 2] if pp > 1 else None
@@ -226,8 +233,8 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                         layout = _deepseek_layout(pp, vp, mtp=False)
                         layers_per_stage, note = _layout_fields(layout, pp, vp, "pipeline_model_parallel_layout")
                         notes += [note] if note else []
-                        if gpu == "h100":
-                            notes.append("moe_token_dispatcher_type flex with DeepEP: priced as the all-to-all")
+                        if gpu == "h100":  # moe_token_dispatcher_type flex, moe_enable_deepep
+                            dispatcher = "deepep"
                     adam_bf16 = ref == NEMO_REFS[-1]  # 8cfedd7: use_precision_aware_optimizer, bf16 exp_avg(_sq)
                 row = _request(
                     key,
@@ -242,6 +249,7 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     bool(num("cuda_graphs")),
                     adam_bf16,
                     layers_per_stage,
+                    dispatcher,
                 )
                 columns = "tp pp cp ep vp mbs gbs etp".split()
                 values = [r[c if c in ("mbs", "gbs") else f"{c}_size"] or "-" for c in columns]
@@ -284,7 +292,6 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 if key == ("deepseek", "v3"):
                     recompute, note = _recompute(cfg.recompute_modules or ["core_attn"])  # granularity selective
                     notes += [note] if note else []
-                    notes.append(MTP_NOTE)
                     own = cfg.pp_layout if gpu != "B200" else None  # B200 takes the (pp, vp) map
                     if ref == BRIDGE_REFS[0][0] and gpu == "H100":
                         own = "Et|(tt|)*30mL"  # 25.11's deepseek_v3_pretrain_config_h100 passes this layout
@@ -295,14 +302,6 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 else:
                     recompute, note = _recompute(cfg.recompute_modules)
                     notes += [note] if note else []
-                if cfg.moe_a2a_overlap:
-                    notes.append(
-                        "moe_a2a_overlap (overlap_moe_expert_parallel_comm, delay_wgrad_compute): not modelled"
-                    )
-                if cfg.moe_flex_dispatcher_backend:
-                    notes.append(
-                        f"moe_flex_dispatcher_backend {cfg.moe_flex_dispatcher_backend}: priced as the all-to-all"
-                    )
                 graphs = cfg.cuda_graph_impl not in (None, "none")
                 if graphs and cfg.cuda_graph_scope:
                     notes.append(
@@ -322,6 +321,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     graphs,
                     key == ("deepseek", "v3"),  # the DeepSeek-V3 recipe's precision-aware optimizer, bf16 moments
                     layers_per_stage,
+                    cfg.moe_flex_dispatcher_backend,  # the flex dispatcher over this backend
+                    bool(cfg.moe_a2a_overlap),  # overlap_moe_expert_parallel_comm (with delay_wgrad_compute)
                 )
                 out.append((row, f"NVIDIA-NeMo/Megatron-Bridge@{commit[:10]} ({release}) {path}: {name}", notes))
     return out

@@ -30,7 +30,7 @@ def _model(preset: str) -> ModelSpec:
     return get_preset(preset).model
 
 
-def _train(batch: int, precision: Precision = Precision.BF16, **runtime: bool) -> TrainingSpec:
+def _train(batch: int, precision: Precision = Precision.BF16, **runtime: bool | str) -> TrainingSpec:
     return TrainingSpec(global_batch_size=batch, precision=precision, runtime=RuntimeFeatures(**runtime))
 
 
@@ -120,6 +120,20 @@ CASES = [
         _train(2048, Precision.FP8),
         Layout(tp=2, pp=8, dp=64, ep=8, recompute=FULL, sequence_parallel=True, zero_stage=3),
         1024,
+    ),
+    Case(
+        "mixtral-deepep-a2a-overlap-fp8",
+        _model("mixtral-8x7b"),
+        _train(512, Precision.FP8, moe_dispatcher="deepep", moe_a2a_overlap=True),
+        Layout(tp=1, pp=4, dp=16, ep=8, vp=2, recompute=SEL, zero_stage=1),
+        64,
+    ),
+    Case(
+        "qwen3-30b-hybridep-fp8",
+        _model("qwen3-30b-a3b"),
+        _train(1024, Precision.FP8, moe_dispatcher="hybridep"),
+        Layout(tp=1, pp=1, dp=16, ep=16, zero_stage=1),
+        16,
     ),
     Case(
         "llama3-8b-fp8-tp-overlap-zero2",

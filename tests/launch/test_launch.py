@@ -551,6 +551,52 @@ def test_moe_flags_for_deepseek_v3() -> None:
     assert launch.nemo.config["model.config.num_moe_experts"] == 256
 
 
+@pytest.mark.parametrize(
+    ("release", "backend"),
+    [
+        ("core_v0.19.2", ["--moe-flex-dispatcher-backend", "deepep"]),
+        ("core_v0.16.1", ["--moe-flex-dispatcher-backend", "deepep"]),
+        ("core_v0.15.0", ["--moe-enable-deepep"]),
+    ],
+)
+def test_moe_dispatcher_and_overlap_flags(release: str, backend: list[str]) -> None:
+    """The priced dispatch launches as Megatron-Core's flex dispatcher with its backend (core_v0.15.0: the DeepEP
+    switch) and the all-to-all overlap; NeMo sets the same TransformerConfig fields."""
+    stages = (8,) * 7 + (5,)
+    layout = Layout(
+        tp=1, pp=8, dp=32, ep=32, vp=2, recompute=Recompute.SELECTIVE, zero_stage=1, layers_per_stage=stages
+    )
+    runtime = {"moe_dispatcher": "deepep", "moe_a2a_overlap": True}
+    training = TrainingSpec(global_batch_size=4096, precision=Precision.FP8, runtime=runtime)
+    launch = launch_args(DEEPSEEK, training, layout, 256, 8, versions={"megatron": release})
+    args = launch.megatron.args
+    at = args.index("--moe-token-dispatcher-type")
+    assert args[at : at + 2 + len(backend)] == ["--moe-token-dispatcher-type", "flex", *backend]
+    assert "--overlap-moe-expert-parallel-comm" in args
+    config = launch.nemo.config
+    assert config["model.config.moe_token_dispatcher_type"] == "flex"
+    assert config["model.config.moe_flex_dispatcher_backend"] == "deepep"
+    assert config["model.config.overlap_moe_expert_parallel_comm"] is True
+    assert any("rule torchtitan_moe_dispatch" in n for n in launch.torchtitan.notes)
+    plain = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=4096), layout, 256, 8)
+    assert "--overlap-moe-expert-parallel-comm" not in plain.megatron.args
+    assert _flags(plain.megatron)["--moe-token-dispatcher-type"] == ["alltoall"]
+    assert not any("moe_dispatcher" in n for n in plain.torchtitan.notes)
+
+
+def test_hybridep_on_a_release_without_it_says_it_runs_deepep() -> None:
+    layout = Layout(tp=1, pp=1, dp=16, ep=16, zero_stage=1)
+    training = TrainingSpec(global_batch_size=1024, runtime={"moe_dispatcher": "hybridep"})
+    qwen = get_preset("qwen3-30b-a3b").model
+    old = launch_args(qwen, training, layout, 16, 8, versions={"megatron": "core_v0.15.0", "nemo": "2.5.0rc0+8cfedd7"})
+    assert "--moe-enable-deepep" in old.megatron.args
+    assert any("rule megatron_15_no_hybridep" in n for n in old.megatron.notes + old.nemo.notes)
+    assert old.nemo.config["model.config.moe_enable_deepep"] is True
+    new = launch_args(qwen, training, layout, 16, 8)
+    assert _option(new.megatron.args, "--moe-flex-dispatcher-backend") == "hybridep"
+    assert not any("megatron_15_no_hybridep" in n for n in new.megatron.notes + new.nemo.notes)
+
+
 def test_mla_flags_for_deepseek_v3() -> None:
     """Multi-latent attention launches as Megatron-LM's MLA arguments (`_add_mla_args`) and NeMo's
     MLATransformerConfig fields; --kv-channels, which MLA ignores, is left out."""

@@ -105,6 +105,7 @@ def test_the_refused_cases_are_refused_for_a_torchtitan_rule(p: Planned) -> None
         "torchtitan_seq_len_divisible",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_moe_dispatch",
     }
     assert rules <= expected, rules
 

@@ -62,7 +62,8 @@ def test_megatron_log() -> None:
     assert training["global_batch_size"] == 128 and training["precision"] == "bf16"
     assert training["runtime"] == {
         "overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True,
-        "flash_attention": True, "fused_kernels": True, "cuda_graphs": False, "overlap_p2p_comm": True,
+        "moe_a2a_overlap": False, "flash_attention": True, "fused_kernels": True, "cuda_graphs": False,
+        "overlap_p2p_comm": True, "moe_dispatcher": "alltoall",
     }  # fmt: skip
     # Iteration 10 (<= max(10% of 100, first interval)) is warm-up; the median of the other nine ms values.
     used = [9876.5, 9901.2, 9850.3, 9893.0, 9912.4, 9866.1, 9880.8, 12011.9, 9874.2]
@@ -197,6 +198,36 @@ def test_uneven_split_and_moe_pattern() -> None:
         megatron_request(_args(), where="argument dump", world_size=6, vocab_size=50304, framework="megatron")
     with pytest.raises(InvalidSpecError, match="fp32 training is not modelled"):
         megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
+
+
+@pytest.mark.parametrize(
+    ("flags", "dispatcher"),
+    [
+        ({}, "alltoall"),
+        ({"moe_token_dispatcher_type": "alltoall"}, "alltoall"),
+        ({"moe_token_dispatcher_type": "flex"}, "deepep"),  # the backend's default
+        ({"moe_token_dispatcher_type": "flex", "moe_enable_deepep": True}, "deepep"),  # core_v0.15.0's switch
+        ({"moe_token_dispatcher_type": "flex", "moe_flex_dispatcher_backend": "hybridep"}, "hybridep"),
+    ],
+)
+def test_moe_dispatcher_and_overlap_read_back(flags: dict[str, Any], dispatcher: str) -> None:
+    moe = {"num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 1024, "expert_model_parallel_size": 2}
+    args = _args(**moe, **flags, overlap_moe_expert_parallel_comm=True)
+    request, _ = megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    runtime = request["training"]["runtime"]
+    assert runtime["moe_dispatcher"] == dispatcher and runtime["moe_a2a_overlap"] is True
+
+
+def test_unmodelled_flex_backend_is_refused() -> None:
+    args = _args(
+        num_experts=8,
+        moe_router_topk=2,
+        moe_ffn_hidden_size=1024,
+        moe_token_dispatcher_type="flex",
+        moe_flex_dispatcher_backend="ncclep",
+    )
+    with pytest.raises(InvalidSpecError, match="moe_flex_dispatcher_backend = 'ncclep' in the argument dump"):
+        megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
 
 
 def test_multi_latent_attention_reads_back_as_mla() -> None:

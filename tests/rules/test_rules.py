@@ -32,6 +32,7 @@ from planner.specs import (
     MoESpec,
     Precision,
     Recompute,
+    RuntimeFeatures,
     TrainingSpec,
 )
 from planner.validate import layout_violations
@@ -57,6 +58,11 @@ def job(
     model: ModelSpec = DENSE, gbs: int = 16, gpus: int = 8, precision: Precision = Precision.BF16, offload: int = 0
 ) -> Job:
     return Job(model, TrainingSpec(global_batch_size=gbs, precision=precision, activation_offload_layers=offload), gpus)
+
+
+def moe_job(**runtime: object) -> Job:
+    """MOE on 8 GPUs with these `RuntimeFeatures`."""
+    return Job(MOE, TrainingSpec(global_batch_size=16, runtime=RuntimeFeatures(**runtime)), 8)
 
 
 # (rule, job, a layout it keeps, a layout it removes, the removed layout's messages)
@@ -154,6 +160,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "sequence_parallel_needs_tp",
         "activation_offload",
         "recompute_block",
+        "moe_a2a_overlap",
     )
 
 
@@ -290,6 +297,33 @@ def test_default_split_interleaves_with_one_short_end_chunk() -> None:
 # Framework rules: (framework[@release], rule, job, kept, removed, message)
 FRAMEWORK_CASES = [
     (
+        "megatron@core_v0.15.0",
+        "megatron_15_no_hybridep",
+        moe_job(moe_dispatcher="hybridep"),
+        Layout(tp=1, pp=1, dp=8, ep=1),
+        Layout(tp=1, pp=1, dp=8, ep=2),
+        "training.runtime.moe_dispatcher hybridep with ep(2) > 1 needs a Megatron-Core with moe_flex_dispatcher_backend"
+        " (core_v0.16 on); this release's flex dispatcher runs DeepEP only",
+    ),
+    (
+        "nemo@2.5.0rc0+8cfedd7",
+        "megatron_15_no_hybridep",
+        moe_job(moe_dispatcher="hybridep"),
+        Layout(tp=1, pp=1, dp=8, ep=1),
+        Layout(tp=1, pp=1, dp=8, ep=2),
+        "training.runtime.moe_dispatcher hybridep with ep(2) > 1 needs a Megatron-Core with moe_flex_dispatcher_backend"
+        " (core_v0.16 on); this release's flex dispatcher runs DeepEP only",
+    ),
+    (
+        "torchtitan",
+        "torchtitan_moe_dispatch",
+        moe_job(moe_dispatcher="deepep"),
+        Layout(tp=1, pp=1, dp=8, ep=1),
+        Layout(tp=1, pp=1, dp=8, ep=2),
+        "training.runtime.moe_dispatcher deepep with ep(2) > 1: the TorchTitan launch runs its all-to-all dispatch"
+        " (moe_dispatcher alltoall)",
+    ),
+    (
         "megatron",
         "megatron_fsdp_needs_pp_1",
         job(),
@@ -406,6 +440,21 @@ def test_framework_rule(framework: str, name: str, j: Job, kept: Layout, removed
     assert layout_violations(removed, j.model, j.training, j.num_gpus) == []  # the core set keeps it
 
 
+@pytest.mark.parametrize("release", ["0.3.0", "0.2.2"])
+def test_torchtitan_refuses_the_moe_overlap(release: str) -> None:
+    """The overlap needs ep > 1 (core rule moe_a2a_overlap), where TorchTitan refuses it."""
+    j, layout = moe_job(moe_a2a_overlap=True), Layout(tp=1, pp=1, dp=8, ep=2)
+    assert layout_violations(layout, j.model, j.training, j.num_gpus) == []
+    got = layout_violations(layout, j.model, j.training, j.num_gpus, rule_set("torchtitan", release))
+    assert [(v.rule, v.message) for v in got] == [
+        (
+            "torchtitan_moe_dispatch",
+            "training.runtime.moe_a2a_overlap with ep(2) > 1: TorchTitan has no all-to-all overlap across"
+            " micro-batches",
+        )
+    ]
+
+
 def test_framework_sets_are_core_plus_their_rules() -> None:
     assert rule_set("megatron").version == "core_v0.19.2"  # the newest targeted is the default
     assert (
@@ -420,6 +469,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     )
     assert rule_set("megatron", "core_v0.15.0").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
+        "megatron_15_no_hybridep",
         "query_groups_split",
         "fp16_no_expert_parallel",
         "megatron_gradient_layout",
@@ -435,6 +485,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     )
     assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
+        "megatron_15_no_hybridep",
         "query_groups_split",
         "megatron_gradient_layout",
         "precision_aware_optimizer_needs_distributed_optimizer",
@@ -448,6 +499,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
         "torchtitan_adam_moments",
+        "torchtitan_moe_dispatch",
     )
     assert rule_set("torchtitan", "0.2.2").names[len(CORE.names) :] == (
         "ddp_one_dimensional",
@@ -460,6 +512,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_no_block_recompute",
         "torchtitan_adam_moments",
         "torchtitan_expert_tensor_parallel",
+        "torchtitan_moe_dispatch",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
