@@ -131,8 +131,8 @@ def moe_layer_pattern(model: ModelSpec) -> list[int]:
 def moe_dispatch_config(training: TrainingSpec, layout: Layout, flex_backend_field: bool) -> dict[str, str | bool]:
     """Megatron-Core TransformerConfig fields for the priced token dispatch of an ep > 1 layout (empty at
     ep = 1): `moe_token_dispatcher_type` alltoall or flex; for flex, `moe_flex_dispatcher_backend` where the
-    release has it (`flex_backend_field`: core_v0.16 on), else `moe_enable_deepep` (core_v0.15.0 and the
-    Megatron-LM NeMo's main commit pins; HybridEP there is refused by rule megatron_15_no_hybridep); and
+    release has it (`flex_backend_field`: core_v0.16 on), else `moe_enable_deepep` (core_v0.15.0, and Megatron-LM
+    b615e731, which NeMo's main commit pins; HybridEP there is refused by rule megatron_15_no_hybridep); and
     `overlap_moe_expert_parallel_comm` for `RuntimeFeatures.moe_a2a_overlap`."""
     runtime = training.runtime
     if layout.ep == 1:
