@@ -29,8 +29,9 @@ pass's all-to-all on its own stream (`model_chunk_schedule_plan.py`, `Transforme
 so each of the four all-to-alls hides behind one compute slot (the pre-dispatch computation is attention,
 router and shared experts: `fine_grained_callables.py`), and a pass shows only what its slot does not cover.
 The micro-batches a schedule runs unpaired (the warm-up forwards and the cool-down backwards,
-`pipeline.unpaired_microbatches`) pay their all-to-alls whole. What hides still slows the compute beside it by
-`comm.OVERLAP_SLOWDOWN` (DeepSeek-V3 report Sec. 3.2.2: 20 of the H800's 132 SMs run its communication).
+`pipeline.unpaired_microbatches`) pay their all-to-alls whole. Each pass shows as `comm.exposed_s` prices any
+collective beside a window: what hides still slows the compute beside it by `comm.OVERLAP_SLOWDOWN`
+(DeepSeek-V3 report Sec. 3.2.2: 20 of the H800's 132 SMs run its communication).
 
 Memory is the schedule's without the overlap: the extra warm-up forward it schedules (one chunk) is the chunk
 the plain 1F1B step holds between its forward and backward, and a paired step frees one layer of the backward
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, Candidates, FloatArray, tokens_per_microbatch
-from planner.costmodel.comm import OVERLAP_SLOWDOWN, link, network_bytes_per_s
+from planner.costmodel.comm import exposed_s, link, network_bytes_per_s
 from planner.costmodel.compute import LayerTimes
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics
@@ -116,13 +117,6 @@ class EpComm:
     unpaired_extra_s: FloatArray
 
 
-def _shown_s(a2a_s: FloatArray, window_s: FloatArray | float) -> FloatArray:
-    """Critical-path seconds of one all-to-all pass beside `window_s` of compute (`comm.exposed_s`'s rule:
-    what the window does not cover shows, what it covers slows the compute by OVERLAP_SLOWDOWN)."""
-    hidden = np.minimum(a2a_s, window_s)
-    return np.asarray(a2a_s - hidden + OVERLAP_SLOWDOWN * hidden, dtype=np.float64)
-
-
 def ep_comm_per_layer_s(
     model: ModelSpec,
     c: Candidates,
@@ -145,5 +139,5 @@ def ep_comm_per_layer_s(
     if not rt.moe_a2a_overlap:
         return EpComm(np.asarray(whole, dtype=np.float64), zeros)
     slots = (layer.moe_rest_forward_s, 2 * layer.experts_forward_s, layer.experts_forward_s, layer.moe_rest_backward_s)
-    paired = np.where(c.ep > 1, share * sum(_shown_s(one, w) for w in slots), 0.0)
+    paired = np.where(c.ep > 1, share * sum(exposed_s(one, w) for w in slots), 0.0)
     return EpComm(np.asarray(paired, dtype=np.float64), np.asarray(whole - paired, dtype=np.float64))

@@ -295,6 +295,10 @@ def test_default_split_interleaves_with_one_short_end_chunk() -> None:
 
 
 # Framework rules: (framework[@release], rule, job, kept, removed, message)
+NO_HYBRIDEP = (
+    "training.runtime.moe_dispatcher hybridep with ep(2) > 1 needs a Megatron-Core with moe_flex_dispatcher_backend"
+    " (core_v0.16 on); this release's flex dispatcher runs DeepEP only"
+)
 FRAMEWORK_CASES = [
     (
         "megatron@core_v0.15.0",
@@ -302,8 +306,7 @@ FRAMEWORK_CASES = [
         moe_job(moe_dispatcher="hybridep"),
         Layout(tp=1, pp=1, dp=8, ep=1),
         Layout(tp=1, pp=1, dp=8, ep=2),
-        "training.runtime.moe_dispatcher hybridep with ep(2) > 1 needs a Megatron-Core with moe_flex_dispatcher_backend"
-        " (core_v0.16 on); this release's flex dispatcher runs DeepEP only",
+        NO_HYBRIDEP,
     ),
     (
         "nemo@2.5.0rc0+8cfedd7",
@@ -311,8 +314,7 @@ FRAMEWORK_CASES = [
         moe_job(moe_dispatcher="hybridep"),
         Layout(tp=1, pp=1, dp=8, ep=1),
         Layout(tp=1, pp=1, dp=8, ep=2),
-        "training.runtime.moe_dispatcher hybridep with ep(2) > 1 needs a Megatron-Core with moe_flex_dispatcher_backend"
-        " (core_v0.16 on); this release's flex dispatcher runs DeepEP only",
+        NO_HYBRIDEP,
     ),
     (
         "torchtitan",
