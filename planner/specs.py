@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, mo
 __all__ = [
     "AdamMoments",
     "AttentionKernel",
+    "CudaGraphScope",
+    "ExpertGemm",
     "MoeDispatcher",
     "Fp8Recipe",
     "GradientLayout",
@@ -303,6 +305,34 @@ class MoeDispatcher(StrEnum):
     `moe_flex_dispatcher_backend` docstring)."""
 
 
+class CudaGraphScope(StrEnum):
+    """What CUDA graphs capture, with `RuntimeFeatures.cuda_graphs` (Megatron-Core `cuda_graph_impl` and
+    `cuda_graph_scope`). It sets which kernels the host still launches (`costmodel.host`)."""
+
+    MODULES = "modules"
+    """Transformer Engine graphs per module (`cuda_graph_impl transformer_engine`): every layer of a dense model;
+    in an MoE model the attention, router and dispatch preprocessing (`attn moe_router moe_preprocess`, as
+    NVIDIA's MoE recipes set it), the dropless expert section running eagerly."""
+    FULL_ITERATION = "full_iteration"
+    """Megatron-Core's whole forward-backward graph (`cuda_graph_impl local`, `cuda_graph_scope full_iteration`):
+    everything replayed, the expert section included (Megatron-Bridge's GB200 Qwen3 30B-A3B MXFP8 recipe)."""
+
+
+class ExpertGemm(StrEnum):
+    """How one GPU runs its local experts' GEMMs (one weight of every local expert at a time). What each costs is
+    `costmodel.compute`'s and `costmodel.host`'s to price."""
+
+    MULTI_STREAM = "multi_stream"
+    """Transformer Engine's `GroupedLinear` (Megatron-Core `--moe-grouped-gemm`, `TEGroupedMLP`): one cuBLAS GEMM
+    per local expert, issued round-robin on TE's 4 compute streams, so at most 4 run at once and each pays its
+    kernel's fixed time and launch (TE `transformer_engine/common/gemm/cublaslt_gemm.cu`
+    `multi_stream_cublas_gemm`, `common/util/multi_stream.cpp` `num_compute_streams = 4`; TE 2.x, the cuBLAS path
+    `nvte_multi_tensor_gemm` takes unless `NVTE_USE_CUTLASS_GROUPED_GEMM` is set on Hopper)."""
+    GROUPED = "grouped"
+    """One grouped kernel whose tiles are every local expert's: TorchTitan's `torch._grouped_mm`, TE's CUTLASS
+    grouped GEMM (`NVTE_USE_CUTLASS_GROUPED_GEMM=1`, Hopper)."""
+
+
 class RuntimeFeatures(BaseModel):
     """Framework features that change time or memory. Defaults: current Megatron-Core practice."""
 
@@ -352,6 +382,13 @@ class RuntimeFeatures(BaseModel):
         description="Layers captured as CUDA graphs (Megatron-Core --enable-cuda-graph): one host launch "
         "replays all their kernels, so the host no longer paces small layers.",
     )
+    cuda_graph_scope: CudaGraphScope = Field(
+        default=CudaGraphScope.MODULES,
+        strict=False,
+        description="What cuda_graphs captures (`CudaGraphScope`): modules (Transformer Engine graphs per module; in"
+        " an MoE model attention, router and dispatch preprocessing, the dropless expert section launched eagerly) or"
+        " full_iteration (Megatron-Core's whole forward-backward graph). Ignored without cuda_graphs.",
+    )
     moe_dispatcher: MoeDispatcher = Field(
         default=MoeDispatcher.ALLTOALL,
         strict=False,
@@ -366,6 +403,14 @@ class RuntimeFeatures(BaseModel):
         " combine hidden behind the other's attention and experts. Needs ep > 1, no full recompute, and vp > 1"
         " where pp > 1 (rule moe_a2a_overlap). Off by default, as in Megatron-Core; on in NVIDIA's"
         " Megatron-Bridge recipes for DeepSeek-V3 and Qwen3 235B on H100 and B200.",
+    )
+    expert_gemm: ExpertGemm = Field(
+        default=ExpertGemm.MULTI_STREAM,
+        strict=False,
+        description="How a GPU runs its local experts' GEMMs (`ExpertGemm`): multi_stream (Transformer Engine's"
+        " GroupedLinear under Megatron-Core: one cuBLAS GEMM per local expert on 4 streams, each with its own"
+        " launch) or grouped (one grouped kernel over all local experts: TorchTitan's torch._grouped_mm, TE's CUTLASS"
+        " grouped GEMM on Hopper). Ignored for dense models.",
     )
     ring_rails: bool = Field(
         default=True,

@@ -20,7 +20,7 @@ from planner.calibration.fit import published_flop
 from planner.calibration.published import PublishedRun
 from planner.costmodel import compute
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.host import host_s_per_kernel, layer_kernels
+from planner.costmodel.host import layer_host_s
 from planner.costmodel.step import estimate_steps
 from planner.profiles import HardwareProfile
 from planner.units import TERA
@@ -64,14 +64,13 @@ def layer_parts(run: PublishedRun, profile: HardwareProfile) -> LayerParts:
     rt = run.training.runtime
     core_fwd, core_bwd = compute._attention_core_s(run.model, c, hw, rt)
     cast_fwd, _ = compute.fp8_cast_s(run.model, c, hw)
-    kernels = layer_kernels(run.model, c, rt)
     return LayerParts(
-        gemms_s=float(compute._gemm_set_time_s(run.model, c, hw)[0]),
+        gemms_s=float(compute._gemm_set_time_s(run.model, c, hw, rt)[0]),
         attention_core_s=float(core_fwd[0]),
         attention_core_backward_s=float(core_bwd[0]),
         elementwise_s=float(compute._elementwise_forward_s(run.model, c, hw)[0]),
         fp8_cast_s=float(cast_fwd[0]),
-        host_floor_s=float(kernels.forward[0]) * host_s_per_kernel(rt),
+        host_floor_s=float(layer_host_s(run.model, c, rt).forward[0]),
         logits_s=float(compute.logits_time_s(run.model, c, hw)[0]),
     )
 

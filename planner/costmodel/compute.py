@@ -38,7 +38,7 @@ from planner.costmodel.gemms import (
     mtp_projection_gemm,
     up_projection_gemms,
 )
-from planner.costmodel.host import host_s_per_kernel, layer_kernels
+from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
 from planner.costmodel.recompute import selective_recomputes_up_projections
 from planner.numerics import Numerics
 from planner.profiles import Hardware
@@ -147,23 +147,27 @@ class LayerTimes:
     moe_rest_backward_s: FloatArray | float = 0.0
 
 
-def _gemm_role_seconds(model: ModelSpec, c: Candidates, hw: Hardware) -> dict[GemmRole, tuple[FloatArray, float]]:
+def _gemm_role_seconds(
+    model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
+) -> dict[GemmRole, tuple[FloatArray, float]]:
     """Per GEMM role, (forward seconds of the role's kernels in one layer holding it, share of the layers that
     hold it) on one GPU.
 
     Each GEMM runs on this GPU's tokens, its flop split by tp unless replicated
     (the router). A GPU runs one GEMM per shared expert, and its `num_experts / ep`
     routed experts, split over etp, on their share of the tokens (`_local_gemm`, balanced
-    routing) as one grouped GEMM per weight: one kernel whose tiles are every local expert's, so
-    waves fill across experts and the per-kernel cost is paid once (Megatron-Core `--moe-grouped-gemm`,
-    `TEGroupedMLP` / `GroupedMLP`, which every planned launch sets except fp16 under core_v0.15.0, whose
-    sequential experts this slightly under-prices; TorchTitan's grouped `torch._grouped_mm`).
+    routing), per weight as `rt.expert_gemm` runs them (`expert_gemm_concurrency`): TE's GroupedLinear
+    (Megatron-Core `--moe-grouped-gemm`, `TEGroupedMLP`, which every planned Megatron launch sets except fp16
+    under core_v0.15.0, whose sequential experts this slightly under-prices) as rounds of up to
+    `TE_COMPUTE_STREAMS` concurrent per-expert GEMMs, whose tiles share the SMs and each round pays the
+    kernel's fixed time; a grouped kernel (TorchTitan's `torch._grouped_mm`) as one kernel whose tiles are
+    every local expert's, so waves fill across experts and the fixed time is paid once.
     """
     out: dict[GemmRole, tuple[FloatArray, float]] = {}
     for g in layer_gemms(model):
         rows, instances, k, n = _local_gemm(model, c, g)
-        grouped = instances if g.is_expert else 1.0  # experts in one kernel; other copies one kernel each
-        part = gemm_time_s(rows, n, k, hw, grouped, fp8_eligible=g.fp8) * (instances / grouped)
+        together = expert_gemm_concurrency(instances, rt) if g.is_expert else 1.0  # other copies: a kernel each
+        part = gemm_time_s(rows, n, k, hw, together, fp8_eligible=g.fp8) * (instances / together)
         seconds, _ = out.get(g.role, (0.0, g.layer_share))
         out[g.role] = (np.asarray(seconds + part, dtype=np.float64), g.layer_share)
     return out
@@ -175,9 +179,9 @@ def _average_layer_gemm_s(roles: dict[GemmRole, tuple[FloatArray, float]]) -> Fl
     return np.asarray(sum(share * seconds for seconds, share in roles.values()), dtype=np.float64)
 
 
-def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> FloatArray:
     """Forward seconds of the average layer's weight GEMMs (`gemms.layer_gemms`) on one GPU."""
-    return _average_layer_gemm_s(_gemm_role_seconds(model, c, hw))
+    return _average_layer_gemm_s(_gemm_role_seconds(model, c, hw, rt))
 
 
 def _moe_layer_gemm_s(roles: dict[GemmRole, tuple[FloatArray, float]]) -> tuple[FloatArray | float, FloatArray]:
@@ -332,17 +336,14 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     caller). Selective recomputation reruns the attention core, and under MLA the
     up-projections (`recompute.selective_modules`; GPU-bound).
     """
-    roles = _gemm_role_seconds(model, c, hw)
+    roles = _gemm_role_seconds(model, c, hw, rt)
     gemm_fwd = _average_layer_gemm_s(roles)
     core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
     cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
-    kernels, per_kernel_s = layer_kernels(model, c, rt), host_s_per_kernel(rt)
-    forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, kernels.forward * per_kernel_s)
-    backward = np.maximum(
-        2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd,
-        kernels.backward * per_kernel_s,
-    )
+    host = layer_host_s(model, c, rt)
+    forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, host.forward)
+    backward = np.maximum(2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd, host.backward)
     selective = core_fwd + _up_projection_s(model, c, hw)
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
     if model.moe is None:

@@ -28,6 +28,24 @@ PyTorch blog "Accelerating PyTorch with CUDA Graphs", 2021); Transformer
 Engine's C++ modules 10 us; a CUDA-graph replay 1 us per kernel node (NVIDIA
 blog "Getting Started with CUDA Graphs", 2019: a 2.9 us kernel takes 3.8 us
 launched back to back from a stream, 3.4 us from a graph).
+
+An MoE layer adds its expert section: the fused token permutation, the
+dispatch and combine collectives and the fused unpermutation
+(`MOE_DISPATCH_KERNELS`; Megatron-Core `MoEAlltoAllTokenDispatcher` /
+`MoEFlexTokenDispatcher` with `--moe-permute-fusion`), and the routed experts'
+GEMMs as `RuntimeFeatures.expert_gemm` launches them: Transformer Engine's
+GroupedLinear issues one cuBLAS GEMM per local expert (`ExpertGemm`), a
+grouped kernel one for all. CUDA graphs in an MoE model cover the dense
+modules only: a dropless router makes the expert section's shapes change
+every step, so NVIDIA's MoE recipes capture `attn`, `moe_router` and
+`moe_preprocess` with Transformer Engine's graphs and run the rest eagerly
+(Megatron-Bridge `docs/performance-guide.md`, "Lowering Host Overhead and
+Jitters": "MoE models with token-dropless propagation have limited CUDA graph
+support, restricted to the dense modules only"; `perf_recipes/qwen/*/qwen3_moe.py`
+and `perf_recipes/deepseek/*`: `cuda_graph_scope = ["attn", "moe_router",
+"moe_preprocess"]`), so the expert section's kernels cost the host what they
+cost without graphs (`CudaGraphScope.MODULES`); a full-iteration graph
+(`CudaGraphScope.FULL_ITERATION`) replays them too.
 """
 
 from __future__ import annotations
@@ -38,10 +56,18 @@ import numpy as np
 
 from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.gemms import layer_gemms
-from planner.specs import ModelSpec, RuntimeFeatures
+from planner.specs import CudaGraphScope, ExpertGemm, ModelSpec, RuntimeFeatures
 from planner.units import MICRO
 
-__all__ = ["LayerKernels", "host_s_per_kernel", "layer_kernels"]
+__all__ = [
+    "TE_COMPUTE_STREAMS",
+    "LayerHost",
+    "LayerKernels",
+    "expert_gemm_concurrency",
+    "host_s_per_kernel",
+    "layer_host_s",
+    "layer_kernels",
+]
 
 EAGER_HOST_US_PER_KERNEL = 20.0
 """Eager PyTorch, one Python-level op per kernel (module docstring)."""
@@ -57,11 +83,32 @@ UNFUSED_ATTENTION_CORE_KERNELS = 5
 FUSED_ATTENTION_CORE_KERNELS = 1
 TP_COLLECTIVES_PER_LAYER = 2
 """Forward all-reduces (or reduce-scatter / all-gather pairs) of Megatron's f and g operators (Narayanan Sec. 2.3)."""
+MOE_DISPATCH_KERNELS = 4
+"""Forward kernels of an MoE layer's token movement: the fused permute, the dispatch collective, the combine
+collective and the fused unpermute (module docstring); the backward runs one per each."""
+TE_COMPUTE_STREAMS = 4
+"""Transformer Engine's compute streams for its multi-stream GEMMs (`transformer_engine/common/util/multi_stream.cpp`
+`get_num_compute_streams`): GroupedLinear's per-expert GEMMs go to them round-robin (`cublaslt_gemm.cu`
+`multi_stream_cublas_gemm`), so at most this many run at once."""
 
 
 @dataclass(frozen=True, slots=True)
 class LayerKernels:
-    """Kernels the host launches for one layer and micro-batch, per candidate."""
+    """Kernels the host launches for one average layer and micro-batch, per candidate.
+
+    `forward` / `backward` are the kernels a CUDA graph can capture; `expert_forward` / `expert_backward` those of
+    the MoE expert section, which runs eagerly under CUDA graphs (module docstring); zero in a dense model.
+    """
+
+    forward: FloatArray
+    backward: FloatArray
+    expert_forward: FloatArray
+    expert_backward: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class LayerHost:
+    """Host seconds to launch one average layer's forward and backward kernels for one micro-batch."""
 
     forward: FloatArray
     backward: FloatArray
@@ -71,16 +118,63 @@ def host_s_per_kernel(rt: RuntimeFeatures) -> float:
     """Seconds the host spends per kernel launched: CUDA graphs, else fused (TE), else eager (module docstring)."""
     if rt.cuda_graphs:
         return GRAPH_HOST_US_PER_KERNEL * MICRO
+    return _launched_s_per_kernel(rt)
+
+
+def _launched_s_per_kernel(rt: RuntimeFeatures) -> float:
+    """Seconds per kernel launched from a stream, not replayed from a graph: fused (TE) or eager."""
     return (FUSED_HOST_US_PER_KERNEL if rt.fused_kernels else EAGER_HOST_US_PER_KERNEL) * MICRO
 
 
+def expert_gemm_concurrency(local_experts: FloatArray | float, rt: RuntimeFeatures) -> FloatArray:
+    """Local experts' GEMMs (of one weight) that share the SMs at once: all of them in one grouped kernel, up to
+    `TE_COMPUTE_STREAMS` under Transformer Engine's per-expert GEMMs (`ExpertGemm`)."""
+    experts = np.asarray(local_experts, dtype=np.float64)
+    return experts if rt.expert_gemm is ExpertGemm.GROUPED else np.minimum(experts, TE_COMPUTE_STREAMS)
+
+
+def _expert_gemm_launches(local_experts: FloatArray | float, rt: RuntimeFeatures) -> FloatArray:
+    """Kernels launched for one weight of the local experts: one grouped kernel, or one GEMM per expert."""
+    experts = np.asarray(local_experts, dtype=np.float64)
+    return np.ones_like(experts) if rt.expert_gemm is ExpertGemm.GROUPED else experts
+
+
 def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> LayerKernels:
-    """Kernels per forward and backward pass of the average layer (module docstring); MoE GEMMs as grouped GEMMs."""
-    gemms = sum(g.layer_share for g in layer_gemms(model))
+    """Kernels per forward and backward pass of the average layer (module docstring)."""
+    gemms = sum(g.layer_share for g in layer_gemms(model) if not g.is_expert)
     core = FUSED_ATTENTION_CORE_KERNELS if rt.flash_attention else UNFUSED_ATTENTION_CORE_KERNELS
     activation = 1 if (model.gated_mlp or not rt.fused_kernels) else 0
     rope = 0 if model.learned_position_embeddings else 1
     other = NORMS_PER_LAYER + core + activation + RESIDUALS_PER_LAYER + rope
     comm = np.where(c.tp > 1, TP_COLLECTIVES_PER_LAYER, 0).astype(np.float64)
-    grad_accumulation = 0.0 if rt.fused_kernels else gemms
-    return LayerKernels(forward=gemms + other + comm, backward=2 * gemms + grad_accumulation + other + comm)
+    accumulate = 0.0 if rt.fused_kernels else 1.0  # 2021: one main_grad accumulation per weight GEMM
+    expert_forward = np.zeros(c.shape, dtype=np.float64)
+    expert_backward = np.zeros(c.shape, dtype=np.float64)
+    if model.moe is not None:
+        share = model.num_moe_layers / model.num_layers
+        launches = sum(
+            g.layer_share * _expert_gemm_launches(model.moe.num_experts / c.ep, rt)
+            for g in layer_gemms(model)
+            if g.is_expert
+        )
+        expert_forward = expert_forward + launches + share * MOE_DISPATCH_KERNELS
+        expert_backward = expert_backward + (2 + accumulate) * launches + share * MOE_DISPATCH_KERNELS
+    return LayerKernels(
+        forward=gemms + other + comm,
+        backward=(2 + accumulate) * gemms + other + comm,
+        expert_forward=expert_forward,
+        expert_backward=expert_backward,
+    )
+
+
+def layer_host_s(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> LayerHost:
+    """Host seconds per forward and backward pass of the average layer: the capturable kernels at
+    `host_s_per_kernel`, the MoE expert section's at the launched rate unless a full-iteration graph replays it
+    (module docstring)."""
+    k = layer_kernels(model, c, rt)
+    graphed = host_s_per_kernel(rt)
+    launched = graphed if rt.cuda_graph_scope is CudaGraphScope.FULL_ITERATION else _launched_s_per_kernel(rt)
+    return LayerHost(
+        forward=np.asarray(k.forward * graphed + k.expert_forward * launched, dtype=np.float64),
+        backward=np.asarray(k.backward * graphed + k.expert_backward * launched, dtype=np.float64),
+    )

@@ -12,7 +12,16 @@ from planner.layout import Layout
 from planner.numerics import fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
-from planner.specs import Fp8Recipe, GradientLayout, ModelSpec, MoeDispatcher, Precision, Recompute, TrainingSpec
+from planner.specs import (
+    ExpertGemm,
+    Fp8Recipe,
+    GradientLayout,
+    ModelSpec,
+    MoeDispatcher,
+    Precision,
+    Recompute,
+    TrainingSpec,
+)
 from planner.validate import layout_violations
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "moe_dispatch_config",
     "moe_dispatch_notes",
     "torchtitan_moe_dispatch_notes",
+    "expert_gemm_notes",
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
@@ -171,6 +181,24 @@ def torchtitan_moe_dispatch_notes(training: TrainingSpec, layout: Layout) -> lis
         f"training.runtime.moe_dispatcher({runtime.moe_dispatcher.value}) / moe_a2a_overlap({runtime.moe_a2a_overlap}):"
         " this launch runs TorchTitan's all-to-all dispatch without overlap, which the estimate does not price;"
         " plans for it refuse them (rule torchtitan_moe_dispatch)."
+    ]
+
+
+def expert_gemm_notes(model: ModelSpec, training: TrainingSpec, launched: ExpertGemm) -> list[str]:
+    """Where the framework's launch runs its experts' GEMMs otherwise than the plan priced them
+    (`RuntimeFeatures.expert_gemm`): Megatron-Core and NeMo launch Transformer Engine's GroupedLinear (multi_stream),
+    TorchTitan `torch._grouped_mm` (grouped)."""
+    priced = training.runtime.expert_gemm
+    if model.moe is None or priced is launched:
+        return []
+    how = {
+        ExpertGemm.MULTI_STREAM: "Transformer Engine's GroupedLinear, one cuBLAS GEMM per local expert (set"
+        " NVTE_USE_CUTLASS_GROUPED_GEMM=1 on Hopper to run TE's CUTLASS grouped GEMM, as priced)",
+        ExpertGemm.GROUPED: "one torch._grouped_mm kernel per weight over the local experts",
+    }[launched]
+    return [
+        f"training.runtime.expert_gemm({priced.value}): this launch runs {how}; the estimate priced {priced.value}"
+        f" (set expert_gemm {launched.value} to price what runs)."
     ]
 
 

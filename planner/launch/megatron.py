@@ -13,6 +13,7 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    expert_gemm_notes,
     fp8_weight_storage,
     megatron_gradient_notes,
     model_notes,
@@ -28,7 +29,7 @@ from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
 from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
-from planner.specs import AdamMoments, MLASpec, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, ExpertGemm, MLASpec, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
 
@@ -406,6 +407,7 @@ def megatron_launch(
             *megatron_gradient_notes(training),
             *_offload_notes(training, version),
             *moe_dispatch_notes(training, layout, version != "core_v0.15.0"),
+            *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
         ],
         script=_sbatch(run, env, nodes),
     )

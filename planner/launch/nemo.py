@@ -32,6 +32,7 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    expert_gemm_notes,
     fp8_weight_storage,
     known_model,
     megatron_gradient_notes,
@@ -47,7 +48,7 @@ from planner.launch.inputs import LaunchInputs
 from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version
-from planner.specs import AdamMoments, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, ExpertGemm, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
@@ -393,5 +394,6 @@ def nemo_launch(
             *_adam_moment_notes(training),
             *megatron_gradient_notes(training),
             *moe_dispatch_notes(training, layout, release.flex_dispatcher_backend),
+            *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
         ],
     )

@@ -28,6 +28,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    expert_gemm_notes,
     known_model,
     model_notes,
     torchrun_command,
@@ -42,7 +43,7 @@ from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, l
 from planner.launch.torchtitan_v03 import TORCHTITAN_V03, torchtitan_v03_launch
 from planner.layout import Layout
 from planner.rules import default_version
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import ExpertGemm, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["TORCHTITAN_VERSION", "TORCHTITAN_VERSIONS", "torchtitan_launch"]
 
@@ -192,6 +193,7 @@ def _v02_launch(
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
+            *expert_gemm_notes(model, training, ExpertGemm.GROUPED),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -28,6 +28,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    expert_gemm_notes,
     known_model,
     model_notes,
     sequence_parallel_on,
@@ -41,7 +42,7 @@ from planner.launch.common import (
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
 from planner.layout import Layout
-from planner.specs import ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import ExpertGemm, ModelSpec, Precision, Recompute, TrainingSpec
 
 __all__ = ["TORCHTITAN_V03", "config_function", "flag", "overrides", "torchtitan_v03_launch", "v03_config"]
 
@@ -206,6 +207,7 @@ def torchtitan_v03_launch(
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
+            *expert_gemm_notes(model, training, ExpertGemm.GROUPED),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -174,10 +174,12 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     runtime |= {
         "flash_attention": not any(word in backend for word in ("unfused", "local")),
         "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
-        "cuda_graphs": _on(args, "enable_cuda_graph"),
+        **_cuda_graphs(args),
         # Megatron-LM's default is on (--no-overlap-p2p-communication turns it off); it only acts with vp > 1.
         "overlap_p2p_comm": args.get("overlap_p2p_comm", True) is not False,
         "moe_dispatcher": _dispatcher(args, where),
+        # Legacy GroupedMLP (the grouped_gemm package's one kernel per weight), else TE's GroupedLinear.
+        "expert_gemm": "grouped" if _on(args, "moe_use_legacy_grouped_gemm") else "multi_stream",
     }
     training: dict[str, Any] = {
         "global_batch_size": _int(args, "global_batch_size", where),
@@ -194,6 +196,18 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training |= _fp8(args, where)
     training |= _offload(args, where) | _recompute_block(args, where)
     return training
+
+
+def _cuda_graphs(args: Mapping[str, Any]) -> dict[str, bool | str]:
+    """CUDA graphs and what they capture (`RuntimeFeatures.cuda_graphs`, `cuda_graph_scope`): `--enable-cuda-graph`
+    (before core_v0.14) or `--cuda-graph-impl` local / transformer_engine (Megatron-Bridge also writes
+    full_iteration there); the whole iteration where the impl or `--cuda-graph-scope` says full_iteration."""
+    impl = str(args.get("cuda_graph_impl") or "none")
+    scope = args.get("cuda_graph_scope") or []
+    scopes = [scope] if isinstance(scope, str) else [str(s) for s in scope]
+    graphs = _on(args, "enable_cuda_graph") or impl != "none"
+    full = impl == "full_iteration" or "full_iteration" in scopes
+    return {"cuda_graphs": graphs, "cuda_graph_scope": "full_iteration" if graphs and full else "modules"}
 
 
 def _dispatcher(args: Mapping[str, Any], where: str) -> str:

@@ -4,16 +4,18 @@ import numpy as np
 
 from planner.costmodel import compute
 from planner.costmodel.candidates import Candidates
+from planner.costmodel.gemms import GemmRole
 from planner.costmodel.host import (
     EAGER_HOST_US_PER_KERNEL,
     FUSED_HOST_US_PER_KERNEL,
     GRAPH_HOST_US_PER_KERNEL,
     host_s_per_kernel,
+    layer_host_s,
     layer_kernels,
 )
 from planner.layout import Layout
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, RuntimeFeatures
+from planner.specs import CudaGraphScope, ExpertGemm, ModelSpec, MoESpec, RuntimeFeatures
 from planner.units import MICRO
 
 # 4 SMs, 2 x 2 tiles, peak 1e12 flop/s at eta = 0.5 (one SM: 1.25e11 flop/s), 1 us per GEMM kernel.
@@ -86,3 +88,56 @@ def test_a_large_layer_never_sees_the_floor() -> None:
     graphs = compute.layer_times(big, c, HW, RuntimeFeatures(fused_kernels=False, cuda_graphs=True))
     assert eager.forward_s[0] == graphs.forward_s[0] > 1e-3
     assert eager.backward_s[0] == graphs.backward_s[0]
+
+
+# Every layer MoE: 8 experts, top-1, expert ffn 2 (not gated), hidden 4, 8 tokens: on one GPU (ep = 1) each expert
+# sees 8 x 1 / 8 = 1 row. fc1 (k 4, n 2): one 2 x 2 tile per expert; fc2 (k 2, n 4): two.
+MOE8 = ModelSpec(
+    num_layers=2, hidden_size=4, num_attention_heads=2, vocab_size=128, seq_length=8, ffn_hidden_size=2,
+    moe=MoESpec(num_experts=8, top_k=1, expert_ffn_hidden_size=2),
+)  # fmt: skip
+T4, T2 = 2 * 2 * 2 * 4 / 1.25e11, 2 * 2 * 2 * 2 / 1.25e11
+"""One 2 x 2 tile over k = 4 (fc1) and k = 2 (fc2) on one of the 4 SMs."""
+
+
+def test_te_grouped_linear_runs_the_experts_four_at_a_time() -> None:
+    # One grouped kernel: fc1's 8 tiles fill 2 waves, fc2's 16 tiles 4 waves, one t0 each.
+    # TE's GroupedLinear: one GEMM per expert on 4 streams, so rounds of 4 experts: fc1 2 rounds of one wave, fc2 2
+    # rounds of two waves: the same waves, but a t0 per round (4 instead of 2).
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, ep=1)], MOE8.num_layers, 1)
+    grouped = compute._gemm_role_seconds(MOE8, c, HW, RuntimeFeatures(expert_gemm=ExpertGemm.GROUPED))
+    te = compute._gemm_role_seconds(MOE8, c, HW, RuntimeFeatures())
+    expert = GemmRole.ROUTED_EXPERT
+    np.testing.assert_allclose(grouped[expert][0], [2 * T4 + 4 * T2 + 2e-6], rtol=1e-12)
+    np.testing.assert_allclose(te[expert][0], [2 * T4 + 4 * T2 + 4e-6], rtol=1e-12)
+    # With 2 experts per GPU (ep = 4) both run them together: one round, the same seconds.
+    c4 = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, ep=4)], MOE8.num_layers, 4)
+    a = compute._gemm_role_seconds(MOE8, c4, HW, RuntimeFeatures(expert_gemm=ExpertGemm.GROUPED))[expert][0]
+    np.testing.assert_allclose(compute._gemm_role_seconds(MOE8, c4, HW, RuntimeFeatures())[expert][0], a, rtol=1e-12)
+
+
+def test_the_expert_section_launches_a_gemm_per_expert_and_stays_eager_under_graphs() -> None:
+    # Dense part of an MoE layer under TE (RoPE, no gated MLP): QKV, proj and router GEMMs 3, 2 norms, core 1,
+    # rope 1, 2 residuals = 9 forward, 2 x 3 + 6 = 12 backward. Expert section at ep = 1: 8 experts x 2 weights =
+    # 16 GEMM launches + 4 dispatch kernels forward; 2 x 16 + 4 = 36 backward. ep = 4: 2 experts -> 4 + 4 and 8 + 4.
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, ep=1), Layout(tp=1, pp=1, dp=4, ep=4)], MOE8.num_layers, 4)
+    k = layer_kernels(MOE8, c, RuntimeFeatures())
+    np.testing.assert_array_equal(k.forward, [9, 9])
+    np.testing.assert_array_equal(k.backward, [12, 12])
+    np.testing.assert_array_equal(k.expert_forward, [20, 8])
+    np.testing.assert_array_equal(k.expert_backward, [36, 12])
+    grouped = layer_kernels(MOE8, c, RuntimeFeatures(expert_gemm=ExpertGemm.GROUPED))
+    np.testing.assert_array_equal(grouped.expert_forward, [6, 6])  # one kernel per weight
+    # Graphs (modules scope) replay the dense part at 1 us; the expert section keeps its 10 us launches.
+    # A full-iteration graph replays both.
+    us = MICRO
+    eager = layer_host_s(MOE8, c, RuntimeFeatures())
+    np.testing.assert_allclose(eager.forward, [290 * us, 170 * us], rtol=1e-12)
+    graphs = layer_host_s(MOE8, c, RuntimeFeatures(cuda_graphs=True))
+    np.testing.assert_allclose(graphs.forward, [(9 + 200) * us, (9 + 80) * us], rtol=1e-12)
+    np.testing.assert_allclose(graphs.backward, [(12 + 360) * us, (12 + 120) * us], rtol=1e-12)
+    full = layer_host_s(MOE8, c, RuntimeFeatures(cuda_graphs=True, cuda_graph_scope=CudaGraphScope.FULL_ITERATION))
+    np.testing.assert_allclose(full.forward, [29 * us, 17 * us], rtol=1e-12)
+    # A dense model has no expert section: graphs replay all of it whatever the scope.
+    dense = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1)], GPT.num_layers, 1)
+    assert layer_host_s(GPT, dense, RuntimeFeatures(cuda_graphs=True)).forward[0] == 9 * us

@@ -41,8 +41,12 @@ def test_which_gemms_run_in_fp8() -> None:
 def test_fp8_linear_gemms_at_fp8_peak_the_rest_at_bf16() -> None:
     c = _one(Layout(tp=1, pp=1, dp=1))
     linear = sum(g.flop(4) for g in layer_gemms(TINY))
-    np.testing.assert_allclose(compute._gemm_set_time_s(TINY, c, FP8), [linear / (0.5 * 2e12)], rtol=1e-12)
-    np.testing.assert_allclose(compute._gemm_set_time_s(TINY, c, BF16), [linear / (0.5 * 1e12)], rtol=1e-12)
+    np.testing.assert_allclose(
+        compute._gemm_set_time_s(TINY, c, FP8, RuntimeFeatures()), [linear / (0.5 * 2e12)], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        compute._gemm_set_time_s(TINY, c, BF16, RuntimeFeatures()), [linear / (0.5 * 1e12)], rtol=1e-12
+    )
     # Attention core (causal 2 b s^2 h = 256, flash) and output layer (3 x 2 T h V = 1920) stay at the bf16 peak.
     core_fp8, _ = compute._attention_core_s(TINY, c, FP8, RuntimeFeatures())
     core_bf16, _ = compute._attention_core_s(TINY, c, BF16, RuntimeFeatures())
@@ -67,7 +71,9 @@ def test_cast_kernels_by_hand() -> None:
         compute.layer_times(TINY, c, slow_bf16, RuntimeFeatures()),
         compute.layer_times(TINY, c, slow_fp8, RuntimeFeatures()),
     )
-    gemm_saved = compute._gemm_set_time_s(TINY, c, slow_bf16) - compute._gemm_set_time_s(TINY, c, slow_fp8)
+    gemm_saved = compute._gemm_set_time_s(TINY, c, slow_bf16, RuntimeFeatures()) - compute._gemm_set_time_s(
+        TINY, c, slow_fp8, RuntimeFeatures()
+    )
     np.testing.assert_allclose(bf16.forward_s - fp8.forward_s, gemm_saved - fwd, rtol=1e-12)
     np.testing.assert_allclose(bf16.backward_s - fp8.backward_s, 2 * gemm_saved - bwd, rtol=1e-12)
 

@@ -15,7 +15,7 @@ from planner.costmodel.gemms import GemmRole, attention_core_flop, attention_sco
 from planner.costmodel.params import attention_params, dense_mlp_params
 from planner.layout import Layout
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, MoESpec
+from planner.specs import ModelSpec, MoESpec, RuntimeFeatures
 
 # A tiny GPT: h=4, a=2, s=6, V=8, ffn=4h=16, one layer.
 H, S, V = 4, 6, 8
@@ -103,5 +103,5 @@ def test_gemm_times_split_the_same_list_over_tp_and_ep() -> None:
     )  # fmt: skip
     c = Candidates.from_layouts([Layout(tp=2, pp=1, dp=2, ep=2)], MOE.num_layers, 4)
     per_gpu = (768 + 1536 / 2 + 3 * 768 / 2) / 2 + 192 / 2
-    got = compute._gemm_set_time_s(MOE, c, hw)  # the list read as times
+    got = compute._gemm_set_time_s(MOE, c, hw, RuntimeFeatures())  # the list read as times
     np.testing.assert_allclose(got, [per_gpu / 0.5e12], rtol=1e-12)

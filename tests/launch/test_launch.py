@@ -597,6 +597,26 @@ def test_hybridep_on_a_release_without_it_says_it_runs_deepep() -> None:
     assert not any("megatron_15_no_hybridep" in n for n in new.megatron.notes + new.nemo.notes)
 
 
+def test_each_launch_says_when_its_expert_gemms_are_not_the_priced_ones() -> None:
+    """Megatron-Core and NeMo run TE's GroupedLinear (expert_gemm multi_stream, the default), TorchTitan one
+    torch._grouped_mm kernel per weight (grouped): the launch whose kernel differs from the priced one says so."""
+    layout = Layout(tp=1, pp=1, dp=8, ep=8, zero_stage=1)
+    qwen = get_preset("qwen3-30b-a3b").model
+
+    def notes(runtime: dict[str, str]) -> dict[str, bool]:
+        launch = launch_args(qwen, TrainingSpec(global_batch_size=512, runtime=runtime), layout, 8, 8)
+        return {
+            name: any("training.runtime.expert_gemm" in n for n in getattr(launch, name).notes)
+            for name in ("megatron", "nemo", "torchtitan")
+        }
+
+    assert notes({}) == {"megatron": False, "nemo": False, "torchtitan": True}
+    assert notes({"expert_gemm": "grouped"}) == {"megatron": True, "nemo": True, "torchtitan": False}
+    llama = get_preset("llama3-8b").model
+    dense = launch_args(llama, TrainingSpec(global_batch_size=512), Layout(tp=1, pp=1, dp=8), 8, 8)
+    assert not any("expert_gemm" in n for n in dense.torchtitan.notes)
+
+
 def test_mla_flags_for_deepseek_v3() -> None:
     """Multi-latent attention launches as Megatron-LM's MLA arguments (`_add_mla_args`) and NeMo's
     MLATransformerConfig fields; --kv-channels, which MLA ignores, is left out."""

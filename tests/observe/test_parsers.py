@@ -63,7 +63,8 @@ def test_megatron_log() -> None:
     assert training["runtime"] == {
         "overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True,
         "moe_a2a_overlap": False, "flash_attention": True, "fused_kernels": True, "cuda_graphs": False,
-        "overlap_p2p_comm": True, "moe_dispatcher": "alltoall",
+        "overlap_p2p_comm": True, "moe_dispatcher": "alltoall", "cuda_graph_scope": "modules",
+        "expert_gemm": "multi_stream",
     }  # fmt: skip
     # Iteration 10 (<= max(10% of 100, first interval)) is warm-up; the median of the other nine ms values.
     used = [9876.5, 9901.2, 9850.3, 9893.0, 9912.4, 9866.1, 9880.8, 12011.9, 9874.2]
@@ -216,6 +217,33 @@ def test_moe_dispatcher_and_overlap_read_back(flags: dict[str, Any], dispatcher:
     request, _ = megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
     runtime = request["training"]["runtime"]
     assert runtime["moe_dispatcher"] == dispatcher and runtime["moe_a2a_overlap"] is True
+
+
+@pytest.mark.parametrize(
+    ("flags", "graphs", "scope", "expert_gemm"),
+    [
+        ({}, False, "modules", "multi_stream"),
+        ({"enable_cuda_graph": True}, True, "modules", "multi_stream"),  # before core_v0.14
+        (
+            {"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["attn", "moe_router"]},
+            True,
+            "modules",
+            "multi_stream",
+        ),
+        ({"cuda_graph_impl": "local", "cuda_graph_scope": "full_iteration"}, True, "full_iteration", "multi_stream"),
+        ({"cuda_graph_impl": "full_iteration", "cuda_graph_scope": []}, True, "full_iteration", "multi_stream"),
+        ({"cuda_graph_impl": "none", "moe_use_legacy_grouped_gemm": True}, False, "modules", "grouped"),
+    ],
+)
+def test_cuda_graph_scope_and_expert_gemm_read_back(
+    flags: dict[str, Any], graphs: bool, scope: str, expert_gemm: str
+) -> None:
+    moe = {"num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 1024, "expert_model_parallel_size": 2}
+    request, _ = megatron_request(
+        _args(**moe, **flags), where="argument dump", world_size=8, vocab_size=50304, framework="megatron"
+    )
+    runtime = request["training"]["runtime"]
+    assert (runtime["cuda_graphs"], runtime["cuda_graph_scope"], runtime["expert_gemm"]) == (graphs, scope, expert_gemm)
 
 
 def test_unmodelled_flex_backend_is_refused() -> None:

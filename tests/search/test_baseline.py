@@ -98,14 +98,14 @@ def test_an_moe_model_uses_expert_parallelism() -> None:
     assert result.baseline.plan is not None and result.modern_baseline.plan is not None
     assert result.baseline.plan.layout.ep == 1
     x = result.modern_baseline.plan.layout
-    # With the eight experts as one grouped GEMM on every GPU the rule's best keeps them all local (ep 1, pp 2) rather
-    # than pay the all-to-all (was tp8 ep8 pp1 at 19.0805 s while each expert ran as its own GEMM and the permutation
-    # was priced at 24 bytes per routed element; 16.040 before the etp-wide rows)
+    # Eight experts are eight GEMMs in two rounds of TE's four streams on every GPU, and the rule's best still keeps
+    # them all local (ep 1, pp 2) rather than pay the all-to-all: 15.0712 s (14.5609 as one grouped kernel; tp8 ep8
+    # pp1 at 19.0805 s while the permutation was priced at 24 bytes per routed element; 16.040 before etp-wide rows)
     assert (x.tp, x.pp, x.dp, x.ep, x.zero_stage, x.sequence_parallel) == (8, 2, 4, 1, 1, True)
-    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(14.5609, rel=1e-3)
+    assert result.modern_baseline.plan.estimate.step_time_s == pytest.approx(15.0712, rel=1e-3)
     assert result.baseline.plan.estimate.step_time_s == pytest.approx(
-        22.3700, rel=1e-3
-    )  # grouped experts, 6-byte permutation (was 28.0104; 23.7026 before the etp-wide rows)
+        22.7205, rel=1e-3
+    )  # TE's per-expert GEMMs, 6-byte permutation (22.3700 as one grouped kernel; 28.0104 at 24 bytes)
     best = result.plans[0].layout  # the experts folded over tp (etp 1) win, as NVIDIA's MoE recipes run them
     assert (best.ep, best.etp) == (8, 1)
 
@@ -117,14 +117,14 @@ def test_deepseek_v3_has_a_modern_baseline_where_the_papers_finds_nothing(framew
     modern = result.modern_baseline
     assert modern.plan is not None and modern.plan.estimate.fits
     x = modern.plan.layout
-    # Grouped expert GEMMs make 256 local experts per GPU cheap, so the rule's best is pp 8 with every expert local
-    # (ep 1) and full recompute: 11.5613 s with the MTP layer on the last stage (11.0595 s without it, 10.1954 s under
-    # the MHA approximation of MLA; was pp 1 ep 256 at 16.6561 s with one GEMM per expert; 9.4825 before etp-wide rows)
-    assert (x.tp, x.pp, x.dp, x.ep) == (8, 8, 32, 1)
-    assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(11.5613, rel=1e-3))
-    # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.28x (1.4706
-    # without MTP, 1.5906 under the MHA approximation; 1.7835 with one GEMM per expert; 1.1196 before etp-wide rows)
-    assert modern.speedup_of_best == pytest.approx(1.2822, rel=1e-3)
+    # TE's GroupedLinear launches a GEMM per local expert, so 256 local experts (ep 1) cost the host 512 launches a
+    # layer: the rule's best spreads them, tp 8, pp 1, ep 32 (8 per GPU), full recompute, 14.2915 s (pp 8 ep 1 at
+    # 11.5613 s while the experts ran as one grouped kernel; 11.0595 s without MTP; 9.4825 before etp-wide rows)
+    assert (x.tp, x.pp, x.dp, x.ep) == (8, 1, 256, 32)
+    assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(14.2915, rel=1e-3))
+    # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.44x (1.2822 with
+    # one grouped kernel; 1.4706 without MTP; 1.1196 before etp-wide rows)
+    assert modern.speedup_of_best == pytest.approx(1.4418, rel=1e-3)
     assert result.plans[0].layout.etp == 1
 
 
