@@ -10,7 +10,8 @@ llama, mistral, qwen2, qwen3
     (default: num_attention_heads), head_dim (default: hidden_size /
     num_attention_heads; Qwen3 and Mistral NeMo set it wider), intermediate_size, vocab_size,
     max_position_embeddings, tie_word_embeddings (default false). Gated (SwiGLU)
-    MLP, RoPE, RMSNorm, no biases.
+    MLP, RoPE, RMSNorm, no biases; qwen3 (and qwen3_moe) with per-head query and
+    key RMSNorms (qk_layernorm).
 mixtral
     As llama, plus num_local_experts and num_experts_per_tok; every layer is MoE
     and intermediate_size is the width of one expert.
@@ -244,6 +245,12 @@ def _moe_pattern(keys: _Keys, moe_layers: list[int], num_layers: int, key: str) 
     return first, freq
 
 
+QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe"})
+"""Families whose attention normalises each head's query and key (`ModelSpec.qk_layernorm`): Hugging Face
+`Qwen3Attention` and `Qwen3MoeAttention` build `q_norm` and `k_norm`, RMSNorm(head_dim), in every layer; no
+config key switches them off."""
+
+
 def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[str, Any]:
     """Fields shared by the Llama-style families (RoPE, RMSNorm, gated MLP, no biases)."""
     spec: dict[str, Any] = {
@@ -261,6 +268,8 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
         tied_embeddings=keys.take_flag("tied_embeddings", "tie_word_embeddings", default=False),
         **keys.fixed(gated_mlp=True, linear_bias=False, learned_position_embeddings=False),
     )
+    if keys.model_type in QK_NORM_MODEL_TYPES:
+        spec.update(keys.fixed(qk_layernorm=True))
     return spec
 
 
@@ -565,6 +574,7 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     spec["seq_length"] = _seq_length(keys, seq_length)
     keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it
     keys.sources.setdefault("mtp_num_layers", "default (0: no multi-token prediction)")
+    keys.sources.setdefault("qk_layernorm", "default (false: no query/key norms in this family)")
 
     name = config.get("_name_or_path")
     if isinstance(name, str) and name:

@@ -157,6 +157,13 @@ class ModelSpec(BaseModel):
     learned_position_embeddings: bool = Field(
         default=False, description="A learned (seq_length x hidden) position table (GPT-3); else RoPE."
     )
+    qk_layernorm: bool = Field(
+        default=False,
+        description="A norm over each attention head's query and key before RoPE (Qwen3, OLMo-style QK-norm;"
+        " Megatron-LM --qk-layernorm, Hugging Face Qwen3 q_norm / k_norm): head_dim-wide weights shared by the"
+        " heads, one more memory-bound pass over Q and K and their saved inputs. Under mla the latent norms are"
+        " always priced (DeepSeek-V2/V3 have them) and this changes nothing.",
+    )
     moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
     mtp_num_layers: int = Field(
         default=0,
@@ -241,6 +248,14 @@ class ModelSpec(BaseModel):
     def kv_hidden_size(self) -> int:
         """Width of K (and of V) without MLA: query groups x head dim."""
         return self.num_query_groups * self.head_dim
+
+    @property
+    def qk_norm_width(self) -> int:
+        """Width per token that `qk_layernorm`'s norms read and write, all heads: Q (heads x head_dim) and K
+        (query groups x head_dim); zero without it or under MLA, whose latent norms are priced on their own."""
+        if not self.qk_layernorm or self.mla is not None:
+            return 0
+        return self.attention_hidden_size + self.kv_hidden_size
 
     @property
     def query_key_head_dim(self) -> int:

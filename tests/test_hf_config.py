@@ -516,9 +516,10 @@ REAL_CONFIGS = [
                 "first_k_dense_layers": 0,
             },
             **_ROPE_GATED,
+            "qk_layernorm": True,
         },
         30.5e9,
-        0.002,  # 30,532,110,336: Hugging Face's count less the q/k norms (48 x 2 x 128)
+        0.002,  # 30,532,122,624: Hugging Face's count, the q/k norms (48 x 2 x 128) included
         id="qwen3-30b-a3b",
     ),
     pytest.param(
@@ -544,9 +545,10 @@ REAL_CONFIGS = [
                 "first_k_dense_layers": 0,
             },
             **_ROPE_GATED,
+            "qk_layernorm": True,
         },
         235.0e9,
-        0.001,  # 235,093,610,496 (the model card's 235B; 22.19B active)
+        0.001,  # 235,093,634,560 with the q/k norms (94 x 2 x 128; the model card's 235B; 22.19B active)
         id="qwen3-235b-a22b",
     ),
     pytest.param(
@@ -585,7 +587,8 @@ def test_real_config(
     config: dict[str, Any], seq_length: int | None, expected: dict[str, Any], advertised: float, rel: float
 ) -> None:
     model = model_from_hf_config(config, seq_length=seq_length)
-    assert model.model_dump() == {"mla": None, "mtp_num_layers": 0} | expected  # MLA and MTP: DeepSeek's alone
+    # MLA and MTP: DeepSeek's alone; the query/key norms: Qwen3's alone
+    assert model.model_dump() == {"mla": None, "mtp_num_layers": 0, "qk_layernorm": False} | expected
     assert total_params(model) == pytest.approx(advertised, rel=rel)
 
 

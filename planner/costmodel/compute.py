@@ -316,12 +316,15 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
 
 def _attention_elementwise_bytes(model: ModelSpec, c: Candidates) -> FloatArray:
     """Forward HBM bytes per token of the attention's memory-bound kernels: RoPE reads and writes the rotated
-    widths (Q and K; under MLA their RoPE parts, heads x qk_pos_emb_head_dim and the one shared key part), and
-    MLA's two latent RMSNorms read and write the latents (Megatron-Core `MLASelfAttention` `q_layernorm`,
-    `kv_layernorm`), on the rank's sequence shard under SP like the down-projections."""
+    widths (Q and K; under MLA their RoPE parts, heads x qk_pos_emb_head_dim and the one shared key part), the
+    query and key norms read and write Q and K (`ModelSpec.qk_norm_width`; Megatron-Core `SelfAttention`
+    `q_layernorm` / `k_layernorm`, one TE norm kernel each), and MLA's two latent RMSNorms read and write the
+    latents (Megatron-Core `MLASelfAttention` `q_layernorm`, `kv_layernorm`), on the rank's sequence shard under
+    SP like the down-projections."""
     mla, q, kv = model.mla, model.attention_hidden_size, model.kv_hidden_size
     if mla is None:
-        return np.asarray(0 if model.learned_position_embeddings else 4 * (q + kv) / c.tp, dtype=np.float64)
+        rotated = 0 if model.learned_position_embeddings else 4 * (q + kv)
+        return np.asarray((rotated + 4 * model.qk_norm_width) / c.tp, dtype=np.float64)
     rope = 4 * mla.qk_pos_emb_head_dim * (model.num_attention_heads / c.tp + 1)
     latents = 4 * ((mla.q_lora_rank or 0) + mla.kv_lora_rank) / np.where(c.sequence_parallel, c.tp, 1)
     return np.asarray(rope + latents, dtype=np.float64)

@@ -77,6 +77,9 @@ GRAPH_HOST_US_PER_KERNEL = 1.0
 """A kernel node of a replayed CUDA graph (module docstring)."""
 
 NORMS_PER_LAYER = 2
+QK_NORMS_PER_LAYER = 2
+"""`ModelSpec.qk_layernorm`'s query and key norms: one Transformer Engine norm kernel each (Megatron-Core
+`SelfAttention` `q_layernorm` / `k_layernorm`, TENorm)."""
 RESIDUALS_PER_LAYER = 2
 """Dropout-add after attention and after the MLP (one fused kernel each)."""
 UNFUSED_ATTENTION_CORE_KERNELS = 5
@@ -145,7 +148,8 @@ def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Layer
     core = FUSED_ATTENTION_CORE_KERNELS if rt.flash_attention else UNFUSED_ATTENTION_CORE_KERNELS
     activation = 1 if (model.gated_mlp or not rt.fused_kernels) else 0
     rope = 0 if model.learned_position_embeddings else 1
-    other = NORMS_PER_LAYER + core + activation + RESIDUALS_PER_LAYER + rope
+    qk_norms = QK_NORMS_PER_LAYER if model.qk_norm_width else 0
+    other = NORMS_PER_LAYER + qk_norms + core + activation + RESIDUALS_PER_LAYER + rope
     comm = np.where(c.tp > 1, TP_COLLECTIVES_PER_LAYER, 0).astype(np.float64)
     accumulate = 0.0 if rt.fused_kernels else 1.0  # 2021: one main_grad accumulation per weight GEMM
     expert_forward = np.zeros(c.shape, dtype=np.float64)

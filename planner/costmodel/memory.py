@@ -99,7 +99,8 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     Per token, in 16-bit: the two norms' inputs (2h each) and the QKV and fc1 GEMMs' inputs (2h each, split
     by tp under SP), Q and the attention output (2q each, q = heads x head_dim, = h unless head_dim is set), K and
     V (2 kv each; under MLA Q, K and V as up-projected, `ModelSpec.query_width` and `key_value_width`, and the
-    latents, `_latent_bytes_per_token`), and the MLP's tensors
+    latents, `_latent_bytes_per_token`), with `qk_layernorm` Q and K once more as the norms' saved inputs
+    (`ModelSpec.qk_norm_width`; TE's norm backward reads its input), and the MLP's tensors
     (`_mlp_bytes_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
     (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
     by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
@@ -116,6 +117,7 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     qkv = _query_key_value_bytes_per_token(model, num)
     rerun = (c.recompute == SELECTIVE) & selective_recomputes_up_projections(model)
     attention = np.where(rerun, 0.0, qkv) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
+    attention = attention + num.activation_bytes * model.qk_norm_width  # the QK norms' inputs
     split = attention / tp + _mlp_bytes_per_token(model, c, num)
     scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)

@@ -100,16 +100,23 @@ def attention_params(model: ModelSpec) -> int:
     return sum(g.params for g in attention_gemms(model))
 
 
-def _latent_norm_params(model: ModelSpec) -> int:
-    """MLA's two latent RMSNorms (q_lora_rank and kv_lora_rank weights; no query norm without a query latent)."""
-    return 0 if model.mla is None else (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
+def _attention_norm_params(model: ModelSpec) -> int:
+    """The attention's own norms, replicated over tp: MLA's two latent RMSNorms (q_lora_rank and kv_lora_rank
+    weights; no query norm without a query latent), or with `qk_layernorm` the query and key norms, each one
+    head_dim wide and shared by the heads (with a bias under linear_bias, like `norm_params`). Source:
+    Megatron-Core `SelfAttention.__init__` (`q_layernorm` / `k_layernorm` built with
+    `hidden_size=self.hidden_size_per_attention_head`) and `MLASelfAttention` (its q_layernorm / kv_layernorm
+    are the latent norms); Hugging Face `Qwen3Attention` (`q_norm`, `k_norm`: RMSNorm(head_dim))."""
+    if model.mla is not None:
+        return (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
+    return 2 * (2 if model.linear_bias else 1) * model.head_dim if model.qk_norm_width else 0
 
 
 def _replicated_attention_params(model: ModelSpec) -> int:
     """The attention parameters every tp rank holds whole: MLA's down-projections (`gemms.GemmRole.LATENT`) and
-    its latent norms; zero without MLA."""
+    the attention's norms (`_attention_norm_params`); zero without MLA or QK-norm."""
     down = sum(g.params for g in attention_gemms(model) if not g.tp_split)
-    return down + _latent_norm_params(model)
+    return down + _attention_norm_params(model)
 
 
 def dense_mlp_params(model: ModelSpec, ffn: int) -> int:
@@ -143,7 +150,7 @@ def output_params(model: ModelSpec) -> int:
 
 
 def _layer_common_params(model: ModelSpec) -> int:
-    return attention_params(model) + 2 * norm_params(model) + _latent_norm_params(model)
+    return attention_params(model) + 2 * norm_params(model) + _attention_norm_params(model)
 
 
 def total_params(model: ModelSpec) -> int:

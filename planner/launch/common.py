@@ -36,6 +36,8 @@ __all__ = [
     "torchtitan_fp8_notes",
     "torchtitan_block_recompute_notes",
     "torchtitan_mtp_notes",
+    "torchtitan_qk_norm_notes",
+    "qk_layernorm_on",
     "torchtitan_offload_notes",
     "model_notes",
     "moe_dispatch_config",
@@ -289,6 +291,25 @@ def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
     return [
         "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
         " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."
+    ]
+
+
+def qk_layernorm_on(model: ModelSpec) -> bool:
+    """Megatron-Core's `qk_layernorm` for the model: the query and key norms it prices (`ModelSpec.qk_layernorm`),
+    and under MLA always, since the same switch builds MLA's latent norms, which the planner always prices
+    (Megatron-Core `gpt_layer_specs.py`: `q_layernorm` / `k_layernorm`, and MLA's `q_layernorm` / `kv_layernorm`,
+    are TENorm if qk_layernorm else IdentityOp; DeepSeek-V2/V3 have the latent norms)."""
+    return model.qk_layernorm or model.mla is not None
+
+
+def torchtitan_qk_norm_notes(model: ModelSpec) -> list[str]:
+    """TorchTitan builds the query and key norms only in the model it registers with them (its qwen3 model)."""
+    if not model.qk_norm_width:
+        return []
+    return [
+        "model.qk_layernorm: the estimate prices a norm over each head's query and key (Qwen3's q_norm / k_norm)."
+        " TorchTitan's qwen3 model has them; its llama3 model has none, so a flavor registered on llama3 trains"
+        " without them."
     ]
 
 

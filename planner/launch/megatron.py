@@ -19,6 +19,7 @@ from planner.launch.common import (
     model_notes,
     moe_dispatch_config,
     moe_dispatch_notes,
+    qk_layernorm_on,
     sequence_parallel_on,
     stage_layers,
     torchrun_command,
@@ -173,6 +174,8 @@ def _shape_flags(model: ModelSpec) -> list[str]:
     if model.num_query_groups < model.num_attention_heads:
         # --num-query-groups is ignored unless --group-query-attention is given.
         flags += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
+    if qk_layernorm_on(model):
+        flags.append("--qk-layernorm")
     if model.gated_mlp:
         flags.append("--swiglu")
     if not model.tied_embeddings:

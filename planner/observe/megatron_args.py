@@ -150,6 +150,8 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
         "linear_bias": args.get("add_bias_linear", True) is True,
         "learned_position_embeddings": args.get("position_embedding_type", "learned_absolute") == "learned_absolute",
     }
+    if _on(args, "qk_layernorm") and "mla" not in model:  # under MLA it builds the latent norms, always priced
+        model["qk_layernorm"] = True
     moe = _moe(args, where, model["num_layers"])
     if moe is not None:
         model["moe"] = moe

@@ -904,6 +904,24 @@ def test_deepseek_launches_its_mtp_layer_where_the_framework_has_one() -> None:
     assert plain.nemo.config.get("model.config.mtp_num_layers") is None
 
 
+def test_query_key_norms_are_launched_where_the_model_has_them() -> None:
+    """Qwen3's q_norm / k_norm: Megatron-LM --qk-layernorm and NeMo's qk_layernorm; DeepSeek-V3 too, the switch that
+    builds MLA's latent norms (Megatron-Core gpt_layer_specs: TENorm if qk_layernorm else IdentityOp); not Llama.
+    TorchTitan's notes say which of its models has them."""
+    qwen = get_preset("qwen3-30b-a3b").model
+    layout = Layout(tp=1, pp=1, dp=8, ep=8)
+    launch = launch_args(qwen, TrainingSpec(global_batch_size=64), layout, 8, 8)
+    assert "--qk-layernorm" in launch.megatron.args
+    assert launch.nemo.config["model.config.qk_layernorm"] is True
+    assert any(n.startswith("model.qk_layernorm:") for n in launch.torchtitan.notes)
+    deepseek = launch_args(DEEPSEEK, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    assert "--qk-layernorm" in deepseek.megatron.args
+    assert not any(n.startswith("model.qk_layernorm:") for n in deepseek.torchtitan.notes)
+    llama = launch_args(LLAMA70, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8)
+    assert "--qk-layernorm" not in llama.megatron.args
+    assert llama.nemo.config["model.config.qk_layernorm"] is False
+
+
 def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:
     bloom = launch_args(
         get_preset("bloom-176b").model, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8

@@ -273,6 +273,21 @@ def test_multi_latent_attention_reads_back_as_mla() -> None:
     assert "mla" not in plain["model"]
 
 
+def test_qk_layernorm_reads_back_outside_mla() -> None:
+    """--qk-layernorm is Qwen3's query/key norms; under MLA it builds the latent norms, which the model always has."""
+    request, _ = megatron_request(
+        _args(qk_layernorm=True), where="argument dump", world_size=8, vocab_size=50304, framework="megatron"
+    )
+    assert request["model"]["qk_layernorm"] is True
+    plain, _ = megatron_request(_args(), where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    assert "qk_layernorm" not in plain["model"]
+    mla, _ = megatron_request(
+        _args(qk_layernorm=True, multi_latent_attention=True),
+        where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+    )  # fmt: skip
+    assert "qk_layernorm" not in mla["model"] and "mla" in mla["model"]
+
+
 def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
     """A split with a short first and last chunk (14 layers, pp 4, vp 2: [3, 4, 4, 3], chunks [1, 2] ... [2, 1])
     launches as a --pipeline-model-parallel-layout, and that argument reads back as the same split and vp;
