@@ -36,7 +36,7 @@ from planner.costmodel.candidates import (
 )
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
-from planner.costmodel.pipeline import behind_first_stage, in_flight_microbatches, stage_in_flight_microbatches
+from planner.costmodel.pipeline import stage_in_flight, stage_in_flight_microbatches
 from planner.costmodel.recompute import recomputed_layers, selective_recomputes_up_projections
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
@@ -234,7 +234,7 @@ class StageTerms:
     last_of_pipeline: BoolArray
     """The last stage of a pipeline with pp > 1 (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
-    """A middle stage (pp > 2): it holds `pipeline.behind_first_stage` fewer micro-batches than the first."""
+    """A middle stage (pp > 2): it holds rank 1's count of micro-batches (`pipeline.stage_in_flight`)."""
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> StageTerms:
         """The terms with `fn` applied to every per-candidate array (to select, repeat or broadcast candidates)."""
@@ -409,11 +409,9 @@ def stage_memory(c: Candidates, num: Numerics, terms: StageTerms, in_flight: Flo
 
 def memory_by_stage(c: Candidates, num: Numerics, terms: tuple[StageTerms, ...]) -> tuple[MemoryBreakdown, ...]:
     """Memory of each stage (`StageKind` order) from its terms."""
-    first_stage, behind = in_flight_microbatches(c), behind_first_stage(c)
+    in_flight = stage_in_flight(c)
     return tuple(
-        stage_memory(
-            c, num, t, stage_in_flight_microbatches(first_stage, t.last_of_pipeline, c.vp, t.middle_of_pipeline, behind)
-        )
+        stage_memory(c, num, t, stage_in_flight_microbatches(in_flight, t.last_of_pipeline, t.middle_of_pipeline))
         for t in terms
     )
 

@@ -7,14 +7,15 @@ and Megatron-LM `theoretical_memory_usage.py` (first stage holds min(p, m)
 micro-batches; interleaving multiplies by 1 + (p-1)/(p v)). Megatron-Core
 caps every rank's warm-up at the step's m v chunk forwards
 (`get_pp_rank_microbatches`: `are_all_microbatches_in_warmup`), so no stage
-holds more than the m micro-batches of a step. The last stage
-of a 1F1B pipeline runs each micro-batch's backward right after its forward
-(Narayanan 2021 Fig. 4, top), so it holds one. A middle stage holds fewer
-than the first: Megatron-Core's schedules (`pipeline_parallel/schedules.py`)
-warm up rank r with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p
-chunk forwards (interleaved), so rank 1, the most loaded middle stage, holds
-one micro-batch (1F1B) or 2/v of one (interleaved) less than rank 0 where
-neither warm-up reaches the cap at m (`behind_first_stage`).
+holds more than the m micro-batches of a step. Every stage holds what its
+own warm-up leaves in flight: Megatron-Core's schedules
+(`pipeline_parallel/schedules.py`) warm up rank r with p - r - 1 forwards
+(1F1B) or 2 (p - r - 1) + (v - 1) p chunk forwards (interleaved), so rank 1,
+the most loaded middle stage, holds one micro-batch (1F1B) or 2/v of one
+(interleaved) less than rank 0, and the last stage one micro-batch (1F1B:
+each backward runs right after its forward, Narayanan 2021 Fig. 4, top) or
+p - (p - 1)/v (interleaved), counted chunk by chunk where an end rank's
+chunks are uneven (`stage_in_flight`).
 
 Point-to-point sends: each micro-batch sends one activation forward and one
 gradient backward per model chunk (Narayanan 2021 Sec. 2.2.2). Megatron-Core's
@@ -28,18 +29,21 @@ chunk's compute; 1F1B's sends block (`exposed_sends_s`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntArray
 
 __all__ = [
-    "behind_first_stage",
+    "InFlight",
     "bubble_fraction",
     "bubble_s",
     "in_flight_microbatches",
     "average_stage_forward_s",
     "exposed_sends_s",
     "p2p_messages_per_microbatch",
+    "stage_in_flight",
     "stage_in_flight_microbatches",
     "unpaired_microbatches",
 ]
@@ -60,21 +64,88 @@ def bubble_s(pp: IntArray, vp: IntArray, stage_microbatch_s: FloatArray) -> Floa
 
 
 def in_flight_microbatches(c: Candidates) -> FloatArray:
-    """Micro-batches whose activations the first stage holds at once, in units of its layers.
+    """Micro-batches whose activations the first stage holds at once, in units of its layers (`stage_in_flight`)."""
+    return stage_in_flight(c).first
 
-    1F1B: min(p, m). Interleaved: min(p + (p - 1)/v, m), that is p (1 + (p - 1)/(p v)) capped at the step's
-    m micro-batches (module docstring: with m = p every chunk's forward is in the warm-up). No pipeline: 1.
-    Times the stage's layers, this counts every chunk at the stage's average; where an end stage's chunks are
-    uneven (`planner.rules.core.rank_chunks`: one short chunk) the first stage holds its short chunk's
-    activations 2p - 1 times and the others p times, so the count runs high by up to one chunk per in-flight
-    micro-batch group (DeepSeek-V3, pp 8 x vp 4, chunks [1, 2, 2, 2]: 68 layer-activations for 63).
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """Micro-batches each stage kind holds at its peak, in units of that stage's layers (`stage_in_flight`)."""
+
+    first: FloatArray
+    middle: FloatArray
+    """Rank 1, which holds the most of the middle ranks."""
+    last: FloatArray
+
+
+def stage_in_flight(c: Candidates) -> InFlight:
+    """Micro-batches the first, a middle (rank 1) and the last stage hold at their peak, each in units of its own
+    layers (its layer activations are priced at the stage's layer count times this).
+
+    Rank r of a pipeline holds its warm-up forwards plus the one in flight (`_held_chunk_forwards`): 1F1B
+    min(p - r, m) micro-batches; interleaved min(2 (p - r - 1) + (v - 1) p + 1, m v) chunk forwards, all m v where
+    m = p, each chunk forward holding its chunk's layers. With equal chunks that is p + (p - 1)/v micro-batches on
+    the first stage (Korthikanti 2022 Sec. 4.2.3), 2/v fewer on rank 1, and p - (p - 1)/v on the last. An end rank
+    with one short chunk (`planner.rules.core.rank_chunks`: beside the embedding on the first rank, beside the
+    loss on the last) holds its chunks' own layers (`_end_rank_held_layers`). No pipeline: one.
     """
-    return np.minimum(_warm_up_stages(c), c.num_microbatches)
+    p, v, m = c.pp.astype(np.float64), c.vp.astype(np.float64), c.num_microbatches.astype(np.float64)
+    first_n, middle_n, last_n = (_held_chunk_forwards(p, v, m, rank) for rank in (0.0, 1.0, p - 1))
+    first = _end_rank_held_layers(first_n, p, v, m, c.first_stage_layers, c.stage_layers, short_first=True)
+    last = _end_rank_held_layers(last_n, p, v, m, c.last_stage_layers, c.stage_layers, short_first=False)
+    chunked = v > 1
+    return InFlight(
+        first=np.asarray(np.where(chunked, first, first_n), dtype=np.float64),
+        middle=np.asarray(np.where(chunked, middle_n / v, middle_n), dtype=np.float64),
+        last=np.asarray(np.where(chunked, last, last_n), dtype=np.float64),
+    )
 
 
-def _warm_up_stages(c: Candidates) -> FloatArray:
-    """Rank 0's warm-up plus the micro-batch in flight, in stages, before the cap at m (`_warm_up`)."""
-    return _warm_up(c.pp, c.vp)
+def _held_chunk_forwards(p: FloatArray, v: FloatArray, m: FloatArray, rank: FloatArray | float) -> FloatArray:
+    """Forwards rank `rank` holds at its peak: micro-batches under 1F1B (min(p - r, m)), chunk forwards when
+    interleaved (warm-up 2 (p - r - 1) + (v - 1) p plus the one in flight, at most the step's m v; every one of them
+    where m = p). Source: Megatron-Core `pipeline_parallel/schedules.py` (`forward_backward_pipelining_without_
+    interleaving`: p - r - 1 warm-up forwards; `get_pp_rank_microbatches`: 2 (p - r - 1) + (v - 1) x
+    `microbatch_group_size_per_vp_stage` (default p), capped at m v, all of them when m = p)."""
+    interleaved = np.where(m == p, m * v, np.minimum(2 * (p - rank - 1) + (v - 1) * p + 1, m * v))
+    return np.asarray(np.where(v > 1, interleaved, np.minimum(p - rank, m)), dtype=np.float64)
+
+
+def _end_rank_held_layers(
+    n: FloatArray, p: FloatArray, v: FloatArray, m: FloatArray, layers: IntArray, most: IntArray, *, short_first: bool
+) -> FloatArray:
+    """An interleaved end rank's peak in units of its `layers`, its first `n` chunk forwards (`_held_chunk_forwards`)
+    holding their chunks' layers: v equal chunks where v divides `layers` (n / v), else v - 1 of a middle rank's
+    size (`most` / v) and one short chunk, the rank's first (`short_first`) or its last
+    (`planner.rules.core.rank_chunks`).
+
+    Megatron-Core runs chunk forwards in groups of g = min(p, m) micro-batches per chunk (chunk (k mod g v) // g of the
+    k-th), so the first n hold the short chunk n_s = g floor(n / g v) + clip(n mod g v - j g, 0, g) times (j its
+    index). The
+    first rank peaks at its warm-up's end. The last rank's warm-up ends on the short chunk; after it each steady
+    step forwards one chunk before the backward frees one of the same size, so it peaks at its warm-up's (v - 1) p
+    forwards plus a full chunk wherever the steady state forwards one (m v - (v - 1) p > g). Checked against a step
+    by step replay of the schedule in tests/costmodel/test_pipeline.py."""
+    size = np.asarray(layers, dtype=np.float64)
+    full = np.floor(np.asarray(most, dtype=np.float64) / v)
+    short = size - full * (v - 1)
+    # Anything but one short chunk beside v - 1 full ones (equal chunks, or a split the rules refuse) at the average.
+    uneven = (np.mod(size, v) != 0) & (full >= 1) & (short >= 0) & (short <= full)
+    index = 0.0 if short_first else v - 1
+
+    group = np.minimum(p, m)  # micro-batches per chunk in a row: p, or all m of a step with fewer
+
+    def held(count: FloatArray) -> FloatArray:
+        cycles, rest = np.floor(count / (group * v)), np.mod(count, group * v)
+        shorts = cycles * group + np.clip(rest - index * group, 0.0, group)
+        return np.asarray(count * full - shorts * (full - short), dtype=np.float64)
+
+    peak = held(n)
+    if not short_first:
+        warm = np.where(m == p, m * v, np.minimum((v - 1) * p, m * v))
+        steady = m * v - warm
+        peak = np.where(steady > 0, np.maximum(peak, held(warm) + np.where(steady > group, full, short)), peak)
+    return np.asarray(np.where(uneven, peak / np.maximum(size, 1.0), n / v), dtype=np.float64)
 
 
 def _warm_up(pp: IntArray, vp: IntArray) -> FloatArray:
@@ -96,32 +167,14 @@ def unpaired_microbatches(pp: IntArray, vp: IntArray, m: FloatArray) -> FloatArr
     return np.asarray(np.minimum(_warm_up(pp, vp), m), dtype=np.float64)
 
 
-def behind_first_stage(c: Candidates) -> FloatArray:
-    """Micro-batches the second stage holds fewer than the first: 1 (1F1B) or 2/v (interleaved) fewer
-    warm-up forwards, both counts capped at m (`in_flight_microbatches`), so none where m is below both."""
-    first = _warm_up_stages(c)
-    fewer = np.where(c.vp > 1, 2.0 / c.vp, 1.0)
-    m = c.num_microbatches
-    return np.asarray(np.minimum(first, m) - np.minimum(first - fewer, m), dtype=np.float64)
-
-
 def stage_in_flight_microbatches(
-    first_stage: FloatArray,
-    last_of_pipeline: BoolArray,
-    vp: IntArray,
-    middle_of_pipeline: BoolArray | bool = False,
-    behind_first: FloatArray | float = 0.0,
+    in_flight: InFlight, last_of_pipeline: BoolArray | bool, middle_of_pipeline: BoolArray | bool = False
 ) -> FloatArray:
-    """Micro-batches a stage holds at once: one on the last stage of a 1F1B pipeline; on a middle stage
-    (rank 1 stands for them all: it holds the most of them) the first stage's count less `behind_first`
-    (`behind_first_stage`); else the first stage's count.
-
-    `first_stage` is `in_flight_microbatches`; `last_of_pipeline` marks the last
-    stage of a pipeline with pp > 1. Interleaving (vp > 1) keeps more on the
-    last stage too (Korthikanti 2022 Sec. 4.2.3). Broadcasts over all arguments.
-    """
-    middle = np.where(middle_of_pipeline, first_stage - behind_first, first_stage)
-    return np.asarray(np.where(last_of_pipeline & (vp == 1), 1.0, middle), dtype=np.float64)
+    """Micro-batches a stage holds at once (`stage_in_flight`): the last stage's count where `last_of_pipeline`
+    (the last stage of a pipeline with pp > 1), rank 1's on a middle stage, else the first stage's. Broadcasts
+    over all arguments."""
+    middle = np.where(middle_of_pipeline, in_flight.middle, in_flight.first)
+    return np.asarray(np.where(last_of_pipeline, in_flight.last, middle), dtype=np.float64)
 
 
 def p2p_messages_per_microbatch(pp: IntArray, vp: IntArray) -> FloatArray:

@@ -27,10 +27,10 @@ from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, IntA
 from planner.costmodel.comm import pp_message_s
 from planner.costmodel.memory import activation_side_bytes, resident_state_bytes, step_can_peak, step_memory
 from planner.costmodel.pipeline import (
+    InFlight,
     average_stage_forward_s,
-    behind_first_stage,
     exposed_sends_s,
-    in_flight_microbatches,
+    stage_in_flight,
     stage_in_flight_microbatches,
 )
 from planner.costmodel.shared import LayerQuantities
@@ -74,7 +74,7 @@ class KeyTables:
     last_of_pipeline: BoolArray
     """(stage kind, key): the last stage of a pipeline (`pipeline.stage_in_flight_microbatches`)."""
     middle_of_pipeline: BoolArray
-    """(stage kind, key): a middle stage of a pipeline (`pipeline.behind_first_stage`)."""
+    """(stage kind, key): a middle stage of a pipeline (`pipeline.stage_in_flight`: rank 1's count)."""
 
     def at_zero_stages(self, zeros: IntArray) -> KeyTables:
         """The tables with their ZeRO-stage axis narrowed to `zeros`, in that order."""
@@ -170,13 +170,11 @@ def grid_step_time_and_peak(tables: KeyTables, rows: Candidates, keys: IntArray)
     )
     step = at(tables.once_per_step_s)
     step += pipelined[..., None]
-    in_flight_first = in_flight_microbatches(rows)[column]
-    behind = behind_first_stage(rows)[column]
+    counts = stage_in_flight(rows)
+    held = InFlight(counts.first[column], counts.middle[column], counts.last[column])
     peak = None
     for k in range(tables.memory_fixed.shape[0]):
-        in_flight = stage_in_flight_microbatches(
-            in_flight_first, at(tables.last_of_pipeline[k]), vp, at(tables.middle_of_pipeline[k]), behind
-        )
+        in_flight = stage_in_flight_microbatches(held, at(tables.last_of_pipeline[k]), at(tables.middle_of_pipeline[k]))
         stage = at(tables.memory_fixed[k])
         stage += (at(tables.memory_per_in_flight[k]) * in_flight)[..., None]
         if tables.memory_step is not None:

@@ -9,8 +9,10 @@ from planner.costmodel.pipeline import (
     exposed_sends_s,
     in_flight_microbatches,
     p2p_messages_per_microbatch,
+    stage_in_flight,
 )
 from planner.layout import Layout
+from planner.rules.core import rank_chunks
 
 BUBBLE_ROWS = [
     (4, 1, 8, 3 / 8),  # (p-1)/(v m) = 3/8 = 0.375
@@ -87,3 +89,62 @@ def test_exposed_sends_never_exceed_blocking_sends() -> None:
     blocking = exposed_sends_s(pp, vp, message, forward, False)
     assert np.all(overlapped >= 0) and np.all(overlapped <= blocking)
     np.testing.assert_array_equal(overlapped[vp == 1], blocking[vp == 1])
+
+
+def _replayed_peak(p: int, v: int, m: int, rank: int, chunk_layers: list[int]) -> int:
+    """Layers a rank holds at its peak, replaying Megatron-Core's interleaved schedule one chunk pass at a time
+    (`pipeline_parallel/schedules.py`): chunk forwards in groups of min(p, m) micro-batches per chunk, the warm-up
+    2 (p - rank - 1) + (v - 1) p (all m v where m = p), then one forward before each backward, backwards in the
+    reverse chunk order."""
+    total, group = m * v, min(p, m)  # a step of fewer than p micro-batches runs them all per chunk in a row
+    warm_up = total if m == p else min(2 * (p - rank - 1) + (v - 1) * p, total)
+
+    def forward_chunk(k: int) -> int:
+        return (k % (group * v)) // group
+
+    held = peak = done_forward = done_backward = 0
+    for _ in range(warm_up):
+        held += chunk_layers[forward_chunk(done_forward)]
+        done_forward += 1
+        peak = max(peak, held)
+    while done_forward < total:
+        held += chunk_layers[forward_chunk(done_forward)]
+        done_forward += 1
+        peak = max(peak, held)
+        held -= chunk_layers[v - 1 - forward_chunk(done_backward)]
+        done_backward += 1
+    return peak
+
+
+@pytest.mark.parametrize("short_at_first", [True, False], ids=["short-first-chunk", "short-last-chunk"])
+def test_an_end_rank_with_a_short_chunk_holds_what_the_schedule_replays(short_at_first: bool) -> None:
+    """Rank 0 with its short chunk beside the embedding, or the last rank with it beside the loss
+    (`rules.core.rank_chunks`), counted chunk by chunk, against a replay of the schedule; the other end rank and
+    rank 1 with equal chunks. For DeepSeek-V3's pp 8 x vp 4 ([1, 2, 2, 2] on rank 0) 63 layers, where counting
+    every chunk at the rank's average gave 68."""
+    checked = 0
+    for p in (3, 4, 8):
+        for v in (2, 3, 4):
+            for full in (1, 2, 3):
+                for short in range(full):
+                    for m in (1, p - 1, p, 2 * p, 3 * p, 5 * p):
+                        end = short + full * (v - 1)
+                        stages = [full * v] * p
+                        stages[0 if short_at_first else -1] = end
+                        layout = Layout(tp=1, pp=p, dp=1, vp=v, layers_per_stage=tuple(stages))
+                        c = Candidates.from_layouts([layout], sum(stages), global_batch_size=m)
+                        held = stage_in_flight(c)
+                        rank = 0 if short_at_first else p - 1
+                        chunks = rank_chunks(stages, v)[rank]  # equal where v divides the end rank's count
+                        count = held.first if short_at_first else held.last
+                        assert float(count[0]) * end == pytest.approx(_replayed_peak(p, v, m, rank, chunks))
+                        other, other_rank = (held.last, p - 1) if short_at_first else (held.first, 0)
+                        assert float(other[0]) * full * v == pytest.approx(
+                            _replayed_peak(p, v, m, other_rank, [full] * v)
+                        )
+                        assert float(held.middle[0]) * full * v == pytest.approx(_replayed_peak(p, v, m, 1, [full] * v))
+                        checked += 1
+    assert checked == 3 * 3 * 6 * 6
+    deepseek = Layout(tp=1, pp=8, dp=1, vp=4, layers_per_stage=(7, 8, 8, 8, 8, 8, 8, 6))
+    c = Candidates.from_layouts([deepseek], 61, global_batch_size=64)
+    assert float(stage_in_flight(c).first[0]) * 7 == pytest.approx(63.0)

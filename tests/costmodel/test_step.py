@@ -6,9 +6,9 @@ import pytest
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.params import ParamCounts, StageKind, stage_kinds
 from planner.costmodel.pipeline import (
-    behind_first_stage,
+    InFlight,
     bubble_s,
-    in_flight_microbatches,
+    stage_in_flight,
     stage_in_flight_microbatches,
 )
 from planner.costmodel.shared import LayerSeconds
@@ -40,44 +40,52 @@ def test_bubble_s_broadcasts() -> None:
     np.testing.assert_array_equal(got, [[6.0, 3.0], [14.0, 7.0]])
 
 
+IN_FLIGHT = InFlight(first=_a(5.5), middle=_a(5.0), last=_a(2.5))
+
+
 @pytest.mark.parametrize(
-    ("first", "last", "vp", "expected"),
-    [(4.0, True, 1, 1.0), (5.5, True, 2, 5.5), (4.0, False, 1, 4.0), (1.0, False, 1, 1.0)],
-    ids=["last-1f1b", "last-interleaved", "first", "no-pipeline"],
+    ("last", "middle", "expected"),
+    [(True, False, 2.5), (False, True, 5.0), (False, False, 5.5)],
+    ids=["last", "middle", "first"],
 )
-def test_stage_in_flight(first: float, last: bool, vp: int, expected: float) -> None:
-    """1F1B's last stage holds one micro-batch; interleaved, it holds as many as the first."""
-    assert float(stage_in_flight_microbatches(_a(first), np.asarray([last]), _i(vp))[0]) == expected
+def test_stage_in_flight_selects_the_stage_kinds_count(last: bool, middle: bool, expected: float) -> None:
+    assert float(stage_in_flight_microbatches(IN_FLIGHT, np.asarray([last]), np.asarray([middle]))[0]) == expected
 
 
 # Megatron-Core warms rank r up with p - r - 1 forwards (1F1B) or 2 (p - r - 1) + (v - 1) p chunk forwards
-# (interleaved), each chunk 1/v of the stage: rank 0 holds p (1F1B) or (v p + p - 1)/v micro-batches, rank 1
-# one (1F1B) or 2/v (interleaved) fewer; with m < p every stage holds all m.
-MIDDLE_ROWS = [
-    # (pp, vp, m, rank 0, rank 1)
-    (4, 1, 8, 4.0, 3.0),
-    (16, 4, 384, (4 * 16 + 15) / 4, (4 * 16 + 13) / 4),
-    (8, 2, 64, (2 * 8 + 7) / 2, (2 * 8 + 5) / 2),
-    (8, 1, 4, 4.0, 4.0),
-    (16, 2, 16, 16.0, 16.0),  # m = p: both ranks' warm-ups (46 and 44 chunks) cap at the step's 32
-    (4, 2, 5, 5.0, 4.5),  # rank 0 capped at m = 5 (uncapped 5.5); rank 1 warms up 8 chunks, 9 in flight
+# (interleaved), each chunk 1/v of the stage, and runs one more before the first backward: rank 0 holds p (1F1B) or
+# (v p + p - 1)/v micro-batches, rank 1 one (1F1B) or 2/v (interleaved) fewer, the last rank one (1F1B) or
+# ((v - 1) p + 1)/v; at most the step's m v chunk forwards, and all of them where m = p.
+STAGE_ROWS = [
+    # (pp, vp, m, rank 0, rank 1, last rank)
+    (4, 1, 8, 4.0, 3.0, 1.0),
+    (16, 4, 384, (4 * 16 + 15) / 4, (4 * 16 + 13) / 4, (3 * 16 + 1) / 4),
+    (8, 2, 64, (2 * 8 + 7) / 2, (2 * 8 + 5) / 2, (8 + 1) / 2),
+    (8, 1, 4, 4.0, 4.0, 1.0),
+    (16, 2, 16, 16.0, 16.0, 16.0),  # m = p: every chunk forward is in every rank's warm-up, the step's 32
+    (4, 2, 5, 5.0, 4.5, 2.5),  # rank 0 capped at m = 5 (uncapped 5.5); rank 1 warms up 8 chunks, 9 in flight
 ]
 
 
 @pytest.mark.parametrize(
-    ("pp", "vp", "m", "rank0", "rank1"), MIDDLE_ROWS, ids=["1f1b", "v4", "v2", "m-below-p", "v2-m-is-p", "v2-m5"]
+    ("pp", "vp", "m", "rank0", "rank1", "last"),
+    STAGE_ROWS,
+    ids=["1f1b", "v4", "v2", "m-below-p", "v2-m-is-p", "v2-m5"],
 )
-def test_middle_stage_holds_what_megatron_warms_up(pp: int, vp: int, m: int, rank0: float, rank1: float) -> None:
+def test_each_stage_holds_what_megatron_warms_up(
+    pp: int, vp: int, m: int, rank0: float, rank1: float, last: float
+) -> None:
     layers = 8 * pp * vp
     c = Candidates.from_layouts([Layout(tp=1, pp=pp, dp=1, vp=vp)], layers, global_batch_size=m)
-    first = in_flight_microbatches(c)
-    assert float(first[0]) == pytest.approx(rank0, rel=1e-12)
-    middle = stage_in_flight_microbatches(first, np.asarray([False]), c.vp, np.asarray([True]), behind_first_stage(c))
-    assert float(middle[0]) == pytest.approx(rank1, rel=1e-12)
+    held = stage_in_flight(c)
+    assert float(held.first[0]) == pytest.approx(rank0, rel=1e-12)
+    assert float(held.middle[0]) == pytest.approx(rank1, rel=1e-12)
+    assert float(held.last[0]) == pytest.approx(last, rel=1e-12)
 
 
 def test_stage_in_flight_broadcasts() -> None:
-    got = stage_in_flight_microbatches(_a(4.0, 2.0)[:, None], np.asarray([[True, False]]), _i(1, 1)[:, None])
+    held = InFlight(first=_a(4.0, 2.0)[:, None], middle=_a(3.0, 2.0)[:, None], last=_a(1.0, 1.0)[:, None])
+    got = stage_in_flight_microbatches(held, np.asarray([[True, False]]), np.asarray([[False, False]]))
     np.testing.assert_array_equal(got, [[1.0, 4.0], [1.0, 2.0]])
 
 
