@@ -90,6 +90,8 @@ def stage_in_flight(c: Candidates) -> InFlight:
     loss on the last) holds its chunks' own layers (`_end_rank_held_layers`). No pipeline: one.
     """
     p, v, m = c.pp.astype(np.float64), c.vp.astype(np.float64), c.num_microbatches.astype(np.float64)
+    if not np.any(v > 1):  # 1F1B everywhere: rank r holds min(p - r, m) micro-batches
+        return InFlight(np.minimum(p, m), np.minimum(p - 1, m), np.minimum(1.0, m))
     first_n, middle_n, last_n = (_held_chunk_forwards(p, v, m, rank) for rank in (0.0, 1.0, p - 1))
     first = _end_rank_held_layers(first_n, p, v, m, c.first_stage_layers, c.stage_layers, short_first=True)
     last = _end_rank_held_layers(last_n, p, v, m, c.last_stage_layers, c.stage_layers, short_first=False)
@@ -121,16 +123,17 @@ def _end_rank_held_layers(
 
     Megatron-Core runs chunk forwards in groups of g = min(p, m) micro-batches per chunk (chunk (k mod g v) // g of the
     k-th), so the first n hold the short chunk n_s = g floor(n / g v) + clip(n mod g v - j g, 0, g) times (j its
-    index). The
-    first rank peaks at its warm-up's end. The last rank's warm-up ends on the short chunk; after it each steady
-    step forwards one chunk before the backward frees one of the same size, so it peaks at its warm-up's (v - 1) p
-    forwards plus a full chunk wherever the steady state forwards one (m v - (v - 1) p > g). Checked against a step
-    by step replay of the schedule in tests/costmodel/test_pipeline.py."""
+    index). The first rank peaks at its warm-up's end. The last rank's warm-up ends on the short chunk; after it
+    each steady step forwards one chunk before the backward frees one of the same size, so it peaks at its
+    warm-up's (v - 1) p forwards plus a full chunk wherever the steady state forwards one (m v - (v - 1) p > g).
+    Checked against a step by step replay of the schedule in tests/costmodel/test_pipeline.py."""
     size = np.asarray(layers, dtype=np.float64)
     full = np.floor(np.asarray(most, dtype=np.float64) / v)
     short = size - full * (v - 1)
     # Anything but one short chunk beside v - 1 full ones (equal chunks, or a split the rules refuse) at the average.
     uneven = (np.mod(size, v) != 0) & (full >= 1) & (short >= 0) & (short <= full)
+    if not np.any(uneven):  # the common case, and the search's hot path: equal chunks
+        return np.asarray(n / v, dtype=np.float64)
     index = 0.0 if short_first else v - 1
 
     group = np.minimum(p, m)  # micro-batches per chunk in a row: p, or all m of a step with fewer
