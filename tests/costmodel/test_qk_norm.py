@@ -13,6 +13,7 @@ import pytest
 
 from planner.costmodel import compute, host
 from planner.costmodel.candidates import Candidates
+from planner.costmodel.gemms import attention_gemms
 from planner.costmodel.memory import activation_bytes_per_layer
 from planner.costmodel.params import stage_kinds, stage_params, total_params
 from planner.hf_config import model_from_hf_config
@@ -87,6 +88,18 @@ def test_two_norm_kernels_each_way() -> None:
     plain, qk = (host.layer_kernels(m, c, RuntimeFeatures()) for m in (PLAIN, QK))
     np.testing.assert_array_equal(qk.forward - plain.forward, [2])
     np.testing.assert_array_equal(qk.backward - plain.backward, [2])
+
+
+def test_mla_launches_a_kernel_per_latent_norm() -> None:
+    """DeepSeek-V3's query and key/value latent norms, two kernels; DeepSeek-V2-Lite has no query latent, one."""
+    deepseek = get_preset("deepseek-v3").model
+    assert deepseek.mla is not None
+    lite = deepseek.model_copy(update={"mla": deepseek.mla.model_copy(update={"q_lora_rank": None})})
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1)], num_layers=deepseek.num_layers, global_batch_size=1)
+    full, fewer = (host.layer_kernels(m, c, RuntimeFeatures()) for m in (deepseek, lite))
+    gemms = len(attention_gemms(deepseek)) - len(attention_gemms(lite))  # q_down and q_up become one q_proj
+    assert gemms == 1
+    np.testing.assert_array_equal(full.forward - fewer.forward, [gemms + 1])
 
 
 def test_mla_keeps_its_latent_norms_whatever_the_flag() -> None:
