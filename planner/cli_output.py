@@ -54,14 +54,37 @@ def print_report(report: Report) -> None:
         )
     console.print(table)
     summary = Table(title="Per source")
-    for col in ("GPU", "source", "variant", "rows", "role", "mean |error|", "max |error|"):
+    for col in ("GPU", "source", "variant", "rows", "role", "mean |error|", "p90 |error|", "max |error|"):
         summary.add_column(col)
     for g in report.groups:
         role = "fit" if g.in_fit else "prediction"
         summary.add_row(
-            g.gpu_kind, g.group, g.variant, str(g.rows), role, f"{g.mean_abs_error:.1%}", f"{g.max_abs_error:.1%}"
+            g.gpu_kind,
+            g.group,
+            g.variant,
+            str(g.rows),
+            role,
+            f"{g.mean_abs_error:.1%}",
+            f"{g.p90_abs_error:.1%}",
+            f"{g.max_abs_error:.1%}",
         )
     console.print(summary)
+    held_out = Table(
+        title="Held out: every row predicted by constants fitted on no row of its source"
+        " (prediction rows as they are, fit rows leave-one-source-out)"
+    )
+    for col in ("GPU", "rows", "of them MoE", "mean |error|", "p90 |error|", "max |error|"):
+        held_out.add_column(col)
+    for accuracy in report.held_out:
+        held_out.add_row(
+            accuracy.gpu_kind,
+            str(accuracy.rows),
+            str(accuracy.moe_rows),
+            f"{accuracy.mean_abs_error:.1%}",
+            f"{accuracy.p90_abs_error:.1%}",
+            f"{accuracy.max_abs_error:.1%}",
+        )
+    console.print(held_out)
     holdouts = Table(title="Leave one source out: each source predicted with constants fitted on the kind's others")
     for col in ("GPU", "held-out source", "rows", "eta", "t0 us", "mean |error|", "max |error|"):
         holdouts.add_column(col)

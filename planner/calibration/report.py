@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import mean
+from statistics import mean, quantiles
 
 from planner.calibration.collectives import BusBandwidthRow, bus_bandwidth_rows
 from planner.calibration.figures import FigureCheck, run_figure_checks
@@ -21,12 +21,15 @@ __all__ = [
     "VALIDATION_PROFILES",
     "VALIDATION_PROFILES_BY_GPU",
     "GainRow",
+    "ErrorStats",
     "GroupSummary",
+    "HeldOutAccuracy",
     "KindReport",
     "Report",
     "RunRow",
     "SourceHoldout",
     "build_report",
+    "error_stats",
     "layout_text",
     "refit",
     "validation_profile_id",
@@ -83,6 +86,24 @@ class RunRow:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorStats:
+    """Mean, 90th percentile and maximum of absolute errors (`error_stats`)."""
+
+    mean: float
+    p90: float
+    max: float
+
+
+def error_stats(errors: Sequence[float]) -> ErrorStats:
+    """|error| statistics of a non-empty set of errors: the mean, the 90th percentile (linear interpolation over the
+    sorted values at rank 1 + 0.9 (n - 1), `statistics.quantiles` with method "inclusive": of 11 values the 10th)
+    and the maximum."""
+    magnitudes = sorted(abs(e) for e in errors)
+    p90 = quantiles(magnitudes, n=10, method="inclusive")[-1] if len(magnitudes) > 1 else magnitudes[0]
+    return ErrorStats(mean(magnitudes), p90, magnitudes[-1])
+
+
+@dataclass(frozen=True, slots=True)
 class GroupSummary:
     gpu_kind: str
     group: str
@@ -90,6 +111,21 @@ class GroupSummary:
     rows: int
     in_fit: bool
     mean_abs_error: float
+    max_abs_error: float
+    p90_abs_error: float
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOutAccuracy:
+    """Every row of a GPU kind (or of all kinds: `gpu_kind` "all") predicted with constants fitted on no row of its
+    source: a prediction row's error, a fit row's leave-one-source-out error (fit rows without one are left out).
+    What a held-out check of published runs sees; `moe_rows` of them are mixture-of-experts rows."""
+
+    gpu_kind: str
+    rows: int
+    moe_rows: int
+    mean_abs_error: float
+    p90_abs_error: float
     max_abs_error: float
 
 
@@ -134,6 +170,8 @@ class Report:
     figures: list[FigureCheck] = field(default_factory=list)
     bus_bandwidth: list[BusBandwidthRow] = field(default_factory=list)
     """Published nccl-tests bus bandwidth against the ring model (`calibration.collectives`)."""
+    held_out: list[HeldOutAccuracy] = field(default_factory=list)
+    """Per GPU kind and over all kinds, the rows no fit saw (`_held_out`)."""
 
     def kind(self, gpu_kind: str) -> KindReport:
         return next(k for k in self.kinds if k.gpu_kind == gpu_kind)
@@ -224,8 +262,24 @@ def _groups(rows: list[RunRow]) -> list[GroupSummary]:
     out = []
     for key in keys:
         members = [r for r in rows if (r.gpu_kind, r.group, r.variant) == key]
-        errors = [abs(r.error) for r in members]
-        out.append(GroupSummary(*key, len(errors), members[0].in_fit, mean(errors), max(errors)))
+        stats = error_stats([r.error for r in members])
+        out.append(GroupSummary(*key, len(members), members[0].in_fit, stats.mean, stats.max, stats.p90))
+    return out
+
+
+def _held_out(rows: list[RunRow], moe_ids: frozenset[str]) -> list[HeldOutAccuracy]:
+    """`HeldOutAccuracy` per GPU kind, then over every kind."""
+    errors = [
+        (r.gpu_kind, r.id, r.loso_error if r.in_fit else r.error)
+        for r in rows
+        if not r.in_fit or r.loso_error is not None
+    ]
+    out = []
+    for kind in [*dict.fromkeys(k for k, _, _ in errors), "all"]:
+        chosen = [(i, e) for k, i, e in errors if kind in ("all", k)]
+        stats = error_stats([e for _, e in chosen if e is not None])
+        moe = sum(1 for i, _ in chosen if i in moe_ids)
+        out.append(HeldOutAccuracy(kind, len(chosen), moe, stats.mean, stats.p90, stats.max))
     return out
 
 
@@ -318,6 +372,7 @@ def build_report(profiles: Mapping[str, HardwareProfile], with_figures: bool = T
         kind, loo, loso = _kind(gpu_kind, of_kind, profile, profile_of)
         kinds.append(kind)
         rows += [_row(r, profile_of(r, profile), loo, loso) for r in of_kind]
+    moe_ids = frozenset(r.id for r in runs if r.model.moe is not None)
     return Report(
         kinds=kinds,
         runs=rows,
@@ -325,6 +380,7 @@ def build_report(profiles: Mapping[str, HardwareProfile], with_figures: bool = T
         gains=_gains(rows),
         figures=run_figure_checks(profiles[VALIDATION_PROFILE]) if with_figures else [],
         bus_bandwidth=bus_bandwidth_rows(profiles),
+        held_out=_held_out(rows, moe_ids),
     )
 
 

@@ -22,7 +22,16 @@ from typer.testing import CliRunner
 
 import planner.cli
 from planner.calibration.fit import FIT_SETS, TRANSFERS
-from planner.calibration.report import HOLDOUT_ONLY_SOURCES, VALIDATION_PROFILES, Report, RunRow, build_report, refit
+from planner.calibration.report import (
+    HOLDOUT_ONLY_SOURCES,
+    VALIDATION_PROFILES,
+    ErrorStats,
+    Report,
+    RunRow,
+    build_report,
+    error_stats,
+    refit,
+)
 from planner.profiles import load_profiles
 
 TABLE1_ROW_TOLERANCE = 0.07
@@ -330,7 +339,38 @@ def test_per_source_summary_matches_the_rows() -> None:
         rows = _rows(g.group, g.variant, g.gpu_kind)
         assert g.rows == len(rows)
         assert g.max_abs_error == max(abs(r.error) for r in rows)
+        assert min(abs(r.error) for r in rows) <= g.p90_abs_error <= g.max_abs_error
         assert g.in_fit == (g.group in FIT_SETS.get(g.gpu_kind, ()))
+
+
+def test_error_stats_by_hand() -> None:
+    """|errors| 1%..10% and 100%: mean 14.09%; the 90th percentile at rank 1 + 0.9 x 10 = 10, the 10%; max 100%.
+    Of ten values 1%..10%: rank 1 + 0.9 x 9 = 9.1, 9.1%. One value is all three."""
+    stats = error_stats([-0.01 * i for i in range(1, 11)] + [1.0])
+    assert (stats.mean, stats.p90, stats.max) == pytest.approx((1.55 / 11, 0.10, 1.0))
+    assert error_stats([0.01 * i for i in range(1, 11)]).p90 == pytest.approx(0.091)
+    assert error_stats([-0.2]) == ErrorStats(0.2, 0.2, 0.2)
+
+
+def test_held_out_summary_counts_each_row_once_as_no_fit_saw_it() -> None:
+    """Prediction rows at their error, fit rows at their leave-one-source-out error; per kind, then all kinds."""
+    runs = report().runs
+    kinds = {r.gpu_kind for r in runs}
+    by_kind = {h.gpu_kind: h for h in report().held_out}
+    assert set(by_kind) == kinds | {"all"}
+    for kind in kinds:
+        rows = [r for r in runs if r.gpu_kind == kind and (not r.in_fit or r.loso_error is not None)]
+        errors = [r.loso_error if r.in_fit else r.error for r in rows]
+        expected = error_stats([e for e in errors if e is not None])
+        got = by_kind[kind]
+        assert (got.rows, got.mean_abs_error, got.p90_abs_error, got.max_abs_error) == (
+            len(rows),
+            pytest.approx(expected.mean),
+            pytest.approx(expected.p90),
+            pytest.approx(expected.max),
+        )
+    assert by_kind["all"].rows == sum(by_kind[k].rows for k in kinds)
+    assert by_kind["all"].moe_rows == 9  # H100 2 + 2 cards, GB200 2, B200 3
 
 
 MEMORY_KNOWN_MISS: dict[str, str] = {}
