@@ -159,7 +159,7 @@ class ModelSpec(BaseModel):
     )
     qk_layernorm: bool = Field(
         default=False,
-        description="A norm over each attention head's query and key before RoPE (Qwen3, OLMo-style QK-norm;"
+        description="A norm over each attention head's query and key before RoPE (Qwen3's QK-norm;"
         " Megatron-LM --qk-layernorm, Hugging Face Qwen3 q_norm / k_norm): head_dim-wide weights shared by the"
         " heads, one more memory-bound pass over Q and K and their saved inputs. Under mla the latent norms are"
         " always priced (DeepSeek-V2/V3 have them) and this changes nothing.",
