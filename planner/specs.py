@@ -258,6 +258,17 @@ class ModelSpec(BaseModel):
         return self.attention_hidden_size + self.kv_hidden_size
 
     @property
+    def attention_norm_widths(self) -> tuple[int, ...]:
+        """Widths of the attention's own norms, one kernel each: under MLA its latent RMSNorms (the query latent's,
+        absent without one, and the key/value latent's; Megatron-Core `MLASelfAttention` `q_layernorm`,
+        `kv_layernorm`), else with `qk_layernorm` the query and the key norm, head_dim wide and shared by the heads
+        (Megatron-Core `SelfAttention` `q_layernorm` / `k_layernorm`); none otherwise."""
+        if self.mla is not None:
+            query = () if self.mla.q_lora_rank is None else (self.mla.q_lora_rank,)
+            return (*query, self.mla.kv_lora_rank)
+        return (self.head_dim, self.head_dim) if self.qk_layernorm else ()
+
+    @property
     def query_key_head_dim(self) -> int:
         """One head's query and key width: head_dim, or under MLA its latent part plus its RoPE part."""
         return self.head_dim if self.mla is None else self.mla.query_key_head_dim

@@ -269,16 +269,16 @@ def _groups(rows: list[RunRow]) -> list[GroupSummary]:
 
 def _held_out(rows: list[RunRow], moe_ids: frozenset[str]) -> list[HeldOutAccuracy]:
     """`HeldOutAccuracy` per GPU kind, then over every kind."""
-    errors = [
-        (r.gpu_kind, r.id, r.loso_error if r.in_fit else r.error)
-        for r in rows
-        if not r.in_fit or r.loso_error is not None
-    ]
+    errors: list[tuple[RunRow, float]] = []
+    for r in rows:
+        held = r.loso_error if r.in_fit else r.error
+        if held is not None:
+            errors.append((r, held))
     out = []
-    for kind in [*dict.fromkeys(k for k, _, _ in errors), "all"]:
-        chosen = [(i, e) for k, i, e in errors if kind in ("all", k)]
-        stats = error_stats([e for _, e in chosen if e is not None])
-        moe = sum(1 for i, _ in chosen if i in moe_ids)
+    for kind in [*dict.fromkeys(r.gpu_kind for r, _ in errors), "all"]:
+        chosen = [(r, e) for r, e in errors if kind in ("all", r.gpu_kind)]
+        stats = error_stats([e for _, e in chosen])
+        moe = sum(1 for r, _ in chosen if r.id in moe_ids)
         out.append(HeldOutAccuracy(kind, len(chosen), moe, stats.mean, stats.p90, stats.max))
     return out
 

@@ -77,10 +77,6 @@ GRAPH_HOST_US_PER_KERNEL = 1.0
 """A kernel node of a replayed CUDA graph (module docstring)."""
 
 NORMS_PER_LAYER = 2
-QK_NORMS_PER_LAYER = 2
-"""`ModelSpec.qk_layernorm`'s query and key norms: one Transformer Engine norm kernel each (Megatron-Core
-`SelfAttention` `q_layernorm` / `k_layernorm`, TENorm)."""
-
 RESIDUALS_PER_LAYER = 2
 """Dropout-add after attention and after the MLP (one fused kernel each)."""
 UNFUSED_ATTENTION_CORE_KERNELS = 5
@@ -118,15 +114,6 @@ class LayerHost:
     backward: FloatArray
 
 
-def _attention_norms(model: ModelSpec) -> int:
-    """Norm kernels of the attention itself: the query and key norms (`ModelSpec.qk_layernorm`), or under MLA its
-    latent norms, the query latent's (absent without one) and the key/value latent's (Megatron-Core
-    `MLASelfAttention` `q_layernorm`, `kv_layernorm`)."""
-    if model.mla is not None:
-        return (model.mla.q_lora_rank is not None) + 1
-    return QK_NORMS_PER_LAYER if model.qk_norm_width else 0
-
-
 def host_s_per_kernel(rt: RuntimeFeatures) -> float:
     """Seconds the host spends per kernel launched: CUDA graphs, else fused (TE), else eager (module docstring)."""
     if rt.cuda_graphs:
@@ -158,7 +145,8 @@ def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Layer
     core = FUSED_ATTENTION_CORE_KERNELS if rt.flash_attention else UNFUSED_ATTENTION_CORE_KERNELS
     activation = 1 if (model.gated_mlp or not rt.fused_kernels) else 0
     rope = 0 if model.learned_position_embeddings else 1
-    other = NORMS_PER_LAYER + _attention_norms(model) + core + activation + RESIDUALS_PER_LAYER + rope
+    norms = NORMS_PER_LAYER + len(model.attention_norm_widths)  # and the attention's own, one kernel each
+    other = norms + core + activation + RESIDUALS_PER_LAYER + rope
     comm = np.where(c.tp > 1, TP_COLLECTIVES_PER_LAYER, 0).astype(np.float64)
     accumulate = 0.0 if rt.fused_kernels else 1.0  # 2021: one main_grad accumulation per weight GEMM
     expert_forward = np.zeros(c.shape, dtype=np.float64)

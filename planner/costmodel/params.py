@@ -101,15 +101,13 @@ def attention_params(model: ModelSpec) -> int:
 
 
 def _attention_norm_params(model: ModelSpec) -> int:
-    """The attention's own norms, replicated over tp: MLA's two latent RMSNorms (q_lora_rank and kv_lora_rank
-    weights; no query norm without a query latent), or with `qk_layernorm` the query and key norms, each one
-    head_dim wide and shared by the heads (with a bias under linear_bias, like `norm_params`). Source:
+    """The attention's own norms (`ModelSpec.attention_norm_widths`), replicated over tp: MLA's latent RMSNorms
+    (weights only), or the query and key norms (with a bias under linear_bias, like `norm_params`). Source:
     Megatron-Core `SelfAttention.__init__` (`q_layernorm` / `k_layernorm` built with
     `hidden_size=self.hidden_size_per_attention_head`) and `MLASelfAttention` (its q_layernorm / kv_layernorm
     are the latent norms); Hugging Face `Qwen3Attention` (`q_norm`, `k_norm`: RMSNorm(head_dim))."""
-    if model.mla is not None:
-        return (model.mla.q_lora_rank or 0) + model.mla.kv_lora_rank
-    return 2 * (2 if model.linear_bias else 1) * model.head_dim if model.qk_norm_width else 0
+    biased = model.linear_bias and model.mla is None
+    return (2 if biased else 1) * sum(model.attention_norm_widths)
 
 
 def _replicated_attention_params(model: ModelSpec) -> int:

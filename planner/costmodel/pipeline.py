@@ -90,16 +90,11 @@ def stage_in_flight(c: Candidates) -> InFlight:
     loss on the last) holds its chunks' own layers (`_end_rank_held_layers`). No pipeline: one.
     """
     p, v, m = c.pp.astype(np.float64), c.vp.astype(np.float64), c.num_microbatches.astype(np.float64)
-    if not np.any(v > 1):  # 1F1B everywhere: rank r holds min(p - r, m) micro-batches
-        return InFlight(np.minimum(p, m), np.minimum(p - 1, m), np.minimum(1.0, m))
     first_n, middle_n, last_n = (_held_chunk_forwards(p, v, m, rank) for rank in (0.0, 1.0, p - 1))
-    first = _end_rank_held_layers(first_n, p, v, m, c.first_stage_layers, c.stage_layers, short_first=True)
-    last = _end_rank_held_layers(last_n, p, v, m, c.last_stage_layers, c.stage_layers, short_first=False)
-    chunked = v > 1
-    return InFlight(
-        first=np.asarray(np.where(chunked, first, first_n), dtype=np.float64),
-        middle=np.asarray(np.where(chunked, middle_n / v, middle_n), dtype=np.float64),
-        last=np.asarray(np.where(chunked, last, last_n), dtype=np.float64),
+    return InFlight(  # at v = 1 the forwards are micro-batches and every rank is one chunk: n / v = n
+        first=_end_rank_held_layers(first_n, p, v, m, c.first_stage_layers, c.stage_layers, short_first=True),
+        middle=np.asarray(middle_n / v, dtype=np.float64),
+        last=_end_rank_held_layers(last_n, p, v, m, c.last_stage_layers, c.stage_layers, short_first=False),
     )
 
 
@@ -132,10 +127,9 @@ def _end_rank_held_layers(
     short = size - full * (v - 1)
     # Anything but one short chunk beside v - 1 full ones (equal chunks, or a split the rules refuse) at the average.
     uneven = (np.mod(size, v) != 0) & (full >= 1) & (short >= 0) & (short <= full)
-    if not np.any(uneven):  # the common case, and the search's hot path: equal chunks
+    if not np.any(uneven):  # the common case, and the search's hot path: equal chunks (and 1F1B)
         return np.asarray(n / v, dtype=np.float64)
     index = 0.0 if short_first else v - 1
-
     group = np.minimum(p, m)  # micro-batches per chunk in a row: p, or all m of a step with fewer
 
     def held(count: FloatArray) -> FloatArray:
