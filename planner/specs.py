@@ -350,8 +350,9 @@ class ExpertGemm(StrEnum):
 
     MULTI_STREAM = "multi_stream"
     """Transformer Engine's `GroupedLinear` (Megatron-Core `--moe-grouped-gemm`, `TEGroupedMLP`): one cuBLAS GEMM
-    per local expert, issued round-robin on TE's 4 compute streams, so at most 4 run at once and each pays its
-    kernel's fixed time and launch (TE `transformer_engine/common/gemm/cublaslt_gemm.cu`
+    per local expert, issued round-robin on TE's 4 compute streams, which measured take about as long as if they
+    ran one after another, each paying its kernel's fixed time and launch (`costmodel.host.expert_gemm_concurrency`
+    cites the measurements; TE `transformer_engine/common/gemm/cublaslt_gemm.cu`
     `multi_stream_cublas_gemm`, `common/util/multi_stream.cpp` `num_compute_streams = 4`; TE 2.x, the cuBLAS path
     `nvte_multi_tensor_gemm` takes unless `NVTE_USE_CUTLASS_GROUPED_GEMM` is set on Hopper)."""
     GROUPED = "grouped"
@@ -434,9 +435,9 @@ class RuntimeFeatures(BaseModel):
         default=ExpertGemm.MULTI_STREAM,
         strict=False,
         description="How a GPU runs its local experts' GEMMs (`ExpertGemm`): multi_stream (Transformer Engine's"
-        " GroupedLinear under Megatron-Core: one cuBLAS GEMM per local expert on 4 streams, each with its own"
-        " launch) or grouped (one grouped kernel over all local experts: TorchTitan's torch._grouped_mm, TE's CUTLASS"
-        " grouped GEMM on Hopper). Ignored for dense models.",
+        " GroupedLinear under Megatron-Core: one cuBLAS GEMM per local expert, priced one after another, each with"
+        " its own fixed time and launch) or grouped (one grouped kernel over all local experts: TorchTitan's"
+        " torch._grouped_mm, TE's CUTLASS grouped GEMM on Hopper). Ignored for dense models.",
     )
     ring_rails: bool = Field(
         default=True,

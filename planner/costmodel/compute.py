@@ -158,10 +158,10 @@ def _gemm_role_seconds(
     routed experts, split over etp, on their share of the tokens (`_local_gemm`, balanced
     routing), per weight as `rt.expert_gemm` runs them (`expert_gemm_concurrency`): TE's GroupedLinear
     (Megatron-Core `--moe-grouped-gemm`, `TEGroupedMLP`, which every planned Megatron launch sets except fp16
-    under core_v0.15.0, whose sequential experts this slightly under-prices) as rounds of up to
-    `TE_COMPUTE_STREAMS` concurrent per-expert GEMMs, whose tiles share the SMs and each round pays the
-    kernel's fixed time; a grouped kernel (TorchTitan's `torch._grouped_mm`) as one kernel whose tiles are
-    every local expert's, so waves fill across experts and the fixed time is paid once.
+    under core_v0.15.0, whose sequential experts cost the same) as one GEMM per expert after another, each
+    with its own waves and fixed time (measured so; `expert_gemm_concurrency` cites the measurements); a grouped
+    kernel (TorchTitan's `torch._grouped_mm`) as one kernel whose tiles are every local expert's, so waves fill
+    across experts and the fixed time is paid once.
     """
     out: dict[GemmRole, tuple[FloatArray, float]] = {}
     for g in layer_gemms(model):

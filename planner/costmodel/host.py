@@ -60,7 +60,6 @@ from planner.specs import CudaGraphScope, ExpertGemm, ModelSpec, RuntimeFeatures
 from planner.units import MICRO
 
 __all__ = [
-    "TE_COMPUTE_STREAMS",
     "LayerHost",
     "LayerKernels",
     "expert_gemm_concurrency",
@@ -86,10 +85,6 @@ TP_COLLECTIVES_PER_LAYER = 2
 MOE_DISPATCH_KERNELS = 4
 """Forward kernels of an MoE layer's token movement: the fused permute, the dispatch collective, the combine
 collective and the fused unpermute (module docstring); the backward runs one per each."""
-TE_COMPUTE_STREAMS = 4
-"""Transformer Engine's compute streams for its multi-stream GEMMs (`transformer_engine/common/util/multi_stream.cpp`
-`get_num_compute_streams`): GroupedLinear's per-expert GEMMs go to them round-robin (`cublaslt_gemm.cu`
-`multi_stream_cublas_gemm`), so at most this many run at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +122,24 @@ def _launched_s_per_kernel(rt: RuntimeFeatures) -> float:
 
 
 def expert_gemm_concurrency(local_experts: FloatArray | float, rt: RuntimeFeatures) -> FloatArray:
-    """Local experts' GEMMs (of one weight) that share the SMs at once: all of them in one grouped kernel, up to
-    `TE_COMPUTE_STREAMS` under Transformer Engine's per-expert GEMMs (`ExpertGemm`)."""
+    """Local experts' GEMMs (of one weight) whose tiles share the SMs at once: all of them in one grouped kernel;
+    one under Transformer Engine's per-expert GEMMs, which take as long as if they ran one after another, each
+    with its own waves and fixed time.
+
+    TE's GroupedLinear issues one cuBLAS GEMM per expert round-robin on 4 compute streams
+    (`transformer_engine/common/gemm/cublaslt_gemm.cu` `multi_stream_cublas_gemm`), but measured the streams buy
+    little: TE PR 3134 (2026, B200, `benchmarks/linear/benchmark_grouped_linear.py`, GEMMs alone) times 8
+    experts x 128 tokens at N = K = 2048 at 0.267 ms on the multi-stream path, about 33 us per expert, where one
+    grouped launch takes 0.069 ms. Megatron-Bridge's Qwen3.5-35B-A3B case study on 16 H100 BF16
+    (`skills/nemo-mbridge-perf-moe-optimization-workflow/card.yaml`: hidden 2048, 256 experts of width 512 and a
+    shared one, top 8, EP 16, 64 micro-batches of 4,096 tokens, 40 MoE layers) profiles 7.99 s of expert GEMMs
+    per step with an experimental grouped kernel, and its native-TE expert path makes the step 10.8 s longer
+    (33.2 s against 22.3 s); sharing the SMs 4 ways would price those GEMMs at 4.4 s, one at a time 9.8 s.
+    Against the published Qwen3 rows (`planner validate`), one at a time takes the H100 BF16 cards from
+    +20% / +22% to +4% / +2%.
+    """
     experts = np.asarray(local_experts, dtype=np.float64)
-    return experts if rt.expert_gemm is ExpertGemm.GROUPED else np.minimum(experts, TE_COMPUTE_STREAMS)
+    return experts if rt.expert_gemm is ExpertGemm.GROUPED else np.ones_like(experts)
 
 
 def _expert_gemm_launches(local_experts: FloatArray | float, rt: RuntimeFeatures) -> FloatArray:

@@ -100,20 +100,23 @@ T4, T2 = 2 * 2 * 2 * 4 / 1.25e11, 2 * 2 * 2 * 2 / 1.25e11
 """One 2 x 2 tile over k = 4 (fc1) and k = 2 (fc2) on one of the 4 SMs."""
 
 
-def test_te_grouped_linear_runs_the_experts_four_at_a_time() -> None:
+def test_te_grouped_linear_runs_the_experts_one_after_another() -> None:
     # One grouped kernel: fc1's 8 tiles fill 2 waves, fc2's 16 tiles 4 waves, one t0 each.
-    # TE's GroupedLinear: one GEMM per expert on 4 streams, so rounds of 4 experts: fc1 2 rounds of one wave, fc2 2
-    # rounds of two waves: the same waves, but a t0 per round (4 instead of 2).
+    # TE's GroupedLinear: one GEMM per expert, priced one after another: each expert's fc1 tile is a wave of its
+    # own (8 waves) and its two fc2 tiles another (8 waves), with a t0 per GEMM (16 instead of 2).
     c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=1, ep=1)], MOE8.num_layers, 1)
     grouped = compute._gemm_role_seconds(MOE8, c, HW, RuntimeFeatures(expert_gemm=ExpertGemm.GROUPED))
     te = compute._gemm_role_seconds(MOE8, c, HW, RuntimeFeatures())
     expert = GemmRole.ROUTED_EXPERT
     np.testing.assert_allclose(grouped[expert][0], [2 * T4 + 4 * T2 + 2e-6], rtol=1e-12)
-    np.testing.assert_allclose(te[expert][0], [2 * T4 + 4 * T2 + 4e-6], rtol=1e-12)
-    # With 2 experts per GPU (ep = 4) both run them together: one round, the same seconds.
+    np.testing.assert_allclose(te[expert][0], [8 * T4 + 8 * T2 + 16e-6], rtol=1e-12)
+    # With 2 experts per GPU (ep = 4) each sees 4 rows: fc1 2 tiles, fc2 4 tiles per expert. The grouped kernel runs
+    # fc1's 4 tiles in one wave and fc2's 8 in two; TE runs each expert's GEMM as one wave of its own.
     c4 = Candidates.from_layouts([Layout(tp=1, pp=1, dp=4, ep=4)], MOE8.num_layers, 4)
     a = compute._gemm_role_seconds(MOE8, c4, HW, RuntimeFeatures(expert_gemm=ExpertGemm.GROUPED))[expert][0]
-    np.testing.assert_allclose(compute._gemm_role_seconds(MOE8, c4, HW, RuntimeFeatures())[expert][0], a, rtol=1e-12)
+    np.testing.assert_allclose(a, [T4 + 2 * T2 + 2e-6], rtol=1e-12)
+    b = compute._gemm_role_seconds(MOE8, c4, HW, RuntimeFeatures())[expert][0]
+    np.testing.assert_allclose(b, [2 * T4 + 2 * T2 + 4e-6], rtol=1e-12)
 
 
 def test_the_expert_section_launches_a_gemm_per_expert_and_stays_eager_under_graphs() -> None:
