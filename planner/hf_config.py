@@ -20,17 +20,23 @@ qwen2_moe, qwen3_moe
     decoder_sparse_step (default 1), mlp_only_layers (default []) and, for
     qwen2_moe only, shared_expert_intermediate_size. intermediate_size is the
     width of the dense MLP layers; it may be absent when every layer is MoE.
+    norm_topk_prob (default false) says whether the router renormalises its
+    chosen weights (MoESpec.router_pre_softmax when it does not).
 deepseek_v2, deepseek_v3
     As llama for the trunk, plus n_routed_experts, num_experts_per_tok,
     moe_intermediate_size, n_shared_experts, first_k_dense_replace,
     moe_layer_freq (default 1); intermediate_size is the dense layers' width;
     multi-latent attention from kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
     v_head_dim and q_lora_rank (null in DeepSeek-V2-Lite: no query latent).
+    The router from scoring_func (default: V3 sigmoid, V2 softmax),
+    topk_method (noaux_tc: the expert bias), n_group and topk_group (grouped
+    routing when n_group > 1), routed_scaling_factor and norm_topk_prob.
 llama4, llama4_text
     As llama (read from ``text_config`` when the file is the multimodal
     wrapper; the vision tower is left out), plus num_local_experts,
     num_experts_per_tok, intermediate_size (one routed expert's width; every
-    MoE layer also has one shared expert of that width), moe_layers or
+    MoE layer also has one shared expert of that width; a sigmoid router whose
+    weight scales the token before its expert), moe_layers or
     interleave_moe_layer_step (default 1: every layer is MoE; 2: layers 1, 3,
     5, ...), intermediate_size_mlp (the dense layers' width). Chunked
     attention (attention_chunk_size, 3 of 4 layers) is priced as full causal
@@ -98,7 +104,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidSpecError
-from planner.specs import ModelSpec
+from planner.specs import ModelSpec, MoESpec
 
 __all__ = [
     "PRETRAINING_SEQ_LENGTH",
@@ -212,6 +218,24 @@ class _Keys:
             raise self.error(key, f"{key} must be true or false, got {value!r}")
         return value
 
+    def text(self, key: str, *, default: str) -> str:
+        """A string; missing or null takes `default`."""
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(key, f"{key} must be a string, got {value!r}")
+        return value
+
+    def number(self, key: str, *, default: float) -> float:
+        """A positive number; missing or null takes `default`."""
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.error(key, f"{key} must be a positive number, got {value!r}")
+        return float(value)
+
     def layer_list(self, key: str, num_layers: int) -> frozenset[int]:
         """A list of layer indices in [0, num_layers); missing or null is empty."""
         value = self._config.get(key)
@@ -273,6 +297,17 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
     return spec
 
 
+def _softmax_router(keys: _Keys, top_k: int, *, renormalised_by_default: bool) -> dict[str, Any]:
+    """A softmax router's one choice: Hugging Face takes the softmax over all experts, then the top_k, and with
+    norm_topk_prob renormalises the chosen weights, which is Megatron-Core's default (a softmax over the chosen
+    logits); without it, the weights stay as the softmax gave them (`MoESpec.router_pre_softmax`). Top-1 needs no
+    field: a softmax top-1 router always takes it first (`MoESpec.router_softmax_before_topk`)."""
+    renormalised = keys.take_flag("moe.router_pre_softmax", "norm_topk_prob", default=renormalised_by_default)
+    if top_k == 1 or renormalised:
+        return {}
+    return {"router_pre_softmax": True}
+
+
 def _llama(keys: _Keys) -> dict[str, Any]:
     return _trunk(keys)
 
@@ -319,6 +354,8 @@ def _qwen_moe(keys: _Keys) -> dict[str, Any]:
             "num_shared_experts": math.ceil(shared_width / expert_width),
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
+            # Qwen2MoeConfig and Qwen3MoeConfig default norm_topk_prob to false; Qwen3's released configs set it.
+            **_softmax_router(keys, top_k, renormalised_by_default=False),
         }
     return spec
 
@@ -359,8 +396,44 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
             "num_shared_experts": shared,
             "moe_layer_freq": spec_freq,
             "first_k_dense_layers": first_k,
+            **_deepseek_router(keys, top_k),
         }
     return spec
+
+
+def _deepseek_router(keys: _Keys, top_k: int) -> dict[str, Any]:
+    """DeepSeek's router (Hugging Face `DeepseekV3TopkRouter` / `DeepseekV2MoEGate`): scoring_func (V3's default
+    sigmoid, V2's softmax), topk_method noaux_tc (the auxiliary-loss-free expert bias, e_score_correction_bias),
+    n_group / topk_group (group-limited routing, when n_group > 1), routed_scaling_factor (when not 1) and, for a
+    softmax router, norm_topk_prob (`_softmax_router`). A sigmoid router's top_k > 1 weights are renormalised, as
+    Megatron-Core always does; V3's norm_topk_prob says the same."""
+    v3 = keys.model_type == "deepseek_v3"
+    router: dict[str, Any] = {}
+    score = keys.text("scoring_func", default="sigmoid" if v3 else "softmax")
+    if score not in ("softmax", "sigmoid"):
+        raise keys.error("scoring_func", f"scoring_func must be softmax or sigmoid, got {score!r}")
+    keys.sources["moe.router_score_function"] = (
+        keys.source("scoring_func") if keys.has("scoring_func") else ("hf_config default")
+    )
+    if score == "sigmoid":
+        router["router_score_function"] = "sigmoid"
+    else:
+        router |= _softmax_router(keys, top_k, renormalised_by_default=False)
+    method = keys.text("topk_method", default="noaux_tc" if v3 else "greedy")
+    keys.sources["moe.router_expert_bias"] = (
+        keys.source("topk_method") if keys.has("topk_method") else ("hf_config default")
+    )
+    if method == "noaux_tc":
+        router["router_expert_bias"] = True
+    groups = keys.integer("n_group", default=1)
+    if groups > 1:
+        router["router_num_groups"] = keys.take("moe.router_num_groups", "n_group")
+        router["router_group_topk"] = keys.take("moe.router_group_topk", "topk_group")
+    factor = keys.number("routed_scaling_factor", default=1.0)
+    if factor != 1.0:
+        router["router_topk_scaling_factor"] = factor
+        keys.sources["moe.router_topk_scaling_factor"] = keys.source("routed_scaling_factor")
+    return router
 
 
 def _llama4(keys: _Keys) -> dict[str, Any]:
@@ -386,11 +459,12 @@ def _llama4(keys: _Keys) -> dict[str, Any]:
             "num_experts": keys.take("moe.num_experts", "num_local_experts"),
             "top_k": keys.take("moe.top_k", "num_experts_per_tok"),
             "expert_ffn_hidden_size": expert_width,
-            **keys.fixed(num_shared_experts=1),
+            **keys.fixed(num_shared_experts=1, router_score_function="sigmoid", router_score_before_experts=True),
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
         }
-        keys.sources["moe.num_shared_experts"] = keys.sources.pop("num_shared_experts")
+        for name in ("num_shared_experts", "router_score_function", "router_score_before_experts"):
+            keys.sources[f"moe.{name}"] = keys.sources.pop(name)
     return spec
 
 
@@ -575,6 +649,10 @@ def resolve_hf_config(config: Mapping[str, Any], seq_length: int | None = None) 
     keys.sources.setdefault("head_dim", "default (hidden_size / num_attention_heads)")  # ModelSpec fills it
     keys.sources.setdefault("mtp_num_layers", "default (0: no multi-token prediction)")
     keys.sources.setdefault("qk_layernorm", "default (false: no query/key norms in this family)")
+    if spec.get("moe") is not None:
+        for field in MoESpec.model_fields:
+            if field.startswith("router_"):
+                keys.sources.setdefault(f"moe.{field}", "default (MoESpec's: this family's router does not differ)")
 
     name = config.get("_name_or_path")
     if isinstance(name, str) and name:

@@ -27,6 +27,7 @@ __all__ = [
     "MoESpec",
     "Precision",
     "Recompute",
+    "RouterScoreFunction",
     "RuntimeFeatures",
     "TrainingSpec",
 ]
@@ -64,8 +65,22 @@ class Recompute(StrEnum):
     """Keep each layer's input; recompute the whole layer in backward (Narayanan Sec. 3.5)."""
 
 
+class RouterScoreFunction(StrEnum):
+    """How the router turns its logits into expert scores (Megatron-Core `--moe-router-score-function`)."""
+
+    SOFTMAX = "softmax"
+    """Mixtral, Qwen2/3-MoE, DeepSeek-V2."""
+    SIGMOID = "sigmoid"
+    """DeepSeek-V3 (arXiv 2412.19437 Sec. 2.1.2, Eq. 15), Llama 4 (Hugging Face `Llama4TextMoe`)."""
+
+
 class MoESpec(BaseModel):
-    """Mixture-of-experts block that replaces the dense MLP in MoE layers."""
+    """Mixture-of-experts block that replaces the dense MLP in MoE layers.
+
+    The `router_*` fields say how tokens choose their experts. They change what a launch trains, not what a step
+    costs (routing is priced balanced, as NVIDIA's MoE benchmarks force it), so the planner only checks them and
+    passes them to every launch. Names follow Megatron-Core's `--moe-router-*` flags.
+    """
 
     model_config = _FROZEN
 
@@ -78,11 +93,91 @@ class MoESpec(BaseModel):
         default=0, ge=0, le=MAX_LAYERS, description="Leading layers that keep a dense MLP (DeepSeek-V3: 3)."
     )
 
+    router_score_function: RouterScoreFunction = Field(
+        default=RouterScoreFunction.SOFTMAX,
+        strict=False,
+        description="softmax (Mixtral, Qwen) or sigmoid (DeepSeek-V3, Llama 4) scores over the experts.",
+    )
+    router_pre_softmax: bool = Field(
+        default=False,
+        description="Softmax over all experts before the top-k, the chosen weights not renormalised (DeepSeek-V2,"
+        " Qwen2-MoE: Hugging Face norm_topk_prob false); false: a softmax over the chosen top_k logits (Mixtral,"
+        " Qwen3). A softmax router with top_k 1 always takes it before: over one logit it is constant, with no"
+        " gradient, and Megatron-Core refuses it. Softmax routers only.",
+    )
+    router_expert_bias: bool = Field(
+        default=False,
+        description="Auxiliary-loss-free load balancing: a per-expert bias added to the scores when choosing the"
+        " top_k, updated from the experts' loads (DeepSeek-V3, arXiv 2412.19437 Sec. 2.1.2; Hugging Face"
+        " topk_method noaux_tc). Sigmoid routers only, as in Megatron-Core.",
+    )
+    router_num_groups: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Group-limited routing: the experts in this many equal groups, each token choosing among"
+        " router_group_topk of them (DeepSeek-V3: 8 groups, 4 per token; Hugging Face n_group). Null: no groups.",
+    )
+    router_group_topk: int | None = Field(
+        default=None, ge=1, le=4096, description="Groups each token's experts come from (Hugging Face topk_group)."
+    )
+    router_topk_scaling_factor: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e4,
+        description="Factor on the routed experts' weights (DeepSeek-V3 2.5; Hugging Face routed_scaling_factor)."
+        " Null: 1.",
+    )
+    router_score_before_experts: bool = Field(
+        default=False,
+        description="Scale each token by its router weight before the expert rather than the expert's output after"
+        " (Llama 4, Hugging Face Llama4TextMoe; Megatron-Core --moe-apply-probs-on-input, TorchTitan"
+        " score_before_experts). top_k 1 only, as in Megatron-Core.",
+    )
+
     @model_validator(mode="after")
     def _top_k_fits(self) -> Self:
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k({self.top_k}) must be <= num_experts({self.num_experts})")
         return self
+
+    @model_validator(mode="after")
+    def _router_is_consistent(self) -> Self:
+        """What Megatron-Core's TransformerConfig checks of the router, and group routing's arithmetic."""
+        sigmoid = self.router_score_function is RouterScoreFunction.SIGMOID
+        if self.router_expert_bias and not sigmoid:
+            raise ValueError("router_expert_bias needs router_score_function sigmoid (as Megatron-Core requires)")
+        if self.router_pre_softmax and sigmoid:
+            raise ValueError("router_pre_softmax applies to a softmax router; router_score_function is sigmoid")
+        if self.router_score_before_experts and self.top_k != 1:
+            raise ValueError(f"router_score_before_experts needs top_k 1 (as Megatron-Core requires), got {self.top_k}")
+        groups, chosen = self.router_num_groups, self.router_group_topk
+        if (groups is None) != (chosen is None):
+            raise ValueError("router_num_groups and router_group_topk are set together or not at all")
+        if groups is not None and chosen is not None:
+            if self.num_experts % groups:
+                raise ValueError(f"router_num_groups({groups}) must divide num_experts({self.num_experts})")
+            if chosen > groups:
+                raise ValueError(f"router_group_topk({chosen}) must be <= router_num_groups({groups})")
+            if self.top_k % chosen:
+                raise ValueError(
+                    f"top_k({self.top_k}) must be a multiple of router_group_topk({chosen}): a group's score is the"
+                    " sum of its best top_k / router_group_topk experts' (Megatron-Core group_limited_topk)"
+                )
+            if self.top_k > chosen * (self.num_experts // groups):
+                raise ValueError(
+                    f"top_k({self.top_k}) must be <= router_group_topk({chosen}) x experts per group"
+                    f" ({self.num_experts // groups})"
+                )
+        return self
+
+    @property
+    def router_softmax_before_topk(self) -> bool:
+        """A softmax router that takes the softmax over all experts before the top-k: as stated, and always with
+        top_k 1 (`router_pre_softmax`; Megatron-Core's TransformerConfig raises "Please use
+        --moe-router-pre-softmax when topk is 1" otherwise)."""
+        softmax = self.router_score_function is RouterScoreFunction.SOFTMAX
+        return softmax and (self.router_pre_softmax or self.top_k == 1)
 
 
 class MLASpec(BaseModel):

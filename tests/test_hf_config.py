@@ -145,6 +145,18 @@ GPT_NEOX_20B: dict[str, Any] = {
     "vocab_size": 50432,
 }
 
+ROUTER_DEFAULTS: dict[str, Any] = {
+    "router_score_function": "softmax",
+    "router_pre_softmax": False,
+    "router_expert_bias": False,
+    "router_num_groups": None,
+    "router_group_topk": None,
+    "router_topk_scaling_factor": None,
+    "router_score_before_experts": False,
+}
+"""MoESpec's router as Megatron-Core's defaults (a softmax over the chosen top_k logits, renormalised)."""
+
+
 # config.json of deepseek-ai/DeepSeek-V3.
 DEEPSEEK_V3: dict[str, Any] = {
     "architectures": ["DeepseekV3ForCausalLM"],
@@ -350,6 +362,7 @@ REAL_CONFIGS = [
             "seq_length": 32768,
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
                 "num_experts": 8,
                 "top_k": 2,
                 "expert_ffn_hidden_size": 14336,
@@ -443,6 +456,12 @@ REAL_CONFIGS = [
             "seq_length": 4096,  # DeepSeek-V3's pre-training length, not max_position_embeddings (163840)
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
+                "router_score_function": "sigmoid",
+                "router_expert_bias": True,
+                "router_num_groups": 8,
+                "router_group_topk": 4,
+                "router_topk_scaling_factor": 2.5,
                 "num_experts": 256,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 2048,
@@ -480,6 +499,8 @@ REAL_CONFIGS = [
             "seq_length": 4096,  # the qwen2_moe family pre-trains at 4096 (max_position_embeddings 8192)
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
+                "router_pre_softmax": True,  # norm_topk_prob false: the softmax weights as they are
                 "num_experts": 60,
                 "top_k": 4,
                 "expert_ffn_hidden_size": 1408,
@@ -508,6 +529,7 @@ REAL_CONFIGS = [
             "seq_length": 4096,
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
                 "num_experts": 128,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 768,
@@ -537,6 +559,7 @@ REAL_CONFIGS = [
             "seq_length": 4096,
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
                 "num_experts": 128,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 1536,
@@ -566,6 +589,9 @@ REAL_CONFIGS = [
             "seq_length": 8192,
             "tied_embeddings": False,
             "moe": {
+                **ROUTER_DEFAULTS,
+                "router_score_function": "sigmoid",
+                "router_score_before_experts": True,
                 "num_experts": 128,
                 "top_k": 1,
                 "expert_ffn_hidden_size": 8192,
@@ -948,6 +974,28 @@ def test_deepseek_v2_lite_has_no_query_latent() -> None:
     assert model.seq_length == 4096 and resolved.sources["mla.q_lora_rank"] == "null in hf_config"
     assert total_params(model) == pytest.approx(15.7e9, rel=0.01)
     assert [g.name for g in attention_gemms(model)] == ["q", "kv_down", "kv_up", "proj"]
+
+
+def test_deepseek_routers_read_from_their_keys() -> None:
+    """DeepSeek-V2-Lite (softmax, greedy, n_group 1, norm_topk_prob false: the softmax weights as they are),
+    DeepSeek-V2's group-limited greedy routing (8 groups, 3 per token, weights x 16) and DeepSeek-V3's sigmoid with
+    the noaux_tc expert bias (4 of 8 groups, x 2.5), each field sourced; an unknown scoring_func is refused."""
+    lite_keys = {"scoring_func": "softmax", "topk_method": "greedy", "n_group": 1, "topk_group": 1}
+    lite = resolve_hf_config(DEEPSEEK_V2_LITE | lite_keys | {"routed_scaling_factor": 1.0, "norm_topk_prob": False})
+    assert lite.model.moe is not None
+    assert lite.model.moe.model_dump(include=set(ROUTER_DEFAULTS)) == ROUTER_DEFAULTS | {"router_pre_softmax": True}
+    assert lite.sources["moe.router_pre_softmax"] == "hf_config.norm_topk_prob"
+    v2 = DEEPSEEK_V2_LITE | {"topk_method": "group_limited_greedy", "n_group": 8, "topk_group": 3}
+    grouped = model_from_hf_config(v2 | {"routed_scaling_factor": 16.0, "n_routed_experts": 160}).moe
+    assert grouped is not None
+    assert (grouped.router_num_groups, grouped.router_group_topk, grouped.router_topk_scaling_factor) == (8, 3, 16.0)
+    assert (grouped.router_score_function, grouped.router_pre_softmax) == ("softmax", True)
+    v3 = resolve_hf_config(DEEPSEEK_V3)
+    assert v3.model.moe is not None and v3.model.moe.router_expert_bias
+    assert v3.sources["moe.router_expert_bias"] == "hf_config.topk_method"
+    assert v3.sources["moe.router_topk_scaling_factor"] == "hf_config.routed_scaling_factor"
+    with pytest.raises(InvalidSpecError, match="scoring_func must be softmax or sigmoid, got 'sqrtsoftplus'"):
+        model_from_hf_config(DEEPSEEK_V3 | {"scoring_func": "sqrtsoftplus"})
 
 
 def test_a_known_modelling_class_under_its_own_model_type_is_read_by_that_class() -> None:

@@ -128,15 +128,17 @@ def expert_gemm_concurrency(local_experts: FloatArray | float, rt: RuntimeFeatur
 
     TE's GroupedLinear issues one cuBLAS GEMM per expert round-robin on 4 compute streams
     (`transformer_engine/common/gemm/cublaslt_gemm.cu` `multi_stream_cublas_gemm`), but measured the streams buy
-    little: TE PR 3134 (2026, B200, `benchmarks/linear/benchmark_grouped_linear.py`, GEMMs alone) times 8
+    little: TE PR 3134 (2026, B200 NVFP4, `benchmarks/linear/benchmark_grouped_linear.py`, GEMMs alone) times 8
     experts x 128 tokens at N = K = 2048 at 0.267 ms on the multi-stream path, about 33 us per expert, where one
     grouped launch takes 0.069 ms. Megatron-Bridge's Qwen3.5-35B-A3B case study on 16 H100 BF16
     (`skills/nemo-mbridge-perf-moe-optimization-workflow/card.yaml`: hidden 2048, 256 experts of width 512 and a
     shared one, top 8, EP 16, 64 micro-batches of 4,096 tokens, 40 MoE layers) profiles 7.99 s of expert GEMMs
     per step with an experimental grouped kernel, and its native-TE expert path makes the step 10.8 s longer
     (33.2 s against 22.3 s); sharing the SMs 4 ways would price those GEMMs at 4.4 s, one at a time 9.8 s.
-    Against the published Qwen3 rows (`planner validate`), one at a time takes the H100 BF16 cards from
-    +20% / +22% to +4% / +2%.
+    (That grouped kernel ran near the one-at-a-time figure too, so `ExpertGemm.GROUPED`, one kernel filling its
+    waves across experts, may be optimistic for experts this small; no published row checks it.) Against the
+    published Qwen3 rows (`planner validate`), one at a time takes the H100 BF16 cards from +20% / +22% to
+    +4% / +2%.
     """
     experts = np.asarray(local_experts, dtype=np.float64)
     return experts if rt.expert_gemm is ExpertGemm.GROUPED else np.ones_like(experts)

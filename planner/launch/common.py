@@ -20,6 +20,7 @@ from planner.specs import (
     MoeDispatcher,
     Precision,
     Recompute,
+    RouterScoreFunction,
     TrainingSpec,
 )
 from planner.validate import layout_violations
@@ -42,6 +43,8 @@ __all__ = [
     "model_notes",
     "moe_dispatch_config",
     "moe_dispatch_notes",
+    "moe_router_config",
+    "torchtitan_router_notes",
     "torchtitan_moe_dispatch_notes",
     "expert_gemm_notes",
     "moe_layer_pattern",
@@ -161,6 +164,56 @@ def moe_dispatch_config(training: TrainingSpec, layout: Layout, flex_backend_fie
     if runtime.moe_a2a_overlap:
         fields["overlap_moe_expert_parallel_comm"] = True
     return fields
+
+
+def moe_router_config(model: ModelSpec) -> dict[str, str | bool | int | float]:
+    """Megatron-Core TransformerConfig fields for the model's router (`MoESpec.router_*`) where they differ from
+    Megatron-Core's defaults (softmax after the top-k, no expert bias, no groups, no scaling, probabilities on the
+    experts' outputs); empty for a dense model. `moe_router_pre_softmax` follows `MoESpec.router_softmax_before_topk`
+    (always with a softmax top-1 router, which Megatron-Core refuses otherwise)."""
+    moe = model.moe
+    if moe is None:
+        return {}
+    fields: dict[str, str | bool | int | float] = {}
+    if moe.router_score_function is not RouterScoreFunction.SOFTMAX:
+        fields["moe_router_score_function"] = moe.router_score_function.value
+    if moe.router_softmax_before_topk:
+        fields["moe_router_pre_softmax"] = True
+    if moe.router_expert_bias:
+        fields["moe_router_enable_expert_bias"] = True
+    if moe.router_num_groups is not None and moe.router_group_topk is not None:
+        fields["moe_router_num_groups"] = moe.router_num_groups
+        fields["moe_router_group_topk"] = moe.router_group_topk
+    if moe.router_topk_scaling_factor is not None:
+        fields["moe_router_topk_scaling_factor"] = moe.router_topk_scaling_factor
+    if moe.router_score_before_experts:
+        fields["moe_apply_probs_on_input"] = True
+    return fields
+
+
+def torchtitan_router_notes(model: ModelSpec) -> list[str]:
+    """TorchTitan takes the router from the model flavor the launch registers, not from its command line: what that
+    flavor's MoE arguments must say for the model's router (`MoESpec.router_*`)."""
+    moe = model.moe
+    if moe is None:
+        return []
+    wanted = [f"score_func={moe.router_score_function.value!r}"]
+    if moe.router_expert_bias:
+        wanted.append("load_balance_coeff set (the auxiliary-loss-free expert bias)")
+    if moe.router_num_groups is not None:
+        wanted.append(f"num_expert_groups={moe.router_num_groups}, num_limited_groups={moe.router_group_topk}")
+    if moe.router_topk_scaling_factor is not None:
+        wanted.append(f"route_scale={moe.router_topk_scaling_factor}")
+    if moe.router_score_before_experts:
+        wanted.append("score_before_experts=True")
+    # Megatron-Core renormalises the chosen weights of a sigmoid router with top_k > 1 and of a softmax taken after
+    # the top-k; TorchTitan takes a softmax over all experts first and renormalises under route_norm.
+    wanted.append(f"route_norm={moe.top_k > 1 and not moe.router_softmax_before_topk}")
+    return [
+        "model.moe router: TorchTitan builds the router from the registered flavor's MoE arguments, which must read "
+        + "; ".join(wanted)
+        + "."
+    ]
 
 
 def moe_dispatch_notes(training: TrainingSpec, layout: Layout, flex_backend_field: bool) -> list[str]:

@@ -19,6 +19,7 @@ from planner.launch.common import (
     model_notes,
     moe_dispatch_config,
     moe_dispatch_notes,
+    moe_router_config,
     qk_layernorm_on,
     sequence_parallel_on,
     stage_layers,
@@ -221,7 +222,8 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version
         flags += ["--moe-shared-expert-intermediate-size", str(shared)]
     if training.precision is not Precision.FP16 or version != "core_v0.15.0":
         flags.append("--moe-grouped-gemm")
-    for name, value in moe_dispatch_config(training, layout, version != "core_v0.15.0").items():
+    config = moe_router_config(model) | moe_dispatch_config(training, layout, version != "core_v0.15.0")
+    for name, value in config.items():
         flags += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
     return flags
 

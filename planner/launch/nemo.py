@@ -40,6 +40,7 @@ from planner.launch.common import (
     moe_dispatch_config,
     moe_dispatch_notes,
     moe_layer_pattern,
+    moe_router_config,
     qk_layernorm_on,
     sequence_parallel_on,
     stage_layers,
@@ -250,8 +251,8 @@ def _moe(model: ModelSpec, training: TrainingSpec, layout: Layout, flex_backend:
         "model.config.moe_grouped_gemm": True,
         "model.config.moe_token_dispatcher_type": "allgather",
     }
-    dispatch = moe_dispatch_config(training, layout, flex_backend)
-    return overrides | {f"model.config.{name}": value for name, value in dispatch.items()}
+    config = moe_router_config(model) | moe_dispatch_config(training, layout, flex_backend)
+    return overrides | {f"model.config.{name}": value for name, value in config.items()}
 
 
 def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:

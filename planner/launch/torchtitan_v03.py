@@ -39,6 +39,7 @@ from planner.launch.common import (
     torchtitan_mtp_notes,
     torchtitan_offload_notes,
     torchtitan_qk_norm_notes,
+    torchtitan_router_notes,
 )
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
@@ -208,6 +209,7 @@ def torchtitan_v03_launch(
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
             *torchtitan_qk_norm_notes(model),
+            *torchtitan_router_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
             *expert_gemm_notes(model, training, ExpertGemm.GROUPED),
             *torchtitan_block_recompute_notes(training, layout),

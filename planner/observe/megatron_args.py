@@ -82,7 +82,8 @@ def _on(args: Mapping[str, Any], name: str) -> bool:
 
 
 def _moe(args: Mapping[str, Any], where: str, num_layers: int) -> dict[str, Any] | None:
-    """num_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, moe_layer_freq."""
+    """num_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size, moe_layer_freq, and
+    the router (`_router`)."""
     if args.get("num_experts") is None:
         return None
     expert_ffn = _int(args, "moe_ffn_hidden_size", where, args.get("ffn_hidden_size"))
@@ -103,7 +104,35 @@ def _moe(args: Mapping[str, Any], where: str, num_layers: int) -> dict[str, Any]
         moe["moe_layer_freq"] = freq
     else:
         refuse(f"moe_layer_freq = {freq!r} in the {where} is neither an integer nor a list of 0/1")
-    return moe
+    return moe | _router(args, where, moe["top_k"])
+
+
+def _router(args: Mapping[str, Any], where: str, top_k: int) -> dict[str, Any]:
+    """MoESpec's router fields from moe_router_score_function, moe_router_pre_softmax (implied, so not read, for a
+    softmax top-1 router: `MoESpec.router_softmax_before_topk`), moe_router_enable_expert_bias,
+    moe_router_num_groups / moe_router_group_topk, moe_router_topk_scaling_factor and moe_apply_probs_on_input,
+    each left at MoESpec's default where the args leave it at Megatron-Core's."""
+    router: dict[str, Any] = {}
+    score = args.get("moe_router_score_function") or "softmax"
+    if score not in ("softmax", "sigmoid"):
+        refuse(f"moe_router_score_function = {score!r} in the {where} is not modelled (softmax, sigmoid are)")
+    if score != "softmax":
+        router["router_score_function"] = score
+    if _on(args, "moe_router_pre_softmax") and not (score == "softmax" and top_k == 1):
+        router["router_pre_softmax"] = True
+    if _on(args, "moe_router_enable_expert_bias"):
+        router["router_expert_bias"] = True
+    if args.get("moe_router_num_groups") is not None or args.get("moe_router_group_topk") is not None:
+        router["router_num_groups"] = _int(args, "moe_router_num_groups", where)
+        router["router_group_topk"] = _int(args, "moe_router_group_topk", where)
+    factor = args.get("moe_router_topk_scaling_factor")
+    if factor is not None:
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+            refuse(f"moe_router_topk_scaling_factor = {factor!r} in the {where} is not a positive number")
+        router["router_topk_scaling_factor"] = float(factor)
+    if _on(args, "moe_apply_probs_on_input"):
+        router["router_score_before_experts"] = True
+    return router
 
 
 def _layer_pattern(pattern: list[Any], num_layers: int) -> dict[str, int]:

@@ -157,6 +157,32 @@ def test_estimate_valid_and_rule_breaking(client: TestClient) -> None:
     assert r.json()["fits"] is False and {"world_size", "num_microbatches"} <= rules
 
 
+@pytest.mark.parametrize(
+    ("router", "message"),
+    [
+        ({"router_expert_bias": True}, "router_expert_bias needs router_score_function sigmoid"),
+        ({"router_score_function": "sigmoid", "router_pre_softmax": True}, "router_pre_softmax applies to a softmax"),
+        ({"router_num_groups": 8}, "router_num_groups and router_group_topk are set together or not at all"),
+        ({"router_num_groups": 3, "router_group_topk": 1}, "router_num_groups(3) must divide num_experts(16)"),
+        ({"router_num_groups": 4, "router_group_topk": 5}, "router_group_topk(5) must be <= router_num_groups(4)"),
+        ({"router_num_groups": 8, "router_group_topk": 3}, "top_k(4) must be a multiple of router_group_topk(3)"),
+        ({"router_num_groups": 8, "router_group_topk": 1}, "top_k(4) must be <= router_group_topk(1) x experts per"),
+        ({"router_score_before_experts": True}, "router_score_before_experts needs top_k 1"),
+        ({"router_score_function": "sqrtsoftplus"}, "Input should be 'softmax' or 'sigmoid'"),
+        ({"router_topk_scaling_factor": 0}, "Input should be greater than 0"),
+    ],
+)
+def test_an_inconsistent_router_is_refused_naming_the_rule(
+    client: TestClient, router: dict[str, Any], message: str
+) -> None:
+    """MoESpec's router fields are checked at the edge as Megatron-Core's TransformerConfig checks them."""
+    shape = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
+    moe = {"num_experts": 16, "top_k": 4, "expert_ffn_hidden_size": 512} | router
+    base = {"cluster": {"profile": "dgx-h100", "num_gpus": 8}, "training": {"global_batch_size": 64}}
+    body = _problem(client.post("/v1/plan", json=base | {"model": shape | {"moe": moe}}), 422)
+    assert any(e["loc"][:3] == ["body", "model", "moe"] and message in e["msg"] for e in body["errors"]), body
+
+
 def test_head_dim_frees_hidden_from_heads(client: TestClient) -> None:
     """hidden_size need not divide by the heads when head_dim says their width (Megatron-LM --kv-channels)."""
     shape = {"num_layers": 8, "hidden_size": 1000, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}

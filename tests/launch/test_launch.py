@@ -922,6 +922,47 @@ def test_query_key_norms_are_launched_where_the_model_has_them() -> None:
     assert llama.nemo.config["model.config.qk_layernorm"] is False
 
 
+def test_the_router_is_launched_as_the_model_routes() -> None:
+    """DeepSeek-V3's router (sigmoid scores, the auxiliary-loss-free expert bias, 8 experts from 4 of 8 groups,
+    weights x 2.5) and Llama 4's (a sigmoid over the one chosen expert, applied to the token before the expert):
+    Megatron-LM flags and NeMo fields of Megatron-Core's names, and what TorchTitan's flavor must say. A top-1
+    softmax router takes the softmax before the top-k, which Megatron-Core requires ("Please use
+    --moe-router-pre-softmax when topk is 1"); Mixtral's top-2 softmax router is Megatron-Core's default."""
+    training, layout = TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8, ep=8)
+    deepseek = launch_args(DEEPSEEK, training, layout, 64, 8)
+    flags = _flags(deepseek.megatron)
+    assert flags["--moe-router-score-function"] == ["sigmoid"]
+    assert (flags["--moe-router-num-groups"], flags["--moe-router-group-topk"]) == (["8"], ["4"])
+    assert flags["--moe-router-topk-scaling-factor"] == ["2.5"]
+    assert "--moe-router-enable-expert-bias" in deepseek.megatron.args
+    assert "--moe-router-pre-softmax" not in deepseek.megatron.args
+    router = {k: v for k, v in deepseek.nemo.config.items() if k.startswith("model.config.moe_router_")}
+    assert router == {
+        "model.config.moe_router_topk": 8,
+        "model.config.moe_router_score_function": "sigmoid",
+        "model.config.moe_router_enable_expert_bias": True,
+        "model.config.moe_router_num_groups": 8,
+        "model.config.moe_router_group_topk": 4,
+        "model.config.moe_router_topk_scaling_factor": 2.5,
+    }
+    (note,) = [n for n in deepseek.torchtitan.notes if n.startswith("model.moe router:")]
+    assert "score_func='sigmoid'" in note and "num_expert_groups=8, num_limited_groups=4" in note
+    assert "route_scale=2.5" in note and "route_norm=True" in note and "load_balance_coeff" in note
+    scout = launch_args(get_preset("llama4-scout").model, training, layout, 64, 8)
+    assert _flags(scout.megatron)["--moe-router-score-function"] == ["sigmoid"]
+    assert "--moe-apply-probs-on-input" in scout.megatron.args
+    assert "--moe-router-pre-softmax" not in scout.megatron.args
+    assert scout.nemo.config["model.config.moe_apply_probs_on_input"] is True
+    mixtral = get_preset("mixtral-8x7b").model
+    assert mixtral.moe is not None
+    top1 = mixtral.model_copy(update={"moe": mixtral.moe.model_copy(update={"top_k": 1})})
+    switch = launch_args(top1, training, layout, 64, 8)
+    assert "--moe-router-pre-softmax" in switch.megatron.args
+    assert switch.nemo.config["model.config.moe_router_pre_softmax"] is True
+    plain = launch_args(mixtral, training, layout, 64, 8)
+    assert [f for f in plain.megatron.args if f.startswith(("--moe-router-", "--moe-apply"))] == ["--moe-router-topk"]
+
+
 def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:
     bloom = launch_args(
         get_preset("bloom-176b").model, TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8), 64, 8

@@ -288,6 +288,32 @@ def test_qk_layernorm_reads_back_outside_mla() -> None:
     assert "qk_layernorm" not in mla["model"] and "mla" in mla["model"]
 
 
+def test_the_router_reads_back() -> None:
+    """DeepSeek-V3's router flags read back as MoESpec's router fields; a softmax top-1 router's pre-softmax is
+    implied (MoESpec.router_softmax_before_topk), so not read; an unmodelled score function is refused."""
+    moe = {"num_experts": 256, "moe_router_topk": 8, "moe_ffn_hidden_size": 256}
+    deepseek = _args(
+        **moe, moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True, moe_router_num_groups=8,
+        moe_router_group_topk=4, moe_router_topk_scaling_factor=2.5,
+    )  # fmt: skip
+    request, _ = megatron_request(deepseek, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    spec = ModelSpec.model_validate(request["model"]).moe
+    assert spec is not None
+    assert (spec.router_score_function.value, spec.router_expert_bias, spec.router_topk_scaling_factor) == (
+        "sigmoid", True, 2.5,
+    )  # fmt: skip
+    assert (spec.router_num_groups, spec.router_group_topk, spec.router_pre_softmax) == (8, 4, False)
+    top1 = _args(**moe | {"moe_router_topk": 1}, moe_router_pre_softmax=True)
+    request, _ = megatron_request(top1, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    assert "router_pre_softmax" not in request["model"]["moe"]
+    assert ModelSpec.model_validate(request["model"]).moe.router_softmax_before_topk  # type: ignore[union-attr]
+    with pytest.raises(InvalidSpecError, match="moe_router_score_function = 'sqrtsoftplus' in the argument dump"):
+        megatron_request(
+            _args(**moe, moe_router_score_function="sqrtsoftplus"),
+            where="argument dump", world_size=8, vocab_size=50304, framework="megatron",
+        )  # fmt: skip
+
+
 def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
     """A split with a short first and last chunk (14 layers, pp 4, vp 2: [3, 4, 4, 3], chunks [1, 2] ... [2, 1])
     launches as a --pipeline-model-parallel-layout, and that argument reads back as the same split and vp;
