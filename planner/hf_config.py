@@ -297,12 +297,14 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
     return spec
 
 
-def _softmax_router(keys: _Keys, top_k: int, *, renormalised_by_default: bool) -> dict[str, Any]:
+def _softmax_router(keys: _Keys, top_k: int) -> dict[str, Any]:
     """A softmax router's one choice: Hugging Face takes the softmax over all experts, then the top_k, and with
     norm_topk_prob renormalises the chosen weights, which is Megatron-Core's default (a softmax over the chosen
-    logits); without it, the weights stay as the softmax gave them (`MoESpec.router_pre_softmax`). Top-1 needs no
-    field: a softmax top-1 router always takes it first (`MoESpec.router_softmax_before_topk`)."""
-    renormalised = keys.take_flag("moe.router_pre_softmax", "norm_topk_prob", default=renormalised_by_default)
+    logits); without it, the weights stay as the softmax gave them (`MoESpec.router_pre_softmax`). norm_topk_prob
+    defaults to false in every family read here (Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV2Config; Qwen3's
+    released configs set it true). Top-1 needs no field: a softmax top-1 router always takes the softmax first
+    (`MoESpec.router_softmax_before_topk`)."""
+    renormalised = keys.take_flag("moe.router_pre_softmax", "norm_topk_prob", default=False)
     if top_k == 1 or renormalised:
         return {}
     return {"router_pre_softmax": True}
@@ -354,8 +356,7 @@ def _qwen_moe(keys: _Keys) -> dict[str, Any]:
             "num_shared_experts": math.ceil(shared_width / expert_width),
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
-            # Qwen2MoeConfig and Qwen3MoeConfig default norm_topk_prob to false; Qwen3's released configs set it.
-            **_softmax_router(keys, top_k, renormalised_by_default=False),
+            **_softmax_router(keys, top_k),
         }
     return spec
 
@@ -412,17 +413,17 @@ def _deepseek_router(keys: _Keys, top_k: int) -> dict[str, Any]:
     score = keys.text("scoring_func", default="sigmoid" if v3 else "softmax")
     if score not in ("softmax", "sigmoid"):
         raise keys.error("scoring_func", f"scoring_func must be softmax or sigmoid, got {score!r}")
-    keys.sources["moe.router_score_function"] = (
-        keys.source("scoring_func") if keys.has("scoring_func") else ("hf_config default")
-    )
+    keys.sources["moe.router_score_function"] = "hf_config default"
+    if keys.has("scoring_func"):
+        keys.sources["moe.router_score_function"] = keys.source("scoring_func")
     if score == "sigmoid":
         router["router_score_function"] = "sigmoid"
     else:
-        router |= _softmax_router(keys, top_k, renormalised_by_default=False)
+        router |= _softmax_router(keys, top_k)
     method = keys.text("topk_method", default="noaux_tc" if v3 else "greedy")
-    keys.sources["moe.router_expert_bias"] = (
-        keys.source("topk_method") if keys.has("topk_method") else ("hf_config default")
-    )
+    keys.sources["moe.router_expert_bias"] = "hf_config default"
+    if keys.has("topk_method"):
+        keys.sources["moe.router_expert_bias"] = keys.source("topk_method")
     if method == "noaux_tc":
         router["router_expert_bias"] = True
     groups = keys.integer("n_group", default=1)
