@@ -297,17 +297,14 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
     return spec
 
 
-def _softmax_router(keys: _Keys, top_k: int) -> dict[str, Any]:
+def _softmax_router(keys: _Keys) -> dict[str, Any]:
     """A softmax router's one choice: Hugging Face takes the softmax over all experts, then the top_k, and with
     norm_topk_prob renormalises the chosen weights, which is Megatron-Core's default (a softmax over the chosen
     logits); without it, the weights stay as the softmax gave them (`MoESpec.router_pre_softmax`). norm_topk_prob
     defaults to false in every family read here (Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV2Config; Qwen3's
-    released configs set it true). Top-1 needs no field: a softmax top-1 router always takes the softmax first
-    (`MoESpec.router_softmax_before_topk`)."""
+    released configs set it true)."""
     renormalised = keys.take_flag("moe.router_pre_softmax", "norm_topk_prob", default=False)
-    if top_k == 1 or renormalised:
-        return {}
-    return {"router_pre_softmax": True}
+    return {} if renormalised else {"router_pre_softmax": True}
 
 
 def _llama(keys: _Keys) -> dict[str, Any]:
@@ -356,7 +353,7 @@ def _qwen_moe(keys: _Keys) -> dict[str, Any]:
             "num_shared_experts": math.ceil(shared_width / expert_width),
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
-            **_softmax_router(keys, top_k),
+            **_softmax_router(keys),
         }
     return spec
 
@@ -397,12 +394,12 @@ def _deepseek_v3(keys: _Keys) -> dict[str, Any]:
             "num_shared_experts": shared,
             "moe_layer_freq": spec_freq,
             "first_k_dense_layers": first_k,
-            **_deepseek_router(keys, top_k),
+            **_deepseek_router(keys),
         }
     return spec
 
 
-def _deepseek_router(keys: _Keys, top_k: int) -> dict[str, Any]:
+def _deepseek_router(keys: _Keys) -> dict[str, Any]:
     """DeepSeek's router (Hugging Face `DeepseekV3TopkRouter` / `DeepseekV2MoEGate`): scoring_func (V3's default
     sigmoid, V2's softmax), topk_method noaux_tc (the auxiliary-loss-free expert bias, e_score_correction_bias),
     n_group / topk_group (group-limited routing, when n_group > 1), routed_scaling_factor (when not 1) and, for a
@@ -419,7 +416,7 @@ def _deepseek_router(keys: _Keys, top_k: int) -> dict[str, Any]:
     if score == "sigmoid":
         router["router_score_function"] = "sigmoid"
     else:
-        router |= _softmax_router(keys, top_k)
+        router |= _softmax_router(keys)
     method = keys.text("topk_method", default="noaux_tc" if v3 else "greedy")
     keys.sources["moe.router_expert_bias"] = "hf_config default"
     if keys.has("topk_method"):

@@ -104,12 +104,11 @@ def _moe(args: Mapping[str, Any], where: str, num_layers: int) -> dict[str, Any]
         moe["moe_layer_freq"] = freq
     else:
         refuse(f"moe_layer_freq = {freq!r} in the {where} is neither an integer nor a list of 0/1")
-    return moe | _router(args, where, moe["top_k"])
+    return moe | _router(args, where)
 
 
-def _router(args: Mapping[str, Any], where: str, top_k: int) -> dict[str, Any]:
-    """MoESpec's router fields from moe_router_score_function, moe_router_pre_softmax (implied, so not read, for a
-    softmax top-1 router: `MoESpec.router_softmax_before_topk`), moe_router_enable_expert_bias,
+def _router(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """MoESpec's router fields from moe_router_score_function, moe_router_pre_softmax, moe_router_enable_expert_bias,
     moe_router_num_groups / moe_router_group_topk, moe_router_topk_scaling_factor and moe_apply_probs_on_input,
     each left at MoESpec's default where the args leave it at Megatron-Core's."""
     router: dict[str, Any] = {}
@@ -118,7 +117,7 @@ def _router(args: Mapping[str, Any], where: str, top_k: int) -> dict[str, Any]:
         refuse(f"moe_router_score_function = {score!r} in the {where} is not modelled (softmax, sigmoid are)")
     if score != "softmax":
         router["router_score_function"] = score
-    if _on(args, "moe_router_pre_softmax") and not (score == "softmax" and top_k == 1):
+    if _on(args, "moe_router_pre_softmax") and score == "softmax":
         router["router_pre_softmax"] = True
     if _on(args, "moe_router_enable_expert_bias"):
         router["router_expert_bias"] = True

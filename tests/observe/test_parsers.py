@@ -289,8 +289,8 @@ def test_qk_layernorm_reads_back_outside_mla() -> None:
 
 
 def test_the_router_reads_back() -> None:
-    """DeepSeek-V3's router flags read back as MoESpec's router fields; a softmax top-1 router's pre-softmax is
-    implied (MoESpec.router_softmax_before_topk), so not read; an unmodelled score function is refused."""
+    """DeepSeek-V3's router flags read back as MoESpec's router fields; a softmax top-1 router's pre-softmax reads
+    back as stated (MoESpec.router_softmax_before_topk holds either way); an unmodelled score function is refused."""
     moe = {"num_experts": 256, "moe_router_topk": 8, "moe_ffn_hidden_size": 256}
     deepseek = _args(
         **moe, moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True, moe_router_num_groups=8,
@@ -305,7 +305,7 @@ def test_the_router_reads_back() -> None:
     assert (spec.router_num_groups, spec.router_group_topk, spec.router_pre_softmax) == (8, 4, False)
     top1 = _args(**moe | {"moe_router_topk": 1}, moe_router_pre_softmax=True)
     request, _ = megatron_request(top1, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
-    assert "router_pre_softmax" not in request["model"]["moe"]
+    assert request["model"]["moe"]["router_pre_softmax"] is True
     assert ModelSpec.model_validate(request["model"]).moe.router_softmax_before_topk  # type: ignore[union-attr]
     with pytest.raises(InvalidSpecError, match="moe_router_score_function = 'sqrtsoftplus' in the argument dump"):
         megatron_request(
