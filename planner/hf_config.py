@@ -22,6 +22,8 @@ qwen2_moe, qwen3_moe
     width of the dense MLP layers; it may be absent when every layer is MoE.
     norm_topk_prob (default false) says whether the router renormalises its
     chosen weights (MoESpec.router_pre_softmax when it does not).
+    mixtral, qwen2_moe, qwen3_moe and llama4 train the Switch load-balancing
+    loss over the batch, weighted by router_aux_loss_coef (default 0.001).
 deepseek_v2, deepseek_v3
     As llama for the trunk, plus n_routed_experts, num_experts_per_tok,
     moe_intermediate_size, n_shared_experts, first_k_dense_replace,
@@ -30,7 +32,9 @@ deepseek_v2, deepseek_v3
     v_head_dim and q_lora_rank (null in DeepSeek-V2-Lite: no query latent).
     The router from scoring_func (default: V3 sigmoid, V2 softmax),
     topk_method (noaux_tc: the expert bias), n_group and topk_group (grouped
-    routing when n_group > 1), routed_scaling_factor and norm_topk_prob.
+    routing when n_group > 1), routed_scaling_factor and norm_topk_prob; the
+    balancing loss from seq_aux (default true: per sequence) and
+    aux_loss_alpha (its weight, default 0.001).
 llama4, llama4_text
     As llama (read from ``text_config`` when the file is the multimodal
     wrapper; the vision tower is left out), plus num_local_experts,
@@ -236,6 +240,15 @@ class _Keys:
             raise self.error(key, f"{key} must be a positive number, got {value!r}")
         return float(value)
 
+    def weight(self, key: str, *, default: float) -> float:
+        """A number in [0, 1] (a loss weight); missing or null takes `default`."""
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise self.error(key, f"{key} must be a number in [0, 1], got {value!r}")
+        return float(value)
+
     def layer_list(self, key: str, num_layers: int) -> frozenset[int]:
         """A list of layer indices in [0, num_layers); missing or null is empty."""
         value = self._config.get(key)
@@ -307,6 +320,21 @@ def _softmax_router(keys: _Keys) -> dict[str, Any]:
     return {} if renormalised else {"router_pre_softmax": True}
 
 
+AUX_LOSS_COEF_DEFAULT = 0.001
+"""`router_aux_loss_coef` where a config.json leaves it out: MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig and
+Llama4TextConfig all default to 0.001 (Hugging Face transformers); DeepseekV2Config / DeepseekV3Config's
+`aux_loss_alpha` too."""
+
+
+def _switch_balancing(keys: _Keys) -> dict[str, Any]:
+    """The load-balancing loss of Hugging Face's Mixtral, Qwen-MoE and Llama 4: the Switch loss over the batch
+    (`load_balancing_loss_func`, Megatron-Core aux_loss, MoESpec's default type) weighted by router_aux_loss_coef."""
+    keys.sources["moe.router_aux_loss_coeff"] = (
+        keys.source("router_aux_loss_coef") if keys.has("router_aux_loss_coef") else "hf_config default"
+    )
+    return {"router_aux_loss_coeff": keys.weight("router_aux_loss_coef", default=AUX_LOSS_COEF_DEFAULT)}
+
+
 def _llama(keys: _Keys) -> dict[str, Any]:
     return _trunk(keys)
 
@@ -318,6 +346,7 @@ def _mixtral(keys: _Keys) -> dict[str, Any]:
         "num_experts": num_experts,
         "top_k": keys.take("moe.top_k", "num_experts_per_tok"),
         "expert_ffn_hidden_size": spec["ffn_hidden_size"],
+        **_switch_balancing(keys),
     }
     keys.sources["moe.expert_ffn_hidden_size"] = keys.sources["ffn_hidden_size"]
     return spec
@@ -354,6 +383,7 @@ def _qwen_moe(keys: _Keys) -> dict[str, Any]:
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
             **_softmax_router(keys),
+            **_switch_balancing(keys),
         }
     return spec
 
@@ -431,7 +461,20 @@ def _deepseek_router(keys: _Keys) -> dict[str, Any]:
     if factor != 1.0:
         router["router_topk_scaling_factor"] = factor
         keys.sources["moe.router_topk_scaling_factor"] = keys.source("routed_scaling_factor")
-    return router
+    return router | _deepseek_balancing(keys)
+
+
+def _deepseek_balancing(keys: _Keys) -> dict[str, Any]:
+    """DeepSeek's load-balancing loss (Hugging Face `MoEGate`): aux_loss_alpha weighs it, seq_aux (default true)
+    takes it per sequence (Megatron-Core seq_aux_loss), else over the batch (aux_loss)."""
+    per_sequence = keys.take_flag("moe.router_load_balancing", "seq_aux", default=True)
+    keys.sources["moe.router_aux_loss_coeff"] = (
+        keys.source("aux_loss_alpha") if keys.has("aux_loss_alpha") else "hf_config default"
+    )
+    return {
+        "router_load_balancing": "seq_aux_loss" if per_sequence else "aux_loss",
+        "router_aux_loss_coeff": keys.weight("aux_loss_alpha", default=AUX_LOSS_COEF_DEFAULT),
+    }
 
 
 def _llama4(keys: _Keys) -> dict[str, Any]:
@@ -460,6 +503,7 @@ def _llama4(keys: _Keys) -> dict[str, Any]:
             **keys.fixed(num_shared_experts=1, router_score_function="sigmoid", router_score_before_experts=True),
             "moe_layer_freq": freq,
             "first_k_dense_layers": first_k,
+            **_switch_balancing(keys),
         }
         for name in ("num_shared_experts", "router_score_function", "router_score_before_experts"):
             keys.sources[f"moe.{name}"] = keys.sources.pop(name)

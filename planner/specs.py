@@ -27,6 +27,7 @@ __all__ = [
     "MoESpec",
     "Precision",
     "Recompute",
+    "RouterLoadBalancing",
     "RouterScoreFunction",
     "RuntimeFeatures",
     "TrainingSpec",
@@ -72,6 +73,22 @@ class RouterScoreFunction(StrEnum):
     """Mixtral, Qwen2/3-MoE, DeepSeek-V2."""
     SIGMOID = "sigmoid"
     """DeepSeek-V3 (arXiv 2412.19437 Sec. 2.1.2, Eq. 15), Llama 4 (Hugging Face `Llama4TextMoe`)."""
+
+
+class RouterLoadBalancing(StrEnum):
+    """The auxiliary load-balancing loss the router trains with (Megatron-Core `--moe-router-load-balancing-type`,
+    `transformer_config.py` `moe_router_load_balancing_type`)."""
+
+    AUX_LOSS = "aux_loss"
+    """Switch Transformer / GShard loss over each micro-batch (Fedus et al. 2021, arXiv 2101.03961, Eq. 4): Mixtral,
+    and every Hugging Face model that trains with `router_aux_loss_coef`."""
+    SEQ_AUX_LOSS = "seq_aux_loss"
+    """The same loss over each sequence (DeepSeek-V3, arXiv 2412.19437, Sec. 2.1.2, Eq. 17-20; Hugging Face
+    DeepSeek `seq_aux` true)."""
+    GLOBAL_AUX_LOSS = "global_aux_loss"
+    """The loss over the global batch (Qiu et al. 2025, arXiv 2501.11873; Qwen3, arXiv 2505.09388, Sec. 2)."""
+    NONE = "none"
+    """No auxiliary loss."""
 
 
 class MoESpec(BaseModel):
@@ -134,6 +151,22 @@ class MoESpec(BaseModel):
         " (Llama 4, Hugging Face Llama4TextMoe; Megatron-Core --moe-apply-probs-on-input, TorchTitan"
         " score_before_experts). top_k 1 only, as in Megatron-Core.",
     )
+    router_load_balancing: RouterLoadBalancing = Field(
+        default=RouterLoadBalancing.AUX_LOSS,
+        strict=False,
+        description="The auxiliary load-balancing loss: aux_loss (per micro-batch: Mixtral), seq_aux_loss (per"
+        " sequence: DeepSeek-V3), global_aux_loss (per global batch: Qwen3) or none. Megatron-Core's default,"
+        " aux_loss, weighs nothing until router_aux_loss_coeff is set.",
+    )
+    router_aux_loss_coeff: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Weight of that loss in the training loss (Mixtral 0.02, Qwen3 0.001, DeepSeek-V3 0.0001;"
+        " Hugging Face router_aux_loss_coef / aux_loss_alpha). 0, Megatron-Core's default: the router trains"
+        " unbalanced unless router_expert_bias balances it.",
+    )
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> Self:
@@ -151,6 +184,10 @@ class MoESpec(BaseModel):
             raise ValueError("router_pre_softmax applies to a softmax router; router_score_function is sigmoid")
         if self.router_score_before_experts and self.top_k != 1:
             raise ValueError(f"router_score_before_experts needs top_k 1 (as Megatron-Core requires), got {self.top_k}")
+        if self.router_load_balancing is RouterLoadBalancing.NONE and self.router_aux_loss_coeff > 0:
+            raise ValueError(
+                f"router_aux_loss_coeff({self.router_aux_loss_coeff}) weighs no loss: router_load_balancing is none"
+            )
         groups, chosen = self.router_num_groups, self.router_group_topk
         if (groups is None) != (chosen is None):
             raise ValueError("router_num_groups and router_group_topk are set together or not at all")
@@ -178,6 +215,13 @@ class MoESpec(BaseModel):
         --moe-router-pre-softmax when topk is 1" otherwise)."""
         softmax = self.router_score_function is RouterScoreFunction.SOFTMAX
         return softmax and (self.router_pre_softmax or self.top_k == 1)
+
+    @property
+    def router_balancing_unweighted(self) -> bool:
+        """A load-balancing loss is named but weighs nothing, and no expert bias balances the experts' loads:
+        Megatron-Core's defaults (aux_loss at coefficient 0, no bias), not a stated `none`."""
+        named = self.router_load_balancing is not RouterLoadBalancing.NONE
+        return named and self.router_aux_loss_coeff == 0 and not self.router_expert_bias
 
 
 class MLASpec(BaseModel):

@@ -153,8 +153,13 @@ ROUTER_DEFAULTS: dict[str, Any] = {
     "router_group_topk": None,
     "router_topk_scaling_factor": None,
     "router_score_before_experts": False,
+    "router_load_balancing": "aux_loss",
+    "router_aux_loss_coeff": 0.0,
 }
-"""MoESpec's router as Megatron-Core's defaults (a softmax over the chosen top_k logits, renormalised)."""
+"""MoESpec's router as Megatron-Core's defaults (a softmax over the chosen top_k logits, renormalised; the Switch
+load-balancing loss at weight 0)."""
+SWITCH_BALANCING = {"router_aux_loss_coeff": 0.001}
+"""What a Mixtral, Qwen-MoE or Llama 4 config.json without router_aux_loss_coef trains: Hugging Face's default."""
 
 
 # config.json of deepseek-ai/DeepSeek-V3.
@@ -363,6 +368,7 @@ REAL_CONFIGS = [
             "tied_embeddings": False,
             "moe": {
                 **ROUTER_DEFAULTS,
+                "router_aux_loss_coeff": 0.02,  # router_aux_loss_coef
                 "num_experts": 8,
                 "top_k": 2,
                 "expert_ffn_hidden_size": 14336,
@@ -462,6 +468,8 @@ REAL_CONFIGS = [
                 "router_num_groups": 8,
                 "router_group_topk": 4,
                 "router_topk_scaling_factor": 2.5,
+                "router_load_balancing": "seq_aux_loss",  # seq_aux true
+                "router_aux_loss_coeff": 0.001,  # aux_loss_alpha
                 "num_experts": 256,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 2048,
@@ -501,6 +509,7 @@ REAL_CONFIGS = [
             "moe": {
                 **ROUTER_DEFAULTS,
                 "router_pre_softmax": True,  # norm_topk_prob false: the softmax weights as they are
+                **SWITCH_BALANCING,
                 "num_experts": 60,
                 "top_k": 4,
                 "expert_ffn_hidden_size": 1408,
@@ -530,6 +539,7 @@ REAL_CONFIGS = [
             "tied_embeddings": False,
             "moe": {
                 **ROUTER_DEFAULTS,
+                **SWITCH_BALANCING,
                 "num_experts": 128,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 768,
@@ -560,6 +570,7 @@ REAL_CONFIGS = [
             "tied_embeddings": False,
             "moe": {
                 **ROUTER_DEFAULTS,
+                **SWITCH_BALANCING,
                 "num_experts": 128,
                 "top_k": 8,
                 "expert_ffn_hidden_size": 1536,
@@ -592,6 +603,7 @@ REAL_CONFIGS = [
                 **ROUTER_DEFAULTS,
                 "router_score_function": "sigmoid",
                 "router_score_before_experts": True,
+                **SWITCH_BALANCING,
                 "num_experts": 128,
                 "top_k": 1,
                 "expert_ffn_hidden_size": 8192,
@@ -983,7 +995,10 @@ def test_deepseek_routers_read_from_their_keys() -> None:
     lite_keys = {"scoring_func": "softmax", "topk_method": "greedy", "n_group": 1, "topk_group": 1}
     lite = resolve_hf_config(DEEPSEEK_V2_LITE | lite_keys | {"routed_scaling_factor": 1.0, "norm_topk_prob": False})
     assert lite.model.moe is not None
-    assert lite.model.moe.model_dump(include=set(ROUTER_DEFAULTS)) == ROUTER_DEFAULTS | {"router_pre_softmax": True}
+    per_sequence = {"router_load_balancing": "seq_aux_loss", "router_aux_loss_coeff": 0.001}  # seq_aux, aux_loss_alpha
+    assert lite.model.moe.model_dump(include=set(ROUTER_DEFAULTS)) == ROUTER_DEFAULTS | per_sequence | {
+        "router_pre_softmax": True
+    }
     assert lite.sources["moe.router_pre_softmax"] == "hf_config.norm_topk_prob"
     v2 = DEEPSEEK_V2_LITE | {"topk_method": "group_limited_greedy", "n_group": 8, "topk_group": 3}
     grouped = model_from_hf_config(v2 | {"routed_scaling_factor": 16.0, "n_routed_experts": 160}).moe
@@ -996,6 +1011,31 @@ def test_deepseek_routers_read_from_their_keys() -> None:
     assert v3.sources["moe.router_topk_scaling_factor"] == "hf_config.routed_scaling_factor"
     with pytest.raises(InvalidSpecError, match="scoring_func must be softmax or sigmoid, got 'sqrtsoftplus'"):
         model_from_hf_config(DEEPSEEK_V3 | {"scoring_func": "sqrtsoftplus"})
+
+
+def test_the_balancing_loss_is_read_from_its_keys() -> None:
+    """DeepSeek's seq_aux picks the per-sequence or the batch loss and aux_loss_alpha weighs it; Mixtral's, Qwen's and
+    Llama 4's router_aux_loss_coef weighs the batch (Switch) loss, Hugging Face's 0.001 where the key is absent; each
+    value is sourced, and a weight outside [0, 1] is refused naming its key."""
+    v3 = resolve_hf_config(DEEPSEEK_V3)
+    assert v3.model.moe is not None
+    assert (v3.model.moe.router_load_balancing, v3.model.moe.router_aux_loss_coeff) == ("seq_aux_loss", 0.001)
+    assert v3.sources["moe.router_load_balancing"] == "hf_config.seq_aux"
+    assert v3.sources["moe.router_aux_loss_coeff"] == "hf_config.aux_loss_alpha"
+    batch = model_from_hf_config(DEEPSEEK_V3 | {"seq_aux": False, "aux_loss_alpha": 0}).moe
+    assert batch is not None and (batch.router_load_balancing, batch.router_aux_loss_coeff) == ("aux_loss", 0.0)
+    mixtral = resolve_hf_config(MIXTRAL_8X7B)
+    assert mixtral.model.moe is not None and mixtral.model.moe.router_aux_loss_coeff == 0.02
+    assert mixtral.sources["moe.router_aux_loss_coeff"] == "hf_config.router_aux_loss_coef"
+    unstated = resolve_hf_config({k: v for k, v in MIXTRAL_8X7B.items() if k != "router_aux_loss_coef"})
+    assert unstated.model.moe is not None and unstated.model.moe.router_aux_loss_coeff == 0.001
+    assert unstated.sources["moe.router_aux_loss_coeff"] == "hf_config default"
+    for bad in (1.5, -0.01, "0.01", True):
+        with pytest.raises(InvalidSpecError, match=r"router_aux_loss_coef must be a number in \[0, 1\]") as caught:
+            model_from_hf_config(MIXTRAL_8X7B | {"router_aux_loss_coef": bad})
+        assert caught.value.field == "model.hf_config.router_aux_loss_coef"
+    with pytest.raises(InvalidSpecError, match=r"aux_loss_alpha must be a number in \[0, 1\]"):
+        model_from_hf_config(DEEPSEEK_V3 | {"aux_loss_alpha": 2})
 
 
 def test_a_known_modelling_class_under_its_own_model_type_is_read_by_that_class() -> None:

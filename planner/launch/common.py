@@ -20,7 +20,6 @@ from planner.specs import (
     MoeDispatcher,
     Precision,
     Recompute,
-    RouterScoreFunction,
     TrainingSpec,
 )
 from planner.validate import layout_violations
@@ -43,6 +42,7 @@ __all__ = [
     "model_notes",
     "moe_dispatch_config",
     "moe_dispatch_notes",
+    "moe_balancing_notes",
     "moe_router_config",
     "torchtitan_router_notes",
     "torchtitan_moe_dispatch_notes",
@@ -166,40 +166,54 @@ def moe_dispatch_config(training: TrainingSpec, layout: Layout, flex_backend_fie
     return fields
 
 
-def moe_router_config(model: ModelSpec) -> dict[str, str | bool | int | float]:
-    """Megatron-Core TransformerConfig fields for the model's router (`MoESpec.router_*`) where they differ from
-    Megatron-Core's defaults (softmax after the top-k, no expert bias, no groups, no scaling, probabilities on the
-    experts' outputs); empty for a dense model. `moe_router_pre_softmax` follows `MoESpec.router_softmax_before_topk`
-    (always with a softmax top-1 router, which Megatron-Core refuses otherwise)."""
+def moe_router_config(model: ModelSpec) -> dict[str, str | bool | int | float | None]:
+    """Every Megatron-Core TransformerConfig field of the model's router (`MoESpec.router_*`) and its load-balancing
+    loss; empty for a dense model. All of them, defaults too: a NeMo recipe's model config class (DeepSeekV3Config:
+    a sigmoid router with groups; MixtralConfig: its own loss weight) would otherwise keep its own values. False and
+    None are what a Megatron-LM command line leaves out. `moe_router_pre_softmax` follows
+    `MoESpec.router_softmax_before_topk` (always with a softmax top-1 router, which Megatron-Core refuses otherwise)."""
     moe = model.moe
     if moe is None:
         return {}
-    fields: dict[str, str | bool | int | float] = {}
-    if moe.router_score_function is not RouterScoreFunction.SOFTMAX:
-        fields["moe_router_score_function"] = moe.router_score_function.value
-    if moe.router_softmax_before_topk:
-        fields["moe_router_pre_softmax"] = True
-    if moe.router_expert_bias:
-        fields["moe_router_enable_expert_bias"] = True
-    if moe.router_num_groups is not None and moe.router_group_topk is not None:
-        fields["moe_router_num_groups"] = moe.router_num_groups
-        fields["moe_router_group_topk"] = moe.router_group_topk
-    if moe.router_topk_scaling_factor is not None:
-        fields["moe_router_topk_scaling_factor"] = moe.router_topk_scaling_factor
-    if moe.router_score_before_experts:
-        fields["moe_apply_probs_on_input"] = True
-    return fields
+    return {
+        "moe_router_score_function": moe.router_score_function.value,
+        "moe_router_pre_softmax": moe.router_softmax_before_topk,
+        "moe_router_enable_expert_bias": moe.router_expert_bias,
+        "moe_router_num_groups": moe.router_num_groups,  # set together with the group top-k, or neither
+        "moe_router_group_topk": moe.router_group_topk,
+        "moe_router_topk_scaling_factor": moe.router_topk_scaling_factor,
+        "moe_apply_probs_on_input": moe.router_score_before_experts,
+        "moe_router_load_balancing_type": moe.router_load_balancing.value,
+        "moe_aux_loss_coeff": moe.router_aux_loss_coeff,
+    }
+
+
+def moe_balancing_notes(model: ModelSpec) -> list[str]:
+    """Where a launch trains the router with nothing balancing it (`MoESpec.router_balancing_unweighted`: the
+    defaults, Megatron-Core's own)."""
+    if model.moe is None or not model.moe.router_balancing_unweighted:
+        return []
+    return [
+        f"model.moe: router_load_balancing {model.moe.router_load_balancing.value} at router_aux_loss_coeff 0 and no"
+        " router_expert_bias (Megatron-Core's defaults): this launch trains the router with nothing balancing the"
+        " experts' loads. Set model.moe.router_aux_loss_coeff (Mixtral 0.02, Qwen3 0.001, DeepSeek-V3 0.0001), or"
+        " router_load_balancing none to mean it."
+    ]
 
 
 def torchtitan_router_notes(model: ModelSpec) -> list[str]:
     """TorchTitan takes the router from the model flavor the launch registers, not from its command line: what that
-    flavor's MoE arguments must say for the model's router (`MoESpec.router_*`)."""
+    flavor's MoE arguments must say for the model's router (`MoESpec.router_*`), and the load-balancing loss it cannot
+    train (TorchTitan's MoE has none: `load_balance_coeff` drives the expert bias only, and its default 1e-3 turns
+    that bias on)."""
     moe = model.moe
     if moe is None:
         return []
     wanted = [f"score_func={moe.router_score_function.value!r}"]
     if moe.router_expert_bias:
         wanted.append("load_balance_coeff set (the auxiliary-loss-free expert bias)")
+    else:
+        wanted.append("load_balance_coeff=None (no expert bias; TorchTitan's default 1e-3 turns it on)")
     if moe.router_num_groups is not None:
         wanted.append(f"num_expert_groups={moe.router_num_groups}, num_limited_groups={moe.router_group_topk}")
     if moe.router_topk_scaling_factor is not None:
@@ -209,11 +223,17 @@ def torchtitan_router_notes(model: ModelSpec) -> list[str]:
     # Megatron-Core renormalises the chosen weights of a sigmoid router with top_k > 1 and of a softmax taken after
     # the top-k; TorchTitan takes a softmax over all experts first and renormalises under route_norm.
     wanted.append(f"route_norm={moe.top_k > 1 and not moe.router_softmax_before_topk}")
-    return [
+    notes = [
         "model.moe router: TorchTitan builds the router from the registered flavor's MoE arguments, which must read "
         + "; ".join(wanted)
         + "."
     ]
+    if moe.router_aux_loss_coeff > 0:
+        notes.append(
+            f"model.moe.router_load_balancing({moe.router_load_balancing.value}) at {moe.router_aux_loss_coeff}:"
+            " TorchTitan's MoE trains no auxiliary load-balancing loss, so this launch leaves it out."
+        )
+    return notes
 
 
 def moe_dispatch_notes(training: TrainingSpec, layout: Layout, flex_backend_field: bool) -> list[str]:
@@ -304,14 +324,15 @@ _KNOWN: dict[tuple[int, int, int, int, int, int, int, bool], KnownModel] = {
 
 
 def model_notes(model: ModelSpec) -> list[str]:
-    """Where every framework's launch departs from the model's architecture (the planner prices the spec's shape)."""
+    """What every framework's launch says of the model: where it departs from the model's architecture (the planner
+    prices the spec's shape), and a router nothing balances (`moe_balancing_notes`)."""
     notes: list[str] = []
     if not model.learned_position_embeddings:
         notes.append(
             "Position embedding: RoPE (the model has no learned position table). A model trained with ALiBi, such as"
             " BLOOM, is launched with RoPE: Megatron-LM's --position-embedding-type has no ALiBi choice."
         )
-    return notes
+    return notes + moe_balancing_notes(model)
 
 
 def megatron_gradient_notes(training: TrainingSpec) -> list[str]:

@@ -224,7 +224,8 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version
         flags.append("--moe-grouped-gemm")
     config = moe_router_config(model) | moe_dispatch_config(training, layout, version != "core_v0.15.0")
     for name, value in config.items():
-        flags += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+        if value is not None and value is not False:  # Megatron-LM's default: the flag left out
+            flags += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
     return flags
 
 

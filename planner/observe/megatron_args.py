@@ -109,8 +109,8 @@ def _moe(args: Mapping[str, Any], where: str, num_layers: int) -> dict[str, Any]
 
 def _router(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     """MoESpec's router fields from moe_router_score_function, moe_router_pre_softmax, moe_router_enable_expert_bias,
-    moe_router_num_groups / moe_router_group_topk, moe_router_topk_scaling_factor and moe_apply_probs_on_input,
-    each left at MoESpec's default where the args leave it at Megatron-Core's."""
+    moe_router_num_groups / moe_router_group_topk, moe_router_topk_scaling_factor, moe_apply_probs_on_input and the
+    load-balancing loss (`_balancing`), each left at MoESpec's default where the args leave it at Megatron-Core's."""
     router: dict[str, Any] = {}
     score = args.get("moe_router_score_function") or "softmax"
     if score not in ("softmax", "sigmoid"):
@@ -131,7 +131,28 @@ def _router(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         router["router_topk_scaling_factor"] = float(factor)
     if _on(args, "moe_apply_probs_on_input"):
         router["router_score_before_experts"] = True
-    return router
+    return router | _balancing(args, where)
+
+
+def _balancing(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """MoESpec's load-balancing loss from moe_router_load_balancing_type and moe_aux_loss_coeff (either may be a
+    one-item list, as Megatron-Core accepts; several losses at once and sinkhorn routing are not modelled)."""
+    kind, weight = args.get("moe_router_load_balancing_type", "aux_loss"), args.get("moe_aux_loss_coeff", 0.0)
+    if isinstance(kind, list) and len(kind) == 1 and isinstance(weight, list) and len(weight) == 1:
+        kind, weight = kind[0], weight[0]
+    if kind not in ("aux_loss", "seq_aux_loss", "global_aux_loss", "none"):
+        refuse(
+            f"moe_router_load_balancing_type = {kind!r} in the {where} is not modelled"
+            " (one of aux_loss, seq_aux_loss, global_aux_loss, none is)"
+        )
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        refuse(f"moe_aux_loss_coeff = {weight!r} in the {where} is not a number in [0, 1]")
+    balancing: dict[str, Any] = {}
+    if kind != "aux_loss":
+        balancing["router_load_balancing"] = kind
+    if weight and kind != "none":  # Megatron-Core weighs no loss under none, whatever the coefficient
+        balancing["router_aux_loss_coeff"] = float(weight)
+    return balancing
 
 
 def _layer_pattern(pattern: list[Any], num_layers: int) -> dict[str, int]:

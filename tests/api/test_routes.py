@@ -170,6 +170,10 @@ def test_estimate_valid_and_rule_breaking(client: TestClient) -> None:
         ({"router_score_before_experts": True}, "router_score_before_experts needs top_k 1"),
         ({"router_score_function": "sqrtsoftplus"}, "Input should be 'softmax' or 'sigmoid'"),
         ({"router_topk_scaling_factor": 0}, "Input should be greater than 0"),
+        ({"router_load_balancing": "none", "router_aux_loss_coeff": 0.01}, "router_aux_loss_coeff(0.01) weighs no"),
+        ({"router_aux_loss_coeff": 1.5}, "Input should be less than or equal to 1"),
+        ({"router_aux_loss_coeff": -0.01}, "Input should be greater than or equal to 0"),
+        ({"router_load_balancing": "sinkhorn"}, "Input should be 'aux_loss', 'seq_aux_loss', 'global_aux_loss' or"),
     ],
 )
 def test_an_inconsistent_router_is_refused_naming_the_rule(

@@ -62,6 +62,7 @@ SEARCHES: list[tuple[str, str, int, int, Precision, dict[str, Any]]] = [
     ("mixtral-8x7b", "dgx-h100", 64, 256, Precision.FP8, {}),
     ("deepseek-v3", "dgx-h100", 1024, 2048, Precision.BF16, {"ep": [8, 16, 32, 64]}),
     ("llama4-scout", "dgx-h100", 64, 256, Precision.BF16, {"ep": [8, 16]}),
+    ("qwen3-30b-a3b", "dgx-h100", 16, 256, Precision.BF16, {"ep": [8, 16]}),
     ("nemotron4-15b", "hgx-h200", 64, 256, Precision.BF16, {"recompute": "none"}),
     ("gpt-neox-20b", "dgx-a100-40gb", 96, 384, Precision.BF16, {}),
     ("bloom-176b", "dgx-a100-80gb", 384, 2048, Precision.BF16, {}),

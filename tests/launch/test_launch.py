@@ -30,6 +30,7 @@ from planner.specs import (
     MoESpec,
     Precision,
     Recompute,
+    RouterLoadBalancing,
     RuntimeFeatures,
     TrainingSpec,
 )
@@ -937,14 +938,17 @@ def test_the_router_is_launched_as_the_model_routes() -> None:
     assert "--moe-router-enable-expert-bias" in deepseek.megatron.args
     assert "--moe-router-pre-softmax" not in deepseek.megatron.args
     router = {k: v for k, v in deepseek.nemo.config.items() if k.startswith("model.config.moe_router_")}
-    assert router == {
+    assert router == {  # every field, defaults too: the recipe's config class keeps its own otherwise
         "model.config.moe_router_topk": 8,
         "model.config.moe_router_score_function": "sigmoid",
+        "model.config.moe_router_pre_softmax": False,
         "model.config.moe_router_enable_expert_bias": True,
         "model.config.moe_router_num_groups": 8,
         "model.config.moe_router_group_topk": 4,
         "model.config.moe_router_topk_scaling_factor": 2.5,
+        "model.config.moe_router_load_balancing_type": "seq_aux_loss",
     }
+    assert deepseek.nemo.config["model.config.moe_aux_loss_coeff"] == 0.0001
     (note,) = [n for n in deepseek.torchtitan.notes if n.startswith("model.moe router:")]
     assert "score_func='sigmoid'" in note and "num_expert_groups=8, num_limited_groups=4" in note
     assert "route_scale=2.5" in note and "route_norm=True" in note and "load_balance_coeff" in note
@@ -960,7 +964,52 @@ def test_the_router_is_launched_as_the_model_routes() -> None:
     assert "--moe-router-pre-softmax" in switch.megatron.args
     assert switch.nemo.config["model.config.moe_router_pre_softmax"] is True
     plain = launch_args(mixtral, training, layout, 64, 8)
-    assert [f for f in plain.megatron.args if f.startswith(("--moe-router-", "--moe-apply"))] == ["--moe-router-topk"]
+    assert [f for f in plain.megatron.args if f.startswith(("--moe-router-", "--moe-apply"))] == [
+        "--moe-router-topk", "--moe-router-score-function", "--moe-router-load-balancing-type",
+    ]  # fmt: skip
+    assert _flags(plain.megatron)["--moe-router-score-function"] == ["softmax"]
+    for name in ("moe_router_num_groups", "moe_router_group_topk", "moe_router_topk_scaling_factor"):
+        assert plain.nemo.config[f"model.config.{name}"] is None  # a DeepSeek recipe's groups do not leak in
+    assert plain.nemo.config["model.config.moe_apply_probs_on_input"] is False
+
+
+def test_the_balancing_loss_is_launched_as_the_model_trains_it() -> None:
+    """Mixtral's Switch loss at 0.02, DeepSeek-V3's per-sequence loss at 1e-4 and Qwen3's global-batch loss at 1e-3
+    go to Megatron-LM flags and NeMo fields; TorchTitan, which trains no auxiliary loss, says it leaves it out and
+    what its expert bias must be. A router nothing balances (Megatron-Core's defaults: aux_loss at 0, no bias) is
+    launched as stated with a note in every framework; a stated `none` is not noted."""
+    training, layout = TrainingSpec(global_batch_size=64), Layout(tp=8, pp=1, dp=8, ep=8)
+    for preset, kind, weight in (
+        ("mixtral-8x7b", "aux_loss", "0.02"),
+        ("deepseek-v3", "seq_aux_loss", "0.0001"),
+        ("qwen3-30b-a3b", "global_aux_loss", "0.001"),
+    ):
+        launch = launch_args(get_preset(preset).model, training, layout, 64, 8)
+        flags = _flags(launch.megatron)
+        assert (flags["--moe-router-load-balancing-type"], flags["--moe-aux-loss-coeff"]) == ([kind], [weight])
+        assert launch.nemo.config["model.config.moe_router_load_balancing_type"] == kind
+        assert launch.nemo.config["model.config.moe_aux_loss_coeff"] == float(weight)
+        assert any(f"router_load_balancing({kind}) at {float(weight)}" in n for n in launch.torchtitan.notes)
+        for framework in (launch.megatron, launch.nemo, launch.torchtitan):
+            assert not any("nothing balancing" in n for n in framework.notes)
+    (mixtral_router,) = [
+        n for n in launch_args(get_preset("mixtral-8x7b").model, training, layout, 64, 8).torchtitan.notes
+        if n.startswith("model.moe router:")
+    ]  # fmt: skip
+    assert "load_balance_coeff=None" in mixtral_router
+    mixtral = get_preset("mixtral-8x7b").model
+    assert mixtral.moe is not None
+    bare = mixtral.model_copy(update={"moe": mixtral.moe.model_copy(update={"router_aux_loss_coeff": 0.0})})
+    unbalanced = launch_args(bare, training, layout, 64, 8)
+    assert _flags(unbalanced.megatron)["--moe-aux-loss-coeff"] == ["0.0"]
+    for framework in (unbalanced.megatron, unbalanced.nemo, unbalanced.torchtitan):
+        assert sum("nothing balancing the experts' loads" in n for n in framework.notes) == 1
+    assert bare.moe is not None
+    none = bare.moe.model_copy(update={"router_load_balancing": RouterLoadBalancing.NONE})
+    stated = launch_args(bare.model_copy(update={"moe": none}), training, layout, 64, 8)
+    assert _flags(stated.megatron)["--moe-router-load-balancing-type"] == ["none"]
+    for framework in (stated.megatron, stated.nemo, stated.torchtitan):
+        assert not any("nothing balancing" in n for n in framework.notes)
 
 
 def test_bloom_says_rope_replaces_alibi_and_gpt3_does_not() -> None:

@@ -314,6 +314,38 @@ def test_the_router_reads_back() -> None:
         )  # fmt: skip
 
 
+def test_the_balancing_loss_reads_back() -> None:
+    """moe_router_load_balancing_type and moe_aux_loss_coeff read back as MoESpec's loss (a one-item list as its item);
+    Megatron-Core's defaults read back as MoESpec's; sinkhorn, several losses at once and a weight outside [0, 1] are
+    refused naming the argument."""
+    moe = {"num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 256}
+
+    def balancing(**args: object) -> tuple[str, float]:
+        request, _ = megatron_request(
+            _args(**moe, **args), where="argument dump", world_size=8, vocab_size=50304, framework="megatron"
+        )
+        spec = ModelSpec.model_validate(request["model"]).moe
+        assert spec is not None
+        return spec.router_load_balancing.value, spec.router_aux_loss_coeff
+
+    assert balancing() == ("aux_loss", 0.0)
+    assert balancing(moe_router_load_balancing_type="seq_aux_loss", moe_aux_loss_coeff=1e-4) == ("seq_aux_loss", 1e-4)
+    assert balancing(moe_router_load_balancing_type=["global_aux_loss"], moe_aux_loss_coeff=[1e-3]) == (
+        "global_aux_loss", 1e-3,
+    )  # fmt: skip
+    assert balancing(moe_router_load_balancing_type="none", moe_aux_loss_coeff=0.01) == ("none", 0.0)
+    for args, message in (
+        ({"moe_router_load_balancing_type": "sinkhorn"}, "moe_router_load_balancing_type = 'sinkhorn'"),
+        (
+            {"moe_router_load_balancing_type": ["aux_loss", "seq_aux_loss"], "moe_aux_loss_coeff": [0.01, 0.001]},
+            "moe_router_load_balancing_type = \\['aux_loss', 'seq_aux_loss'\\]",
+        ),
+        ({"moe_aux_loss_coeff": 2.0}, "moe_aux_loss_coeff = 2.0 in the argument dump is not a number in \\[0, 1\\]"),
+    ):
+        with pytest.raises(InvalidSpecError, match=message):
+            balancing(**args)
+
+
 def test_pipeline_layout_reads_back_as_the_launch_wrote_it() -> None:
     """A split with a short first and last chunk (14 layers, pp 4, vp 2: [3, 4, 4, 3], chunks [1, 2] ... [2, 1])
     launches as a --pipeline-model-parallel-layout, and that argument reads back as the same split and vp;
