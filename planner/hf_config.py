@@ -328,7 +328,10 @@ Llama4TextConfig all default to 0.001 (Hugging Face transformers); DeepseekV2Con
 
 def _switch_balancing(keys: _Keys) -> dict[str, Any]:
     """The load-balancing loss of Hugging Face's Mixtral, Qwen-MoE and Llama 4: the Switch loss over the batch
-    (`load_balancing_loss_func`, Megatron-Core aux_loss, MoESpec's default type) weighted by router_aux_loss_coef."""
+    (`load_balancing_loss_func`, Megatron-Core aux_loss, MoESpec's default type) weighted by router_aux_loss_coef, as
+    Megatron-Bridge's importer maps it (`model_bridge.py` CONFIG_MAPPING: router_aux_loss_coef -> moe_aux_loss_coeff).
+    transformers itself adds that loss only when output_router_logits is set (false in the released configs); a
+    model meant to train without it says router_load_balancing none."""
     keys.sources["moe.router_aux_loss_coeff"] = (
         keys.source("router_aux_loss_coef") if keys.has("router_aux_loss_coef") else "hf_config default"
     )
