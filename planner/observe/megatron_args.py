@@ -14,7 +14,7 @@ from typing import Any
 from planner.launch.pipeline_layout import layout_chunks
 from planner.observe.observation import refuse
 from planner.rules.core import rank_chunks
-from planner.specs import Fp8Recipe
+from planner.specs import Fp8Recipe, RouterLoadBalancing
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
 
@@ -140,17 +140,18 @@ def _balancing(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     kind, weight = args.get("moe_router_load_balancing_type", "aux_loss"), args.get("moe_aux_loss_coeff", 0.0)
     if isinstance(kind, list) and len(kind) == 1 and isinstance(weight, list) and len(weight) == 1:
         kind, weight = kind[0], weight[0]
-    if kind not in ("aux_loss", "seq_aux_loss", "global_aux_loss", "none"):
+    modelled = [m.value for m in RouterLoadBalancing]
+    if kind not in modelled:
         refuse(
             f"moe_router_load_balancing_type = {kind!r} in the {where} is not modelled"
-            " (one of aux_loss, seq_aux_loss, global_aux_loss, none is)"
+            f" (one of {', '.join(modelled)} is)"
         )
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
         refuse(f"moe_aux_loss_coeff = {weight!r} in the {where} is not a number in [0, 1]")
     balancing: dict[str, Any] = {}
-    if kind != "aux_loss":
+    if kind != RouterLoadBalancing.AUX_LOSS:
         balancing["router_load_balancing"] = kind
-    if weight and kind != "none":  # Megatron-Core weighs no loss under none, whatever the coefficient
+    if weight and kind != RouterLoadBalancing.NONE:  # Megatron-Core weighs no loss under none, whatever the coefficient
         balancing["router_aux_loss_coeff"] = float(weight)
     return balancing
 
