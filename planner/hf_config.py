@@ -185,6 +185,11 @@ class _Keys:
         self.sources[field] = self.source(key) if self.has(key) else "hf_config default"
         return self.flag(key, default=default)
 
+    def take_weight(self, field: str, key: str, *, default: float) -> float:
+        """`weight(key)` for ModelSpec `field`, recording its source."""
+        self.sources[field] = self.source(key) if self.has(key) else "hf_config default"
+        return self.weight(key, default=default)
+
     def fixed(self, **values: Any) -> dict[str, Any]:
         """Fields the family's architecture fixes, recorded as such."""
         self.sources.update(dict.fromkeys(values, f"architecture ({self.model_type})"))
@@ -332,10 +337,8 @@ def _switch_balancing(keys: _Keys) -> dict[str, Any]:
     Megatron-Bridge's importer maps it (`model_bridge.py` CONFIG_MAPPING: router_aux_loss_coef -> moe_aux_loss_coeff).
     transformers itself adds that loss only when output_router_logits is set (false in the released configs); a
     model meant to train without it says router_load_balancing none."""
-    keys.sources["moe.router_aux_loss_coeff"] = (
-        keys.source("router_aux_loss_coef") if keys.has("router_aux_loss_coef") else "hf_config default"
-    )
-    return {"router_aux_loss_coeff": keys.weight("router_aux_loss_coef", default=AUX_LOSS_COEF_DEFAULT)}
+    coeff = keys.take_weight("moe.router_aux_loss_coeff", "router_aux_loss_coef", default=AUX_LOSS_COEF_DEFAULT)
+    return {"router_aux_loss_coeff": coeff}
 
 
 def _llama(keys: _Keys) -> dict[str, Any]:
@@ -471,12 +474,11 @@ def _deepseek_balancing(keys: _Keys) -> dict[str, Any]:
     """DeepSeek's load-balancing loss (Hugging Face `MoEGate`): aux_loss_alpha weighs it, seq_aux (default true)
     takes it per sequence (Megatron-Core seq_aux_loss), else over the batch (aux_loss)."""
     per_sequence = keys.take_flag("moe.router_load_balancing", "seq_aux", default=True)
-    keys.sources["moe.router_aux_loss_coeff"] = (
-        keys.source("aux_loss_alpha") if keys.has("aux_loss_alpha") else "hf_config default"
-    )
     return {
         "router_load_balancing": "seq_aux_loss" if per_sequence else "aux_loss",
-        "router_aux_loss_coeff": keys.weight("aux_loss_alpha", default=AUX_LOSS_COEF_DEFAULT),
+        "router_aux_loss_coeff": keys.take_weight(
+            "moe.router_aux_loss_coeff", "aux_loss_alpha", default=AUX_LOSS_COEF_DEFAULT
+        ),
     }
 
 
