@@ -42,9 +42,14 @@ Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec` 
   uint8, `param_and_grad_buffer.py`). The copy: one byte per element (`Float8Tensor._data`), plus its
   transpose where FP8 GEMMs are TN-only (Hopper; `float8_tensor_storage.py`, `is_non_tn_fp8_gemm_supported`:
   compute capability 10.x and 13+ need none); under MXFP8 row- and column-wise data with one E8M0 scale per 32
-  elements each (`mxfp8_tensor.py`, `MXFP8_BLOCK_SCALING_SIZE` 32): 2 + 2/32. The distributed optimizer's
-  parameter all-gather then moves the per-tensor FP8 bytes (1); MXFP8 gathers 16-bit values into the gradient
-  buffer and quantizes after (`reuse_grad_buf_for_mxfp8_param_ag`, `_post_param_sync`), 2 bytes.
+  elements each (`mxfp8_tensor.py`, `MXFP8_BLOCK_SCALING_SIZE` 32): 2 + 2/32; under the blockwise recipe row- and
+  column-wise data on every GPU (TE keeps both in its GEMM-ready format, the column-wise one transposed; TE docs
+  `features/low_precision_training/fp8_blockwise_scaling`, "Swizzle of scaling factors") with one fp32 scale per
+  128 x 128 tile each: 2 + 8/16384. The distributed optimizer's parameter all-gather then moves the per-tensor
+  FP8 bytes (1; the blockwise recipe's row-wise data, "FP8 Blockwise Scaling all-gather is supported", the
+  column-wise copy of a 2-D-scaled weight being its transpose); MXFP8 gathers 16-bit values into the gradient
+  buffer and quantizes after (`reuse_grad_buf_for_mxfp8_param_ag`, `_post_param_sync`), 2 bytes. Blockwise
+  recipes leave `fp8_param_gather` off (`fp8_param_gather_default`).
 - Dropout masks (1 byte per element, Korthikanti 2022 Table 2) exist only at a
   non-zero rate: PyTorch's `dropout` returns its input unchanged at p = 0
   (`aten/src/ATen/native/Dropout.cpp`, `_dropout_impl`), so autograd saves no mask.
@@ -67,6 +72,7 @@ __all__ = [
     "HALF_BYTES",
     "MASK_BYTES",
     "Numerics",
+    "fp8_param_gather_default",
     "fp8_param_gather_on",
     "numerics",
     "training_numerics",
@@ -82,6 +88,9 @@ FP8_BYTES = 1
 """An FP8 element (E4M3 / E5M2): one byte."""
 MXFP8_BLOCK = 32
 """Elements per E8M0 (one-byte) scale under MXFP8 (TE `constants.MXFP8_BLOCK_SCALING_SIZE`)."""
+BLOCKWISE_WEIGHT_BLOCK = 128 * 128
+"""Elements per fp32 scale of a weight under the blockwise recipe: one per 128 x 128 tile (TE `Float8BlockScaling`
+default `w_block_scaling_dim=2`; TE docs `features/low_precision_training/fp8_blockwise_scaling`, "Block size")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,6 +252,17 @@ def numerics(
     )
 
 
+def fp8_param_gather_default(fp8_param_gather: bool | None, fp8_recipe: Fp8Recipe | None) -> bool | None:
+    """`fp8_param_gather` with today's recipes' choice where it depends on the FP8 recipe: None stays None (on
+    wherever the layout allows, `fp8_param_gather_on`) except under the blockwise recipe, whose recipes keep 16-bit
+    weights (False): Megatron-Bridge `training/mixed_precision.py` `bf16_with_fp8_subchannel_scaling_mixed`
+    (`fp8_param_gather = False`) and its H100 DeepSeek-V3 FP8-SC perf recipe
+    (`perf_recipes/deepseek/h100/deepseek_v3.py`, `fp8_param_gather = False`)."""
+    if fp8_param_gather is None and fp8_recipe is Fp8Recipe.BLOCKWISE:
+        return False
+    return fp8_param_gather
+
+
 def fp8_param_gather_on(fp8_param_gather: bool | None, zero_stage: IntArray | int) -> BoolArray:
     """Whether FP8 weights are stored as FP8 (Megatron-LM `--fp8-param-gather`), per ZeRO stage: as stated, or
     with None (today's recipes: NeMo's `bf16_with_fp8_mixed` / `bf16_with_fp8_current_scaling_mixed` and
@@ -260,8 +280,11 @@ def _fp8_weights(num: Numerics, recipe: Fp8Recipe | None, param_gather: bool | N
     is a framework's per-tensor default."""
     if recipe is Fp8Recipe.MXFP8:
         quantized = 2 * (FP8_BYTES + 1 / MXFP8_BLOCK)  # row- and column-wise data, one scale byte per 32 each
+    elif recipe is Fp8Recipe.BLOCKWISE:  # row- and column-wise data, one fp32 scale per 128 x 128 tile each
+        quantized = 2 * (FP8_BYTES + FP32_BYTES / BLOCKWISE_WEIGHT_BLOCK)
     else:
         quantized = FP8_BYTES if non_tn else 2 * FP8_BYTES  # the data, and its transpose on TN-only GPUs
+    param_gather = fp8_param_gather_default(param_gather, recipe)
     per_tensor_gather = param_gather is not False and recipe is not Fp8Recipe.MXFP8
     return replace(
         num,

@@ -92,6 +92,11 @@ class GpuSection(BaseModel):
         " weight for forward and backward. false: TN-only FP8 GEMMs (Hopper), so TE also keeps its transpose.",
     )
     mxfp8: bool = Field(default=False, description="MXFP8 (block-scaled FP8) tensor cores (Blackwell).")
+    fp8_block_scaling: bool = Field(
+        default=False,
+        description="FP8 block-scaled GEMMs for the blockwise recipe (Transformer Engine Float8BlockScaling: compute"
+        " capability 9.0 or higher with CUDA 12.9; Hopper natively, Blackwell emulating it with MXFP8).",
+    )
     fp8_gemm_speedup: float | None = Field(
         default=None,
         gt=0,
@@ -234,6 +239,12 @@ class HardwareProfile(BaseModel):
             raise InvalidSpecError(
                 "training.fp8_recipe", f"mxfp8 needs MXFP8 tensor cores; {self.gpu.name} has none (gpu.mxfp8 false)"
             )
+        if precision is Precision.FP8 and fp8_recipe is Fp8Recipe.BLOCKWISE and not self.gpu.fp8_block_scaling:
+            raise InvalidSpecError(
+                "training.fp8_recipe",
+                f"blockwise needs FP8 block-scaled GEMMs (compute capability 9.0 or higher with CUDA 12.9);"
+                f" {self.gpu.name} has none (gpu.fp8_block_scaling false)",
+            )
         cal = self.calibration
         return Hardware(
             peak_flop_per_s=peak * TERA,
@@ -278,10 +289,15 @@ class HardwareProfile(BaseModel):
     def _fp8_gemm_rate(self, precision: Precision, fp8_recipe: Fp8Recipe | None) -> float:
         """An FP8 run's GEMM throughput against the fp8 datasheet peak at the bf16 GEMMs' efficiency: the
         measured FP8 over bf16 speed-up (`gpu.fp8_gemm_speedup`) over the peaks' ratio, times
-        `MXFP8_GEMM_RATE` under MXFP8; 1 for other precisions or where the profile states no speed-up."""
+        `MXFP8_GEMM_RATE` under MXFP8 and under the blockwise recipe on MXFP8 tensor cores, which Transformer Engine
+        runs as MXFP8 ("Blackwell and later (SM >= 10.0) - the recipe is emulated with MXFP8", TE docs
+        `features/low_precision_training/fp8_blockwise_scaling`, "Supported devices"); 1 for other precisions or
+        where the profile states no speed-up. Blockwise on Hopper runs cuBLAS's block-scaled FP8 kernels, the ones
+        `gpu.fp8_gemm_speedup`'s source (cuBLAS 12.9 blog) measured."""
         if precision is not Precision.FP8:
             return 1.0
-        rate = MXFP8_GEMM_RATE if fp8_recipe is Fp8Recipe.MXFP8 else 1.0
+        as_mxfp8 = fp8_recipe is Fp8Recipe.MXFP8 or (fp8_recipe is Fp8Recipe.BLOCKWISE and self.gpu.mxfp8)
+        rate = MXFP8_GEMM_RATE if as_mxfp8 else 1.0
         peaks = self.gpu.peak_tflops
         if self.gpu.fp8_gemm_speedup is not None and peaks.fp8 is not None:
             rate *= self.gpu.fp8_gemm_speedup * self._bf16_peak_tflops() / peaks.fp8

@@ -628,6 +628,12 @@ class Fp8Recipe(StrEnum):
     MXFP8 = "mxfp8"
     """Block scaling, one E8M0 scale per 32 elements (TE `MXFP8BlockScaling`), on GPUs with MXFP8 tensor cores
     (Blackwell); Megatron-Bridge's `fp8_mx`."""
+    BLOCKWISE = "blockwise"
+    """DeepSeek-V3-style block scaling (TE `Float8BlockScaling`): one fp32 scale per 1 x 128 elements of
+    activations and gradients and per 128 x 128 block of weights, E4M3 (TE docs `features/low_precision_training/
+    fp8_blockwise_scaling`); Megatron-Bridge's `fp8_sc` ("subchannel"), which its H100 DeepSeek-V3, Qwen3 MoE and
+    Kimi K2 perf recipes run. Needs FP8 block-scaled GEMMs (`GpuSection.fp8_block_scaling`: Hopper natively,
+    Blackwell emulating it with MXFP8)."""
 
 
 class TrainingSpec(BaseModel):
@@ -663,11 +669,12 @@ class TrainingSpec(BaseModel):
     fp8_recipe: Fp8Recipe | None = Field(
         default=None,
         strict=False,
-        description="FP8 scaling (precision fp8 only): delayed, tensorwise (current scaling) or mxfp8 (block "
-        "scaling; GPUs with MXFP8 tensor cores); null: the framework's default (Megatron-LM and NeMo delayed, "
+        description="FP8 scaling (precision fp8 only): delayed, tensorwise (current scaling), mxfp8 (block "
+        "scaling; GPUs with MXFP8 tensor cores) or blockwise (1 x 128 / 128 x 128 scaling, Megatron-Bridge's "
+        "fp8_sc; GPUs with FP8 block-scaled GEMMs); null: the framework's default (Megatron-LM and NeMo delayed, "
         "TorchTitan's float8 tensorwise), per-tensor either way. Sets the bytes of a quantized weight: one "
         "per-tensor FP8 copy, plus its transpose on GPUs whose FP8 GEMMs are TN-only (Hopper); row- and "
-        "column-wise copies with their scales under mxfp8.",
+        "column-wise copies with their scales under mxfp8 and blockwise.",
     )
     fp8_param_gather: bool | None = Field(
         default=None,

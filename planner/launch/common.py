@@ -9,7 +9,7 @@ from planner.costmodel.candidates import stages_of
 from planner.costmodel.topology import tp_pp_dp_order
 from planner.errors import InvalidSpecError
 from planner.layout import Layout
-from planner.numerics import fp8_param_gather_on
+from planner.numerics import fp8_param_gather_default, fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
 from planner.specs import (
@@ -348,12 +348,13 @@ def megatron_gradient_notes(training: TrainingSpec) -> list[str]:
 
 def fp8_weight_storage(training: TrainingSpec, layout: Layout) -> tuple[bool, bool]:
     """(FP8 weights stored as FP8, MXFP8's parameter all-gather through the gradient buffer) as the cost model prices
-    them (`numerics.fp8_param_gather_on`: as stated, or today's recipes' default at zero_stage >= 1; MXFP8 with
-    FP8 storage reuses the gradient buffer, which Megatron-Core's `OptimizerConfig` warns is needed to avoid "a
-    significant amount of additional GPU memory"). Both False outside FP8."""
+    them (`numerics.fp8_param_gather_on`: as stated, or today's recipes' default, `fp8_param_gather_default`, at
+    zero_stage >= 1; MXFP8 with FP8 storage reuses the gradient buffer, which Megatron-Core's `OptimizerConfig` warns
+    is needed to avoid "a significant amount of additional GPU memory"). Both False outside FP8."""
     if training.precision is not Precision.FP8:
         return False, False
-    stored = bool(fp8_param_gather_on(training.fp8_param_gather, layout.zero_stage))
+    gather = fp8_param_gather_default(training.fp8_param_gather, training.fp8_recipe)
+    stored = bool(fp8_param_gather_on(gather, layout.zero_stage))
     return stored, stored and training.fp8_recipe is Fp8Recipe.MXFP8
 
 

@@ -293,7 +293,8 @@ def _fp8(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     if recipe is not None:
         name = str(recipe).rsplit(".", 1)[-1]
         if name not in {r.value for r in Fp8Recipe}:
-            refuse(f"fp8_recipe {name} in the {where} is not modelled (delayed, tensorwise and mxfp8 are)")
+            known = ", ".join(r.value for r in Fp8Recipe)
+            refuse(f"fp8_recipe {name} in the {where} is not modelled ({known} are)")
         fp8["fp8_recipe"] = name
     if isinstance(args.get("fp8_param_gather"), bool):
         fp8["fp8_param_gather"] = args["fp8_param_gather"]

@@ -9,8 +9,8 @@ the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / e
 pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (module lists mapped
 to the closest mode), bf16 Adam moments where the DeepSeek-V3 recipes use the precision-aware optimizer, CUDA
 graphs and 16-bit gradient reduction, on the whole HBM (`memory_headroom` 0). What the planner cannot express
-(MTP, MoE all-to-all overlap, DeepEP / HybridEP, partial CUDA-graph scopes, FP8 blockwise scaling) each source
-lists in its `not_expressed`.
+(partial CUDA-graph scopes, module recompute lists, layouts it cannot express) each source lists in its
+`not_expressed`; FP8 sub-channel scaling goes as the blockwise recipe.
 """
 
 from __future__ import annotations

@@ -169,6 +169,18 @@ def test_mxfp8_runs_the_linear_gemms_at_its_kernel_rate_and_nothing_else_slower(
         load_profiles()["dgx-h100"].hardware(Precision.FP8, Fp8Recipe.MXFP8)
 
 
+def test_blockwise_runs_as_mxfp8_on_blackwell_and_at_the_per_tensor_rate_on_hopper() -> None:
+    """Transformer Engine emulates the blockwise recipe with MXFP8 on Blackwell (its GEMMs at `MXFP8_GEMM_RATE`);
+    on Hopper cuBLAS's block-scaled FP8 kernels run at the measured FP8 speed-up, like per-tensor scaling."""
+    profiles = load_profiles()
+    for blackwell in ("gb200-nvl72", "hgx-b200"):
+        block = profiles[blackwell].hardware(Precision.FP8, Fp8Recipe.BLOCKWISE)
+        assert block.fp8_gemm_rate == profiles[blackwell].hardware(Precision.FP8, Fp8Recipe.MXFP8).fp8_gemm_rate
+    for hopper in ("dgx-h100", "hgx-h200"):
+        block = profiles[hopper].hardware(Precision.FP8, Fp8Recipe.BLOCKWISE)
+        assert block.fp8_gemm_rate == profiles[hopper].hardware(Precision.FP8, Fp8Recipe.TENSORWISE).fp8_gemm_rate
+
+
 def test_hopper_fp8_gemms_run_at_the_measured_speed_up_over_bf16() -> None:
     """H100 states a measured 1.75x for large FP8 GEMMs over bf16 (`gpu.fp8_gemm_speedup`, cuBLAS 12.9): at the same
     eta a large FP8 GEMM then takes 1/1.75 of the bf16 one's time, not the peaks' 1/2; bf16 runs and the GEMMs an

@@ -295,13 +295,26 @@ FP8_WEIGHT_ROWS = [
     (Fp8Recipe.MXFP8, True, True, 2 * (TINY_PARAMS - TINY_FP8_WEIGHTS) + (2 + 2 / 32) * TINY_FP8_WEIGHTS),
     (Fp8Recipe.MXFP8, False, True, 2 * TINY_PARAMS + (2 + 2 / 32) * TINY_FP8_WEIGHTS),
     (None, None, True, 2 * TINY_PARAMS + 1 * TINY_FP8_WEIGHTS),  # today's recipes store FP8 only with ZeRO >= 1
+    # blockwise: row- and column-wise data, one fp32 scale per 128 x 128 tile each, on either GPU kind
+    (Fp8Recipe.BLOCKWISE, True, False, 2 * (TINY_PARAMS - TINY_FP8_WEIGHTS) + (2 + 8 / 16384) * TINY_FP8_WEIGHTS),
+    (Fp8Recipe.BLOCKWISE, None, True, 2 * TINY_PARAMS + (2 + 8 / 16384) * TINY_FP8_WEIGHTS),  # its recipes: 16-bit
 ]
 
 
 @pytest.mark.parametrize(
     ("recipe", "param_gather", "non_tn", "expected"),
     FP8_WEIGHT_ROWS,
-    ids=["hopper", "blackwell", "hopper-gather", "blackwell-gather", "mxfp8-gather", "mxfp8", "default-zero-0"],
+    ids=[
+        "hopper",
+        "blackwell",
+        "hopper-gather",
+        "blackwell-gather",
+        "mxfp8-gather",
+        "mxfp8",
+        "default-zero-0",
+        "blockwise-gather",
+        "blockwise-default",
+    ],
 )
 def test_fp8_weight_bytes_by_hand(
     recipe: Fp8Recipe | None, param_gather: bool | None, non_tn: bool, expected: float

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from planner.errors import InvalidSpecError
-from planner.numerics import Numerics, fp8_param_gather_on, numerics, training_numerics
+from planner.numerics import Numerics, fp8_param_gather_default, fp8_param_gather_on, numerics, training_numerics
 from planner.profiles import load_profiles
 from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, Precision, TrainingSpec
 from tests.costmodel.hardware import fabric_hardware
@@ -107,6 +107,10 @@ def test_gradient_layout_defaults_to_megatron() -> None:
         (Fp8Recipe.TENSORWISE, True, True, 1, False, 1),
         (Fp8Recipe.MXFP8, True, True, 2 + 2 / 32, False, 2),  # row- and column-wise, gathered in 16-bit
         (Fp8Recipe.MXFP8, False, True, 2 + 2 / 32, True, 2),
+        # blockwise: row- and column-wise data with one fp32 scale per 128 x 128 tile each, on either GPU kind
+        (Fp8Recipe.BLOCKWISE, True, False, 2 + 8 / 16384, False, 1),
+        (Fp8Recipe.BLOCKWISE, False, True, 2 + 8 / 16384, True, 2),
+        (Fp8Recipe.BLOCKWISE, None, False, 2 + 8 / 16384, True, 2),  # its recipes keep 16-bit weights
     ],
 )
 def test_fp8_weight_storage(
@@ -145,8 +149,29 @@ def test_fp8_settings_are_refused_outside_fp8() -> None:
     with pytest.raises(ValueError, match=r"fp8_recipe\(mxfp8\) applies to precision fp8; got precision\(fp16\)"):
         TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp16", "fp8_recipe": "mxfp8"})
     with pytest.raises(ValueError, match="fp8_recipe"):
-        TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp8", "fp8_recipe": "blockwise"})
+        TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp8", "fp8_recipe": "custom"})
     assert TrainingSpec(global_batch_size=8).fp8_recipe is None
+
+
+def test_blockwise_recipes_leave_fp8_weight_storage_off_unless_asked() -> None:
+    # Megatron-Bridge's sub-channel presets set fp8_param_gather False; a stated value stands
+    assert fp8_param_gather_default(None, Fp8Recipe.BLOCKWISE) is False
+    assert fp8_param_gather_default(True, Fp8Recipe.BLOCKWISE) is True
+    for recipe in (None, Fp8Recipe.DELAYED, Fp8Recipe.TENSORWISE, Fp8Recipe.MXFP8):
+        assert fp8_param_gather_default(None, recipe) is None
+        assert fp8_param_gather_default(False, recipe) is False
+    assert not numerics(Precision.FP8, fp8_recipe=Fp8Recipe.BLOCKWISE).fp8_weights_as_fp8_only(np.arange(4)).any()
+
+
+def test_blockwise_needs_fp8_block_scaled_gemms() -> None:
+    profiles = load_profiles()
+    for profile_id in ("dgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72"):
+        assert profiles[profile_id].gpu.fp8_block_scaling
+        assert "gpu.fp8_block_scaling" in profiles[profile_id].sources
+        profiles[profile_id].hardware(Precision.FP8, Fp8Recipe.BLOCKWISE)
+    assert not profiles["mi300x"].gpu.fp8_block_scaling  # ROCm Transformer Engine refuses the recipe
+    with pytest.raises(InvalidSpecError, match="training.fp8_recipe: blockwise needs FP8 block-scaled GEMMs .* MI300X"):
+        profiles["mi300x"].hardware(Precision.FP8, Fp8Recipe.BLOCKWISE)
 
 
 def test_mxfp8_needs_mxfp8_tensor_cores() -> None:

@@ -32,13 +32,14 @@ chunk beside the embedding or the loss), and a note says so where the recipe's c
 `recompute_modules` map to the closest planner mode: `selective` (the attention core, and the other small per-layer
 pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the dense `mlp` of DeepSeek's first three layers) or
 `full` when the MoE layers themselves are recomputed (`moe`), noted in `not_expressed` with every other setting the
-planner has no field for (layouts it cannot express, partial CUDA-graph scopes, FP8 blockwise scaling). The token
+planner has no field for (layouts it cannot express, partial CUDA-graph scopes). FP8 sub-channel scaling (`FP8_SC`)
+is sent as the blockwise recipe. The token
 dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
 as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`. Token dropping and forced load balancing, which the
 recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out: the vision-language
 `vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi, GPT-OSS and the GB300 / B300 / VR200 rows (no profile).
 Identical rows from several releases are kept once, with every source, each source with its own `not_expressed` list
-(rows sent alike may differ in what the planner cannot express: FP8 blockwise beside per-tensor scaling).
+(rows sent alike may differ in what the planner cannot express).
 """
 
 from __future__ import annotations
@@ -88,11 +89,7 @@ BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     "BF16": ("bf16", None, None),
     "FP8_CS": ("fp8", "tensorwise", None),
     "FP8_MX": ("fp8", "mxfp8", None),
-    "FP8_SC": (
-        "fp8",
-        "tensorwise",
-        "FP8 blockwise (sub-channel, 128-element) scaling: priced as per-tensor current scaling, the closest recipe",
-    ),
+    "FP8_SC": ("fp8", "blockwise", None),
 }
 RECOMPUTED_MOE = {"moe"}  # module recompute that takes the MoE layer's activations: closest to full
 

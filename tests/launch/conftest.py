@@ -10,7 +10,7 @@ import pytest
 from planner.launch import LaunchArgs, launch_args
 from planner.layout import Layout
 from planner.presets import get_preset
-from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import Fp8Recipe, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,14 @@ CASES = [
         _train(1024, Precision.FP8, moe_dispatcher="hybridep"),
         Layout(tp=1, pp=1, dp=16, ep=16, zero_stage=1),
         16,
+    ),
+    Case(
+        # Megatron-Bridge's H100 DeepSeek-V3 FP8-SC recipe scales: --fp8-recipe blockwise, 16-bit weights.
+        "deepseek-v3-fp8-blockwise",
+        _model("deepseek-v3"),
+        TrainingSpec(global_batch_size=2048, precision=Precision.FP8, fp8_recipe=Fp8Recipe.BLOCKWISE),
+        Layout(tp=2, pp=8, dp=64, ep=64, recompute=SEL, sequence_parallel=True, zero_stage=1),
+        1024,
     ),
     Case(
         "llama3-8b-fp8-tp-overlap-zero2",

@@ -472,6 +472,18 @@ def test_precision(precision: Precision, flags: list[str], absent: list[str], pl
             ["--fp8-recipe", "delayed"],
             {"trainer.plugins.fp8_recipe": "delayed", "trainer.plugins.fp8_param_gather": False},
         ),
+        (  # Megatron-Bridge's sub-channel presets keep 16-bit weights: no --fp8-param-gather by default
+            Fp8Recipe.BLOCKWISE,
+            None,
+            ["--fp8-recipe", "blockwise"],
+            {"trainer.plugins.fp8_recipe": "blockwise", "trainer.plugins.fp8_param_gather": False},
+        ),
+        (
+            Fp8Recipe.BLOCKWISE,
+            True,
+            ["--fp8-recipe", "blockwise", "--fp8-param-gather"],
+            {"trainer.plugins.fp8_recipe": "blockwise", "trainer.plugins.fp8_param_gather": True},
+        ),
     ],
 )
 def test_fp8_recipe_and_weight_storage(

@@ -464,8 +464,11 @@ def test_megatron_fp8_log_states_its_recipe_and_weight_storage() -> None:
     training = observe_log(text, profile="dgx-h100").request["training"]
     assert (training["precision"], training["fp8_recipe"], training["fp8_param_gather"]) == ("fp8", "tensorwise", False)
     blockwise = text.replace("Fp8Recipe.tensorwise", "Fp8Recipe.blockwise")
-    with pytest.raises(InvalidSpecError, match="fp8_recipe blockwise in the .* is not modelled"):
-        observe_log(blockwise, profile="dgx-h100")
+    assert observe_log(blockwise, profile="dgx-h100").request["training"]["fp8_recipe"] == "blockwise"
+    custom = text.replace("Fp8Recipe.tensorwise", "Fp8Recipe.custom")  # a user's quantizer factory
+    refused = r"fp8_recipe custom in the .* is not modelled \(delayed, .*blockwise are\)"
+    with pytest.raises(InvalidSpecError, match=refused):
+        observe_log(custom, profile="dgx-h100")
 
 
 def test_megatron_log_states_its_activation_offloading() -> None:
