@@ -35,6 +35,12 @@ deepseek_v2, deepseek_v3
     routing when n_group > 1), routed_scaling_factor and norm_topk_prob; the
     balancing loss from seq_aux (default true: per sequence) and
     aux_loss_alpha (its weight, default 0.001).
+gpt_oss
+    As llama, plus num_local_experts and num_experts_per_tok (every layer is
+    MoE, intermediate_size is one expert's width; a softmax over the chosen
+    experts; no balancing loss, as Megatron-Bridge's GPTOSSBridge trains it),
+    and the sliding window below (default layer_types: layers 1, 3, ... of
+    128 tokens, every other one full).
 llama4, llama4_text
     As llama (read from ``text_config`` when the file is the multimodal
     wrapper; the vision tower is left out), plus num_local_experts,
@@ -80,8 +86,16 @@ Approximations (ModelSpec cannot say more):
   multi-token-prediction modules (num_nextn_predict_layers) become
   mtp_num_layers: DeepSeek-V3 is then 682B (the advertised 671B leaves them out,
   its 685B checkpoint counts the shared embedding and output head twice).
-- Sliding-window attention (Mistral, Qwen) and partial rotary (GPT-NeoX
-  rotary_pct) change no parameter count and are ignored; so is GPT-NeoX's
+- Sliding-window attention becomes sliding_window (the config's
+  sliding_window) and sliding_window_pattern: from layer_types where the
+  config lists them (sliding_attention / full_attention; the full layers must
+  be every N-th, else an error), else every layer for Mistral and Mixtral
+  when sliding_window is set (null from Mistral 7B v0.2 on and in Mixtral),
+  and for Qwen when use_sliding_window is true (false in every released
+  config; it windows the layers from max_window_layers on, an error unless
+  that is 0). GPT-OSS's attention sinks and biases and its clamped GLU are
+  left out (each under 0.1% of the compute). Partial rotary (GPT-NeoX
+  rotary_pct) changes no parameter count and is ignored; so is GPT-NeoX's
   parallel residual.
 - Llama-style families always have a gated MLP in Hugging Face's modelling
   code, so gated_mlp is True whatever ``hidden_act`` names (silu in practice).
@@ -128,6 +142,11 @@ PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
     "llama": (8192, "Llama 3 pre-trains at 8,192 tokens: Llama Team 2024, arXiv 2407.21783, Sec. 3.4.1"),
     "mistral": (8192, "Mistral 7B's context_len is 8,192: Jiang et al. 2023, arXiv 2310.06825, Table 1"),
     "mixtral": (32768, "Mixtral is trained with a 32k context: Jiang et al. 2024, arXiv 2401.04088, Sec. 2"),
+    "gpt_oss": (
+        4096,
+        "GPT-OSS's config.json initial_context_length (4,096) before its YaRN extension; Megatron-Bridge's"
+        " gpt_oss_120b_pretrain_config trains at 4,096",
+    ),
     "qwen2": (4096, "Qwen2/2.5 pre-train at 4,096 tokens before long-context extension: arXiv 2412.15115, Sec. 3"),
     "qwen2_moe": (4096, "Qwen2 pre-trains at 4,096 tokens before long-context extension: arXiv 2407.10671, Sec. 3"),
     "qwen3": (4096, "Qwen3's general pre-training stage uses 4,096 tokens: arXiv 2505.09388, Sec. 3.2"),
@@ -150,6 +169,7 @@ _ARCHITECTURES = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "MixtralForCausalLM": "mixtral",
+    "GptOssForCausalLM": "gpt_oss",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
@@ -312,7 +332,66 @@ def _trunk(keys: _Keys, *, ffn_key: str | None = "intermediate_size") -> dict[st
     )
     if keys.model_type in QK_NORM_MODEL_TYPES:
         spec.update(keys.fixed(qk_layernorm=True))
+    spec.update(_sliding_window(keys, spec["num_layers"]))
     return spec
+
+
+ATTENTION_LAYER_TYPES = ("sliding_attention", "full_attention")
+"""The `layer_types` entries read (Hugging Face `configuration_utils.ALLOWED_LAYER_TYPES`' attention kinds that
+`ModelSpec.sliding_window` expresses)."""
+
+
+def _sliding_window(keys: _Keys, num_layers: int) -> dict[str, Any]:
+    """`sliding_window` and `sliding_window_pattern` as Hugging Face's modelling code applies the window: from
+    `layer_types` where the config lists them (GPT-OSS, and the configs recent transformers save), else GPT-OSS's
+    default (GptOssConfig: layers 1, 3, ... windowed), Mistral's and Mixtral's window on every layer
+    (`MistralAttention`: `sliding_window` null in Mistral 7B v0.2 on and in Mixtral), and Qwen's `use_sliding_window`
+    (false in the released configs; true windows the layers from `max_window_layers` on, expressible only from
+    layer 0). Other families have none."""
+    types = keys._config.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list | tuple) or len(types) != num_layers:
+            raise keys.error("layer_types", f"layer_types must list one attention type per layer ({num_layers})")
+        unknown = sorted({str(t) for t in types} - set(ATTENTION_LAYER_TYPES))
+        if unknown:
+            raise keys.error("layer_types", f"layer_types {unknown} cannot be expressed (read: sliding / full)")
+        windowed = [t == "sliding_attention" for t in types]
+        where = keys.source("layer_types")
+    elif keys.model_type == "gpt_oss":
+        windowed = [(i + 1) % 2 != 0 for i in range(num_layers)]
+        where = "architecture (gpt_oss: GptOssConfig's default layer_types, sliding then full)"
+    elif keys.model_type in ("mistral", "mixtral"):
+        windowed = [keys.has("sliding_window")] * num_layers
+        where = keys.source("sliding_window")
+    elif keys.flag("use_sliding_window", default=False):
+        first = keys.integer("max_window_layers", default=0, minimum=0)
+        if first:
+            raise keys.error(
+                "max_window_layers",
+                f"use_sliding_window windows the layers from max_window_layers ({first}) on; a ModelSpec cannot"
+                " express full attention below a window",
+            )
+        windowed = [True] * num_layers
+        where = keys.source("use_sliding_window")
+    else:
+        return {}
+    if not any(windowed):
+        return {}
+    window = keys.take("sliding_window", "sliding_window")
+    full = [i for i, w in enumerate(windowed) if not w]
+    if not full:
+        keys.sources["sliding_window_pattern"] = where
+        return {"sliding_window": window}
+    period = full[0] + 1
+    if period < 2 or any(w != ((i + 1) % period != 0) for i, w in enumerate(windowed)):
+        shown = ", ".join(str(i) for i in full[:8]) + (", ..." if len(full) > 8 else "")
+        raise keys.error(
+            "layer_types",
+            f"the full-attention layers ({len(full)} of {num_layers}: {shown}) are not every N-th layer; a"
+            " ModelSpec cannot express this pattern",
+        )
+    keys.sources["sliding_window_pattern"] = where
+    return {"sliding_window": window, "sliding_window_pattern": period}
 
 
 def _softmax_router(keys: _Keys) -> dict[str, Any]:
@@ -343,6 +422,23 @@ def _switch_balancing(keys: _Keys) -> dict[str, Any]:
 
 def _llama(keys: _Keys) -> dict[str, Any]:
     return _trunk(keys)
+
+
+def _gpt_oss(keys: _Keys) -> dict[str, Any]:
+    """GPT-OSS: Llama-style trunk with head_dim, every layer MoE (intermediate_size is one expert's width), a
+    softmax over the chosen top-k logits (`GptOssTopKRouter`, Megatron-Core's default), trained without a balancing
+    loss as Megatron-Bridge's GPTOSSBridge sets it (moe_router_load_balancing_type none; transformers adds
+    router_aux_loss_coef's loss only under output_router_logits, false in the released configs)."""
+    spec = _trunk(keys)
+    spec["moe"] = {
+        "num_experts": keys.take("moe.num_experts", "num_local_experts"),
+        "top_k": keys.take("moe.top_k", "num_experts_per_tok"),
+        "expert_ffn_hidden_size": spec["ffn_hidden_size"],
+    }
+    keys.sources["moe.expert_ffn_hidden_size"] = keys.sources["ffn_hidden_size"]
+    spec["moe"].update(keys.fixed(router_load_balancing="none"))
+    keys.sources["moe.router_load_balancing"] = keys.sources.pop("router_load_balancing")
+    return spec
 
 
 def _mixtral(keys: _Keys) -> dict[str, Any]:
@@ -552,6 +648,7 @@ _FAMILIES: dict[str, Callable[[_Keys], dict[str, Any]]] = {
     "qwen2": _llama,
     "qwen3": _llama,
     "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
     "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek_v3,  # the same keys: MLA and DeepSeekMoE (arXiv 2405.04434, Sec. 2)

@@ -303,6 +303,22 @@ class ModelSpec(BaseModel):
         " heads, one more memory-bound pass over Q and K and their saved inputs. Under mla the latent norms are"
         " always priced (DeepSeek-V2/V3 have them) and this changes nothing.",
     )
+    sliding_window: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LENGTH,
+        description="Sliding-window attention: the keys a query attends to in a windowed layer, itself included"
+        " (Hugging Face sliding_window; Megatron-LM --window-size (sliding_window - 1, 0)); null: every layer attends"
+        " to its whole causal prefix. GPT-OSS: 128, in every other layer (sliding_window_pattern 2).",
+    )
+    sliding_window_pattern: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_LAYERS,
+        description="With sliding_window: every N-th layer (layers N, 2N, ... counted from 1) attends fully and the"
+        " others through the window (Megatron-LM --window-attn-skip-freq N, Hugging Face Gemma's"
+        " sliding_window_pattern; GPT-OSS 2, Gemma 3 6); null: every layer is windowed.",
+    )
     moe: MoESpec | None = Field(default=None, description="Mixture-of-experts block; null for a dense model.")
     mtp_num_layers: int = Field(
         default=0,
@@ -371,6 +387,11 @@ class ModelSpec(BaseModel):
                 f"num_query_groups({g}) must equal num_attention_heads({a}) under multi-latent attention: every head"
                 " has its own key and value (Megatron-LM refuses --group-query-attention with MLA)"
             )
+        if self.sliding_window_pattern is not None and self.sliding_window is None:
+            raise ValueError(
+                f"sliding_window_pattern({self.sliding_window_pattern}) needs sliding_window: it says which layers"
+                " attend fully among windowed ones"
+            )
         if self.moe is not None and self.moe.first_k_dense_layers > self.num_layers:
             raise ValueError(
                 f"moe.first_k_dense_layers({self.moe.first_k_dense_layers}) > num_layers({self.num_layers})"
@@ -424,6 +445,17 @@ class ModelSpec(BaseModel):
         if self.mla is None:
             return 2 * self.kv_hidden_size
         return self.num_attention_heads * (self.mla.query_key_head_dim + self.mla.v_head_dim)
+
+    @property
+    def num_window_layers(self) -> int:
+        """Layers that attend through `sliding_window`: all of them, or all but every `sliding_window_pattern`-th
+        (Megatron-Core `is_layer_window_attention`: layer n, counted from 1, is full iff n % N == 0); 0 without a
+        window."""
+        if self.sliding_window is None:
+            return 0
+        if self.sliding_window_pattern is None:
+            return self.num_layers
+        return self.num_layers - self.num_layers // self.sliding_window_pattern
 
     @property
     def num_moe_layers(self) -> int:

@@ -134,3 +134,12 @@ def test_preset_sizes_match_published(preset_id: str, total: float, active: floa
     model = get_preset(preset_id).model
     assert total_params(model) == pytest.approx(total, rel=0.01, abs=rounding)
     assert active_params(model) == pytest.approx(active, rel=0.01, abs=rounding)
+
+
+def test_gpt_oss_120b_matches_openais_model_card() -> None:
+    """OpenAI's gpt-oss model card (2025-08-05): 116.83B parameters in all and 5.13B active per token, an active
+    count that leaves the input embedding (201,088 x 2,880) out and the unembedding in. The preset leaves out the
+    projection biases and attention sinks (about 40M)."""
+    model = get_preset("gpt-oss-120b").model
+    assert total_params(model) == pytest.approx(116.83e9, abs=0.05e9)
+    assert active_params(model) - model.vocab_size * model.hidden_size == pytest.approx(5.13e9, abs=0.01e9)

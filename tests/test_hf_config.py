@@ -10,6 +10,7 @@ from planner.costmodel.gemms import attention_gemms
 from planner.costmodel.params import active_params, total_params
 from planner.errors import InvalidSpecError
 from planner.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config, resolve_hf_config
+from planner.presets import get_preset
 
 # config.json of meta-llama/Meta-Llama-3-8B.
 LLAMA3_8B: dict[str, Any] = {
@@ -625,8 +626,9 @@ def test_real_config(
     config: dict[str, Any], seq_length: int | None, expected: dict[str, Any], advertised: float, rel: float
 ) -> None:
     model = model_from_hf_config(config, seq_length=seq_length)
-    # MLA and MTP: DeepSeek's alone; the query/key norms: Qwen3's alone
-    assert model.model_dump() == {"mla": None, "mtp_num_layers": 0, "qk_layernorm": False} | expected
+    # MLA and MTP: DeepSeek's alone; the query/key norms: Qwen3's alone; a sliding window: none of these
+    unset = {"mla": None, "mtp_num_layers": 0, "qk_layernorm": False, "sliding_window": None}
+    assert model.model_dump() == unset | {"sliding_window_pattern": None} | expected
     assert total_params(model) == pytest.approx(advertised, rel=rel)
 
 
@@ -726,6 +728,7 @@ def test_supported_model_types() -> None:
         "qwen2",
         "qwen3",
         "mixtral",
+        "gpt_oss",
         "qwen2_moe",
         "qwen3_moe",
         "deepseek_v2",
@@ -928,9 +931,9 @@ def test_default_seq_length_is_the_pretraining_length(config: dict[str, Any], ex
 
 
 def test_every_field_has_a_source() -> None:
-    for config in (LLAMA3_8B, QWEN2_7B, GPT2, GPT_NEOX_20B, DEEPSEEK_V3, QWEN3_30B_A3B):
+    for config in (LLAMA3_8B, QWEN2_7B, GPT2, GPT_NEOX_20B, DEEPSEEK_V3, QWEN3_30B_A3B, GPT_OSS_120B):
         resolved = resolve_hf_config(config, seq_length=4096)
-        fields = set(resolved.model.model_dump(exclude={"moe", "mla", "name"}))
+        fields = set(resolved.model.model_dump(exclude={"moe", "mla", "name"}, exclude_none=True))
         if resolved.model.moe is not None:
             fields |= {f"moe.{k}" for k in resolved.model.moe.model_dump()}
         if resolved.model.mla is not None:
@@ -1046,3 +1049,109 @@ def test_a_known_modelling_class_under_its_own_model_type_is_read_by_that_class(
     assert model_from_hf_config(renamed) == model_from_hf_config(DEEPSEEK_V3)
     with pytest.raises(InvalidSpecError, match="unsupported model_type 'kimi_k2'"):
         model_from_hf_config(renamed | {"architectures": ["KimiForCausalLM"]})
+
+
+# config.json of openai/gpt-oss-120b (the keys this module reads, and the MoE/attention extras it ignores).
+GPT_OSS_120B: dict[str, Any] = {
+    "architectures": ["GptOssForCausalLM"],
+    "attention_bias": True,
+    "attention_dropout": 0.0,
+    "experts_per_token": 4,
+    "head_dim": 64,
+    "hidden_act": "silu",
+    "hidden_size": 2880,
+    "initial_context_length": 4096,
+    "intermediate_size": 2880,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072,
+    "model_type": "gpt_oss",
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "num_local_experts": 128,
+    "output_router_logits": False,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn"},
+    "rope_theta": 150000,
+    "router_aux_loss_coef": 0.9,
+    "sliding_window": 128,
+    "swiglu_limit": 7.0,
+    "tie_word_embeddings": False,
+    "vocab_size": 201088,
+}
+
+
+def test_gpt_oss_is_the_preset() -> None:
+    """The 120B config.json reads as the preset, window, pattern, router and pre-training length included."""
+    resolved = resolve_hf_config(GPT_OSS_120B)
+    preset = get_preset("gpt-oss-120b").model
+    assert resolved.model.model_dump(exclude={"name"}) == preset.model_dump(exclude={"name"})
+    assert resolved.sources["sliding_window"] == "hf_config.sliding_window"
+    assert resolved.sources["sliding_window_pattern"] == "hf_config.layer_types"
+    assert resolved.sources["moe.router_load_balancing"] == "architecture (gpt_oss)"
+    # Without layer_types, GptOssConfig's default: sliding then full.
+    assert model_from_hf_config(_without(GPT_OSS_120B, "layer_types")) == resolved.model
+
+
+@pytest.mark.parametrize(
+    ("update", "window", "pattern"),
+    [
+        ({"layer_types": ["sliding_attention"] * 36}, 128, None),
+        ({"layer_types": ["full_attention"] * 36}, None, None),
+        ({"layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 6}, 128, 6),  # Gemma 3's 5:1
+    ],
+)
+def test_layer_types_become_the_window_pattern(update: dict[str, Any], window: int | None, pattern: int | None) -> None:
+    model = model_from_hf_config(GPT_OSS_120B | update)
+    assert (model.sliding_window, model.sliding_window_pattern) == (window, pattern)
+
+
+def test_mistral_windows_every_layer_and_mixtral_none() -> None:
+    """Mistral 7B v0.1 (sliding_window 4096) windows every layer; Mixtral's null window is full attention."""
+    mistral = LLAMA3_8B | {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "sliding_window": 4096}
+    model = model_from_hf_config(mistral)
+    assert (model.sliding_window, model.sliding_window_pattern, model.num_window_layers) == (4096, None, 32)
+    assert model_from_hf_config(MIXTRAL_8X7B).sliding_window is None
+    # Qwen's window is off unless use_sliding_window says otherwise (every released config).
+    assert model_from_hf_config(LLAMA3_8B | {"model_type": "qwen2", "sliding_window": 4096}).sliding_window is None
+
+
+WINDOW_ERROR_CASES = [
+    pytest.param(
+        GPT_OSS_120B | {"layer_types": ["full_attention"] + ["sliding_attention"] * 35},
+        None,
+        "model.hf_config.layer_types",
+        ["full-attention layers (1 of 36: 0)", "every N-th layer", "gpt_oss"],
+        id="gpt-oss-full-first-layer",
+    ),
+    pytest.param(
+        GPT_OSS_120B | {"layer_types": ["sliding_attention", "chunked_attention"] * 18},
+        None,
+        "model.hf_config.layer_types",
+        ["['chunked_attention']", "cannot be expressed"],
+        id="gpt-oss-chunked-layer-type",
+    ),
+    pytest.param(
+        GPT_OSS_120B | {"layer_types": ["sliding_attention"] * 35},
+        None,
+        "model.hf_config.layer_types",
+        ["one attention type per layer (36)"],
+        id="gpt-oss-layer-types-length",
+    ),
+    pytest.param(
+        LLAMA3_8B
+        | {"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 28},
+        None,
+        "model.hf_config.max_window_layers",
+        ["from max_window_layers (28) on", "qwen2"],
+        id="qwen2-window-above-max-window-layers",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "seq_length", "field", "fragments"), WINDOW_ERROR_CASES)
+def test_inexpressible_windows_are_refused(
+    config: dict[str, Any], seq_length: int | None, field: str, fragments: list[str]
+) -> None:
+    test_invalid_config(config, seq_length, field, fragments)

@@ -38,6 +38,7 @@ __all__ = [
     "Gemm",
     "GemmRole",
     "attention_core_flop",
+    "attention_core_fraction",
     "attention_gemms",
     "attention_score_flop",
     "layer_gemms",
@@ -47,6 +48,7 @@ __all__ = [
     "mtp_projection_gemm",
     "router_gemm",
     "up_projection_gemms",
+    "windowed_fraction",
 ]
 
 
@@ -267,14 +269,44 @@ def attention_score_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) 
     return 2 * sequences * model.seq_length**2 * widths
 
 
+def windowed_fraction(window: int, seq_length: int) -> float:
+    """Share of the s x s score matrix a causal sliding window of w keys (the query itself included) covers:
+    query i attends min(i + 1, w) keys, so over the sequence, in the continuum limit that `CAUSAL_FRACTION`
+    takes too, w/s - w^2/(2 s^2) for w < s and 1/2 (causal) from w = s on; the two agree at w = s.
+    The fused kernels skip the blocks outside the band as their causal mask skips those above the diagonal
+    (Dao 2023, arXiv 2307.08691, Sec. 3.1.1; flash-attn's `window_size`, local attention from v2.3, and Transformer
+    Engine's `DotProductAttention(window_size=...)`, which Megatron-Core passes `--window-size` to), and
+    Megatron-Bridge's flop count for windowed layers scales with min(window, s) likewise
+    (`training/utils/flop_utils.py`, `swa_context`). The partly masked tiles along the band's edges are not
+    counted: with GPT-OSS's 128-key window and 128-wide tiles a kernel touches about twice the band, which leaves
+    out some 6% of that model's attention-core work (its full layers carry the rest)."""
+    if window >= seq_length:
+        return CAUSAL_FRACTION
+    return window / seq_length - window**2 / (2 * seq_length**2)
+
+
+def attention_core_fraction(model: ModelSpec) -> float:
+    """Share of the s x s score matrix the average layer's attention core computes: `CAUSAL_FRACTION` in a
+    full-attention layer, `windowed_fraction` in a sliding-window one (`ModelSpec.num_window_layers` of the
+    `num_layers`; Megatron-Core `is_layer_window_attention`)."""
+    windowed = model.num_window_layers
+    if not windowed or model.sliding_window is None:
+        return CAUSAL_FRACTION
+    band = windowed_fraction(model.sliding_window, model.seq_length)
+    return (windowed * band + (model.num_layers - windowed) * CAUSAL_FRACTION) / model.num_layers
+
+
 @overload
 def attention_core_flop(model: ModelSpec, sequences: float) -> float: ...
 @overload
 def attention_core_flop(model: ModelSpec, sequences: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
 def attention_core_flop(model: ModelSpec, sequences: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
-    """The causal attention core: `CAUSAL_FRACTION` of `attention_score_flop`, 2 b s^2 h.
+    """The causal attention core: `CAUSAL_FRACTION` of `attention_score_flop`, 2 b s^2 h, or under sliding-window
+    attention the layers' average share of it (`attention_core_fraction`).
 
     The model-flop (MFU) convention of Megatron-LM and NeMo today, and what a
-    causal fused kernel computes, so time and hardware flop count the same work.
+    causal fused kernel computes, so time and hardware flop count the same work. Windowed layers follow
+    Megatron-Bridge's count (the band); Megatron-LM's `num_floating_point_operations` counts every layer as full
+    causal attention, so its MFU of a windowed model reads higher than this one's.
     """
-    return CAUSAL_FRACTION * attention_score_flop(model, sequences)
+    return attention_core_fraction(model) * attention_score_flop(model, sequences)

@@ -37,6 +37,7 @@ __all__ = [
     "torchtitan_block_recompute_notes",
     "torchtitan_mtp_notes",
     "torchtitan_qk_norm_notes",
+    "torchtitan_window_notes",
     "qk_layernorm_on",
     "torchtitan_offload_notes",
     "model_notes",
@@ -385,6 +386,20 @@ def torchtitan_qk_norm_notes(model: ModelSpec) -> list[str]:
         "model.qk_layernorm: the estimate prices a norm over each head's query and key (Qwen3's q_norm / k_norm)."
         " TorchTitan's qwen3 model has them; its llama3 model has none, so a flavor registered on llama3 trains"
         " without them."
+    ]
+
+
+def torchtitan_window_notes(model: ModelSpec) -> list[str]:
+    """TorchTitan's llama3, qwen3 and deepseek_v3 models attend over the whole causal prefix in every layer; its
+    gpt_oss model (torchtitan/models/gpt_oss, v0.2.2) is the one with sliding-window attention."""
+    if model.sliding_window is None:
+        return []
+    layers = "every layer" if model.sliding_window_pattern is None else f"{model.num_window_layers} layers"
+    return [
+        f"model.sliding_window({model.sliding_window}): the estimate prices windowed attention in {layers}."
+        " TorchTitan's llama3, qwen3 and deepseek_v3 models attend fully everywhere (its gpt_oss model has the"
+        " window), so a flavor registered on them computes the full causal attention, more than priced at long"
+        " sequences."
     ]
 
 

@@ -162,6 +162,18 @@ def _mla_flags(mla: MLASpec) -> list[str]:
     return flags + ["--v-head-dim", str(mla.v_head_dim)]
 
 
+def _window_flags(model: ModelSpec) -> list[str]:
+    """Sliding-window attention: `--window-size` is Transformer Engine's (left, right) window, so the
+    `sliding_window` keys a query sees, itself included, are (sliding_window - 1, 0); `--window-attn-skip-freq N`
+    makes every N-th layer full (Megatron-Core `is_layer_window_attention`). Parsed by `tuple_type` and
+    `moe_freq_type` (megatron/training/arguments.py)."""
+    if model.sliding_window is None:
+        return []
+    flags = ["--window-size", f"{model.sliding_window - 1},0"]
+    pattern = model.sliding_window_pattern
+    return flags + ([] if pattern is None else ["--window-attn-skip-freq", str(pattern)])
+
+
 def _shape_flags(model: ModelSpec) -> list[str]:
     flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
     flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
@@ -177,6 +189,7 @@ def _shape_flags(model: ModelSpec) -> list[str]:
         flags += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
     if qk_layernorm_on(model):
         flags.append("--qk-layernorm")
+    flags += _window_flags(model)
     if model.gated_mlp:
         flags.append("--swiglu")
     if not model.tied_embeddings:

@@ -66,6 +66,9 @@ class NemoRelease:
     metadata distrib_optim_sharding_type, without Megatron FSDP)."""
     flex_dispatcher_backend: bool
     """Whether its Megatron-Core's TransformerConfig has moe_flex_dispatcher_backend (else moe_enable_deepep)."""
+    window_pattern: bool
+    """Whether its Megatron-Core reads window_attn_skip_freq (else every layer of a windowed model is windowed:
+    rule nemo_no_window_pattern)."""
 
 
 NEMO_RELEASES = {
@@ -75,11 +78,13 @@ NEMO_RELEASES = {
         ),
         optimizer_checkpoint="dp_reshardable",
         flex_dispatcher_backend=True,
+        window_pattern=True,
     ),
     "2.5.0rc0+8cfedd7": NemoRelease(
         stamp="NeMo main (commit 8cfedd720346, 2025-09-20, after v2.5.0rc0) with Megatron-LM b615e731080e",
         optimizer_checkpoint="fully_sharded_model_space",
         flex_dispatcher_backend=False,
+        window_pattern=False,
     ),
 }
 """Release id (`planner.rules.VERSIONS["nemo"]`) -> release. 2.7.3 is the newest 2.x (nemo-toolkit 3.0.0 has no LLM
@@ -216,6 +221,30 @@ def _shape(model: ModelSpec) -> dict[str, Override]:
         f"{c}vocab_size": model.vocab_size,
         f"{c}mtp_num_layers": model.mtp_num_layers or None,  # TransformerConfig's None: no MTP
     } | _mla_shape(model)
+
+
+def _window_shape(model: ModelSpec, release: NemoRelease) -> dict[str, Override]:
+    """TransformerConfig's window_size (Transformer Engine's (left, right): sliding_window - 1 keys back, none
+    ahead) and window_attn_skip_freq (every N-th layer full), as Megatron-LM's `--window-size` and
+    `--window-attn-skip-freq` set them; nothing without a window, and no pattern where the release's Megatron-Core
+    reads none (`_window_notes`)."""
+    if model.sliding_window is None:
+        return {}
+    c = "model.config."
+    keys: dict[str, Override] = {f"{c}window_size": [model.sliding_window - 1, 0]}
+    if model.sliding_window_pattern is not None and release.window_pattern:
+        keys[f"{c}window_attn_skip_freq"] = model.sliding_window_pattern
+    return keys
+
+
+def _window_notes(model: ModelSpec, release: NemoRelease) -> list[str]:
+    if model.sliding_window_pattern is None or release.window_pattern:
+        return []
+    return [
+        f"model.sliding_window_pattern({model.sliding_window_pattern}): this release's Megatron-Core has no"
+        " window_attn_skip_freq (its GPT-OSS config declares one that Megatron-Core never reads), so every layer"
+        " attends through the window; plans for it refuse the pattern (rule nemo_no_window_pattern)."
+    ]
 
 
 def _mla_shape(model: ModelSpec) -> dict[str, Override]:
@@ -378,7 +407,7 @@ def nemo_launch(
     nnodes, nproc = equal_nodes(nodes)
     overrides: dict[str, Override] = {"trainer.num_nodes": nnodes, "trainer.devices": nproc}
     overrides |= _strategy(model, training, layout) | _data_parallel(training, layout)
-    overrides |= _batch_recompute(model, training, layout) | _shape(model)
+    overrides |= _batch_recompute(model, training, layout) | _shape(model) | _window_shape(model, release)
     overrides |= _moe(model, training, layout, release.flex_dispatcher_backend)
     overrides |= _precision(training, layout)
     args = [f"{key}={_format(value)}" for key, value in overrides.items()]
@@ -393,6 +422,7 @@ def nemo_launch(
             *model_notes(model),
             *_node_notes(nodes),
             *_checkpoint_notes(release, layout),
+            *_window_notes(model, release),
             *_fp16_notes(training),
             *_adam_moment_notes(training),
             *megatron_gradient_notes(training),

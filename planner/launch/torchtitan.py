@@ -39,6 +39,7 @@ from planner.launch.common import (
     torchtitan_offload_notes,
     torchtitan_qk_norm_notes,
     torchtitan_router_notes,
+    torchtitan_window_notes,
 )
 from planner.launch.inputs import LaunchInputs
 from planner.launch.torchtitan_layout import DataKeys, data_notes, dp_degrees, local_batch_size, pipeline_keys
@@ -195,6 +196,7 @@ def _v02_launch(
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),
             *torchtitan_qk_norm_notes(model),
+            *torchtitan_window_notes(model),
             *torchtitan_router_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
             *expert_gemm_notes(model, training, ExpertGemm.GROUPED),

@@ -34,6 +34,7 @@ __all__ = [
     "MEGATRON_15_NO_ACTIVATION_OFFLOAD",
     "MEGATRON_15_NO_HYBRIDEP",
     "MOE_FP16_NO_EXPERT_PARALLEL",
+    "NEMO_25_NO_WINDOW_PATTERN",
     "QUERY_GROUPS_SPLIT",
     "RULE_SETS",
     "TORCHTITAN_DDP_ONE_DIMENSIONAL",
@@ -528,6 +529,25 @@ MEGATRON_15_NO_HYBRIDEP = Rule(
     " backend is DeepEP through moe_enable_deepep (core_v0.16.1 adds moe_flex_dispatcher_backend deepep | hybridep)",
 )
 
+NEMO_25_NO_WINDOW_PATTERN = Rule(
+    name="nemo_no_window_pattern",
+    axes=("pp",),
+    clauses=(
+        Clause(
+            lambda c, j: np.full(np.shape(c["pp"]), j.model.sliding_window_pattern is not None, dtype=np.bool_),
+            lambda x, j: (
+                f"model.sliding_window_pattern({j.model.sliding_window_pattern}): this NeMo's Megatron-Core has"
+                " window_size but no window_attn_skip_freq, so every layer would attend through the window; use"
+                " NeMo 2.7.3"
+            ),
+        ),
+    ),
+    source="Megatron-LM b615e731080e (what NeMo main 8cfedd720346 pins) megatron/core/transformer/"
+    "transformer_config.py: window_size, no window_attn_skip_freq, and nothing under megatron/core reads one (NeMo's"
+    " GPTOSSConfig declares window_attn_skip_freq = 2 in nemo/collections/llm/gpt/model/gpt_oss.py); Megatron-LM"
+    " core_v0.15.0 and megatron-core 0.16.1 have both (megatron/core/transformer/utils.py is_layer_window_attention)",
+)
+
 TORCHTITAN_MOE_DISPATCH = Rule(
     name="torchtitan_moe_dispatch",
     axes=("ep",),
@@ -614,6 +634,7 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
             (
                 MEGATRON_FSDP_NEEDS_NO_PP,
                 MEGATRON_15_NO_HYBRIDEP,
+                NEMO_25_NO_WINDOW_PATTERN,
                 QUERY_GROUPS_SPLIT,
                 MEGATRON_GRADIENT_LAYOUT,
                 PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,

@@ -73,7 +73,7 @@ def _uneven(recipe: dict[str, Any]) -> bool:
 
 
 def test_the_recipe_file_covers_every_model_gpu_and_both_frameworks() -> None:
-    """The extraction kept what it should: seven MoE models, three GPUs, NeMo 2 and Bridge rows, one per layout."""
+    """The extraction kept what it should: eight MoE models, three GPUs, NeMo 2 and Bridge rows, one per layout."""
     models = {r["request"]["model"].get("preset") or r["request"]["model"]["name"] for r in RECIPES}
     assert models == {
         "mixtral-8x7b",
@@ -83,6 +83,7 @@ def test_the_recipe_file_covers_every_model_gpu_and_both_frameworks() -> None:
         "qwen3-235b-a22b",
         "llama4-scout",
         "llama4-maverick",
+        "gpt-oss-120b",
     }
     assert {r["request"]["cluster"]["profile"] for r in RECIPES} == {"dgx-h100", "hgx-b200", "gb200-nvl72"}
     sources = [s["source"] for r in RECIPES for s in r["sources"]]

@@ -18,13 +18,15 @@ git helpers it shares):
   its pipeline with `num_layers_in_first/last_pipeline_stage` 64 / pp - 1 and 64 / pp - 2 (v2.3.0) or with a
   `pipeline_model_parallel_layout` chosen by (pp, vp) (v2.4.0 on), runs DeepEP on H100 (v2.4.0 on) and, at
   8cfedd7, Megatron's precision-aware optimizer with bf16 Adam moments.
-- Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/` and
-  `configs/qwen/qwen3_workload_base_configs.py` (`_V1` / `_V2` / `_LARGE_SCALE` at 26.04.01, `_BASE_CONFIG` at
-  25.11); `configs/<family>/*_llm_pretrain.py` and `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP
-  layer, bf16 Adam moments, selective recompute of the listed modules, its (pp, vp) layout (Bridge's
-  `set_deepseek_v3_pipeline_model_parallel_layout`, which puts the MTP layer beside the loss) or the config's
-  `pp_layout` (H100, GB200; B200 always takes the (pp, vp) map); Qwen3 with no recompute, and 235B counting
-  the embedding and the loss in the split. Every row reduces gradients in bf16.
+- Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/`,
+  `configs/qwen/qwen3_workload_base_configs.py` and `configs/gpt_oss/gpt_oss_workload_base_configs.py` (`_V1` /
+  `_V2` / `_LARGE_SCALE` at 26.04.01, `_BASE_CONFIG` at 25.11); `configs/<family>/*_llm_pretrain.py` and
+  `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP layer, bf16 Adam moments, selective recompute of
+  the listed modules, its (pp, vp) layout (Bridge's `set_deepseek_v3_pipeline_model_parallel_layout`, which puts
+  the MTP layer beside the loss) or the config's `pp_layout` (H100, GB200; B200 always takes the (pp, vp) map);
+  Qwen3 with no recompute, and 235B counting the embedding and the loss in the split; GPT-OSS 120B (its
+  sliding window is the preset's) with the recipe's all-to-all dispatcher unless the config names a flex
+  backend. Every row reduces gradients in bf16.
 
 A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
 recipe fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short
@@ -37,7 +39,8 @@ is sent as the blockwise recipe. The token
 dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
 as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`. Token dropping and forced load balancing, which the
 recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out: the vision-language
-`vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi, GPT-OSS and the GB300 / B300 / VR200 rows (no profile).
+`vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi (its recipes train with Muon, which the planner does
+not model) and the GB300 / B300 / VR200 rows (no profile).
 Identical rows from several releases are kept once, with every source, each source with its own `not_expressed` list
 (rows sent alike may differ in what the planner cannot express).
 """
@@ -77,14 +80,16 @@ MODELS: dict[tuple[str, str], dict[str, Any]] = {
     ("qwen3", "235b_a22b"): {"preset": "qwen3-235b-a22b"},
     ("llama4", "e16"): {"preset": "llama4-scout"},
     ("llama4", "e128"): {"preset": "llama4-maverick"},
+    ("gpt_oss", "120b"): {"preset": "gpt-oss-120b"},
 }
 EMBEDDING_AND_LOSS_IN_SPLIT = {("qwen3", "235b_a22b")}
 BRIDGE_FILES = (
     "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py",
     "scripts/performance/configs/qwen/qwen3_workload_base_configs.py",
+    "scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py",
 )
 BRIDGE_MODELS = {"DEEPSEEK_V3": ("deepseek", "v3"), "QWEN3_30B_A3B": ("qwen3", "30b_a3b")}
-BRIDGE_MODELS |= {"QWEN3_235B_A22B": ("qwen3", "235b_a22b")}
+BRIDGE_MODELS |= {"QWEN3_235B_A22B": ("qwen3", "235b_a22b"), "GPT_OSS_120B": ("gpt_oss", "120b")}
 BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     "BF16": ("bf16", None, None),
     "FP8_CS": ("fp8", "tensorwise", None),
@@ -310,7 +315,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     gpu.lower(),
                     precision,
                     fp8_recipe,
-                    4096,  # set_deepseek_v3_common_configs / set_qwen3_common_configs: seq_length 4096
+                    4096,  # set_deepseek_v3_common_configs / set_qwen3_common_configs / gpt_oss_120b_pretrain_config
                     cfg.num_gpus,
                     par,
                     cfg.global_batch_size,

@@ -144,6 +144,14 @@ CASES = [
         1024,
     ),
     Case(
+        # Megatron-Bridge's H100 GPT-OSS 120B recipe: a 128-token window in every other layer, experts over 8.
+        "gpt-oss-120b-windowed",
+        _model("gpt-oss-120b"),
+        _train(1280),
+        Layout(tp=1, pp=4, dp=16, ep=8, zero_stage=1),
+        64,
+    ),
+    Case(
         "llama3-8b-fp8-tp-overlap-zero2",
         _model("llama3-8b"),
         _train(256, Precision.FP8, tp_comm_overlap=True),

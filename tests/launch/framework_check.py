@@ -31,6 +31,7 @@ from megatron.core.parallel_state import RankGenerator
 from megatron.core.transformer.enums import AttnBackend, LayerType
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
 from megatron.core.transformer.transformer_config import MLATransformerConfig, TransformerConfig
+from megatron.core.transformer.utils import is_layer_window_attention
 from packaging.version import Version as PkgVersion
 from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 from torchtitan.config import ConfigManager
@@ -105,7 +106,17 @@ def transformer_config(a: dict[str, Any]) -> TransformerConfig:
         kw["activation_func"] = F.silu
     if isinstance(a.get("moe_layer_freq"), str):  # moe_freq_type: a Python list expression
         kw["moe_layer_freq"] = eval(a["moe_layer_freq"])
+    if "window_size" in a:  # tuple_type: "127,0" -> (127, 0)
+        kw["window_size"] = tuple(int(i) for i in str(a["window_size"]).strip("()").split(","))
     return config_class(**kw)
+
+
+def window_layers(config: TransformerConfig) -> int:
+    """Layers Megatron-Core builds with sliding-window attention (`is_layer_window_attention`, layers from 1)."""
+    return sum(
+        is_layer_window_attention(config.window_size, config.window_attn_skip_freq, n)
+        for n in range(1, config.num_layers + 1)
+    )
 
 
 def ddp_config(a: dict[str, Any]) -> DistributedDataParallelConfig:

@@ -102,6 +102,9 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     offloaded = p.training.activation_offload_layers
     assert (config.cpu_offloading, config.cpu_offloading_num_layers) == (offloaded > 0, offloaded)
     assert config.cpu_offloading_activations and not config.cpu_offloading_weights
+    assert fc.window_layers(config) == p.model.num_window_layers
+    if p.model.sliding_window is not None:  # Transformer Engine's (left, right): the window less the query itself
+        assert config.window_size == (p.model.sliding_window - 1, 0)
 
 
 def _node_of_rank(command: str) -> list[int]:

@@ -1089,3 +1089,32 @@ def test_bf16_adam_moments_reach_megatron_and_nemo() -> None:
     default = _launch(LLAMA70, layout)
     assert "--use-precision-aware-optimizer" not in _flags(default.megatron)
     assert "optim.config.use_precision_aware_optimizer" not in default.nemo.config
+
+
+def test_sliding_window_attention_is_launched_as_priced() -> None:
+    """GPT-OSS: Transformer Engine's (left, right) window of 127 keys back and none ahead (the 128 keys a query
+    sees, itself included), every 2nd layer full. NeMo 2.5.0rc0's Megatron-Core has no pattern: the key is left out
+    and a note names the rule that refuses such plans; TorchTitan's launched models have no window: a note."""
+    model = get_preset("gpt-oss-120b").model
+    layout, training = Layout(tp=1, pp=4, dp=16, ep=8, zero_stage=1), TrainingSpec(global_batch_size=1280)
+    launch = launch_args(model, training, layout, 64, 8)
+    flags = _flags(launch.megatron)
+    assert (flags["--window-size"], flags["--window-attn-skip-freq"]) == (["127,0"], ["2"])
+    assert launch.nemo.config["model.config.window_size"] == [127, 0]
+    assert launch.nemo.config["model.config.window_attn_skip_freq"] == 2
+    assert "model.config.window_size=[127,0]" in shlex.split(launch.nemo.command)
+    old = launch_args(model, training, layout, 64, 8, versions={"nemo": "2.5.0rc0+8cfedd7"}).nemo
+    assert old.config["model.config.window_size"] == [127, 0] and "model.config.window_attn_skip_freq" not in old.config
+    assert any("rule nemo_no_window_pattern" in n for n in old.notes)
+    assert any(
+        n.startswith("model.sliding_window(128): the estimate prices windowed attention in 18 layers")
+        for n in launch.torchtitan.notes
+    )
+    everywhere = launch_args(model.model_copy(update={"sliding_window_pattern": None}), training, layout, 64, 8)
+    assert "--window-attn-skip-freq" not in _flags(everywhere.megatron)
+    assert not any("rule nemo_no_window_pattern" in n for n in everywhere.nemo.notes)
+    full = launch_args(
+        model.model_copy(update={"sliding_window": None, "sliding_window_pattern": None}), training, layout, 64, 8
+    )
+    assert "--window-size" not in _flags(full.megatron) and "model.config.window_size" not in full.nemo.config
+    assert not any("sliding_window" in n for n in full.torchtitan.notes)

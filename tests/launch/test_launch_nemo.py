@@ -45,8 +45,14 @@ def test_launch_args_passes_the_nemo_release(case: Any) -> None:
 
 def test_releases_emit_the_same_overrides(case: Any) -> None:
     """The same overrides, but for the flex dispatcher's backend: 2.7.3's megatron-core 0.16.1 names it
-    (moe_flex_dispatcher_backend), the older commit's Megatron-LM has only the DeepEP switch (moe_enable_deepep)."""
+    (moe_flex_dispatcher_backend), the older commit's Megatron-LM has only the DeepEP switch (moe_enable_deepep);
+    and for the sliding-window pattern, which only 2.7.3's reads (window_attn_skip_freq)."""
     new, old = _launch(case, "2.7.3").nemo, _launch(case, OLD).nemo
+    pattern = "model.config.window_attn_skip_freq"
+    if pattern in new.config:
+        assert pattern not in old.config
+        assert {k: v for k, v in new.config.items() if k != pattern} == old.config
+        return
     backend = "model.config.moe_flex_dispatcher_backend"
     if backend in new.config:
         assert old.config["model.config.moe_enable_deepep"] is True and backend not in old.config
@@ -58,11 +64,12 @@ def test_releases_emit_the_same_overrides(case: Any) -> None:
 
 
 def test_only_2_7_3_notes_its_dp_reshardable_optimizer_checkpoint(case: Any) -> None:
-    """2.7.3 adds its checkpoint note; the older commit says where it runs DeepEP for HybridEP."""
+    """2.7.3 adds its checkpoint note; the older commit says where it runs DeepEP for HybridEP and that it cannot
+    run a sliding-window pattern."""
     new, old = _launch(case, "2.7.3").nemo, _launch(case, OLD).nemo
     extra = [n for n in new.notes if n not in old.notes]
     old_only = [n for n in old.notes if n not in new.notes]
-    assert all("rule megatron_15_no_hybridep" in n for n in old_only)
+    assert all("rule megatron_15_no_hybridep" in n or "rule nemo_no_window_pattern" in n for n in old_only)
     assert len(new.notes) == len(old.notes) - len(old_only) + len(extra)
     assert [n[: len(CHECKPOINT_NOTE)] for n in extra] == ([CHECKPOINT_NOTE] if case.layout.zero_stage == 1 else [])
 

@@ -488,6 +488,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
     assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
         "megatron_15_no_hybridep",
+        "nemo_no_window_pattern",
         "query_groups_split",
         "megatron_gradient_layout",
         "precision_aware_optimizer_needs_distributed_optimizer",
@@ -757,3 +758,28 @@ def test_bf16_adam_moments_need_the_distributed_optimizer(framework: str, zero: 
     assert [r for r in broken if r in named] == expected
     fp32 = TrainingSpec(global_batch_size=64)
     assert not {v.rule for v in layout_violations(layout, model, fp32, 8, rule_set(framework))} & set(expected)
+
+
+@pytest.mark.parametrize(
+    ("framework", "refused_by"),
+    [
+        ("megatron@core_v0.19.2", None),
+        ("megatron@core_v0.15.0", None),
+        ("nemo@2.7.3", None),
+        ("nemo@2.5.0rc0+8cfedd7", "nemo_no_window_pattern"),
+        ("torchtitan@0.3.0", None),
+    ],
+)
+def test_a_window_pattern_needs_a_megatron_core_that_reads_it(framework: str, refused_by: str | None) -> None:
+    """GPT-OSS's alternating windowed and full layers: Megatron-Core from core_v0.15.0 reads window_attn_skip_freq;
+    the Megatron-LM commit NeMo main 8cfedd7 pins does not, so only its pattern-free windowed models run there."""
+    rules = rule_set(*framework.split("@"))
+    model = get_preset("gpt-oss-120b").model
+    j, layout = job(model, 512, 64), Layout(tp=1, pp=4, dp=16, ep=8, zero_stage=1)
+    got = [v.rule for v in layout_violations(layout, j.model, j.training, j.num_gpus, rules)]
+    assert got == ([] if refused_by is None else [refused_by])
+    everywhere = model.model_copy(update={"sliding_window_pattern": None})
+    assert layout_violations(layout, everywhere, j.training, j.num_gpus, rules) == []
+    if refused_by is not None:
+        (violation,) = layout_violations(layout, j.model, j.training, j.num_gpus, rules)
+        assert violation.message.startswith("model.sliding_window_pattern(2): this NeMo's Megatron-Core has")
