@@ -32,7 +32,7 @@ from api.schemas import (
     ViolationOut,
 )
 from planner.calibration.published import PublishedRun, gpu_kind_of
-from planner.errors import InvalidSpecError, PlannerError
+from planner.errors import InvalidSpecError, PlannerError, validator_message
 from planner.estimate import Estimate, estimate
 from planner.launch import LaunchInputs, launch_args
 from planner.layout import Layout
@@ -100,7 +100,7 @@ def _validated_profile(raw: dict[str, Any], field: str) -> HardwareProfile:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidSpecError(f"{field}.{loc}" if loc else field, first["msg"]) from None
+        raise InvalidSpecError(f"{field}.{loc}" if loc else field, validator_message(first["msg"])) from None
 
 
 def cluster_spec(cluster: ClusterIn, profiles: Mapping[str, HardwareProfile]) -> ClusterSpec:

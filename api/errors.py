@@ -14,7 +14,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.body import BodyFieldError
 from api.schemas import MODEL_FORMS
-from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, UnknownHardwareError, UnknownPresetError
+from planner.errors import (
+    InfeasibleError,
+    InvalidSpecError,
+    PlannerError,
+    UnknownHardwareError,
+    UnknownPresetError,
+    validator_message,
+)
 
 __all__ = ["install_error_handlers", "problem"]
 
@@ -85,7 +92,9 @@ def _loc(loc: tuple[Any, ...]) -> list[str | int]:
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = [{"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in exc.errors()[:20]]
+    errors = [
+        {"loc": _loc(e.get("loc", ())), "msg": validator_message(str(e.get("msg", "")))} for e in exc.errors()[:20]
+    ]
     first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
     detail = f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
     return problem(422, detail, request, errors=errors)

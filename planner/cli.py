@@ -31,7 +31,7 @@ from planner.calibration.write import write_calibration
 from planner.cli_output import layout_cell, print_estimate, print_observation, print_plans, print_report
 from planner.cli_site import print_site_calibration, site_calibration
 from planner.client import PlannerClient, PlannerServiceError
-from planner.errors import InfeasibleError, InvalidSpecError, PlannerError
+from planner.errors import InfeasibleError, InvalidSpecError, PlannerError, validator_message
 from planner.observe import LogFormat, observe_log
 from planner.presets import load_presets
 from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
@@ -104,7 +104,7 @@ def _validated(schema: type[Request], body: Any, where: str = "") -> Request:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
-        raise InvalidSpecError(loc or schema.__name__, first["msg"]) from None
+        raise InvalidSpecError(loc or schema.__name__, validator_message(first["msg"])) from None
 
 
 def _read_json(path: Path, option: str) -> Any:

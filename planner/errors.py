@@ -17,7 +17,19 @@ __all__ = [
     "SolverTimeoutError",
     "UnknownHardwareError",
     "UnknownPresetError",
+    "validator_message",
 ]
+
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+"""What pydantic puts before a validator's own message (`ValueError` / `AssertionError` raised in one)."""
+
+
+def validator_message(msg: str) -> str:
+    """A pydantic error message in the validator's own words: the rule and its arithmetic, without pydantic's
+    "Value error, " prefix. The API's 422s, the CLI's errors and the Hugging Face import all report through it."""
+    for prefix in _PYDANTIC_PREFIXES:
+        msg = msg.removeprefix(prefix)
+    return msg
 
 
 class PlannerError(Exception):

@@ -121,7 +121,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidSpecError
+from planner.errors import InvalidSpecError, validator_message
 from planner.specs import ModelSpec, MoESpec
 
 __all__ = [
@@ -698,7 +698,7 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
+        msg = validator_message(str(err["msg"]))
         shown = "" if isinstance(err["input"], Mapping) else f" (got {err['input']!r})"
         parts.append(f"{loc}: {msg}{shown}" if loc else msg)
     return "; ".join(parts)

@@ -226,6 +226,11 @@ def test_invalid_input_exits_2_with_one_line_naming_the_field(
     missing.write_text(json.dumps(shape))
     _one_line_error([command, "--model-file", str(missing)], "model.num_layers", "required")
     _one_line_error([command, "--model-file", str(hf_file)], "model.")
+    pattern_only = tmp_path / "pattern.json"
+    pattern_only.write_text(json.dumps({**json.loads(shape_file.read_text()), "sliding_window_pattern": 2}))
+    _one_line_error(
+        [command, "--model-file", str(pattern_only)], "error: model: sliding_window_pattern(2) needs sliding_window"
+    )
     wrong = tmp_path / "mistral.json"
     wrong.write_text(json.dumps({**LLAMA_HF, "model_type": "not-a-family"}))
     _one_line_error([command, "--hf-config", str(wrong)], "model.hf_config.model_type")

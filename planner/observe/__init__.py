@@ -11,7 +11,7 @@ import re
 
 from pydantic import ValidationError
 
-from planner.errors import InvalidSpecError
+from planner.errors import InvalidSpecError, validator_message
 from planner.layout import Layout
 from planner.observe.bridge import CONFIG_START, parse_bridge
 from planner.observe.megatron import ARGS_START, parse_megatron
@@ -58,7 +58,8 @@ def _check_legal(observation: Observation) -> None:
         training = TrainingSpec.model_validate(request["training"])
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InvalidSpecError("log", f"recovered {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        where = ".".join(map(str, first["loc"]))
+        raise InvalidSpecError("log", f"recovered {where}: {validator_message(first['msg'])}") from None
     fields = dict(request["layout"])
     stages = fields.pop("layers_per_stage", None)
     layout = Layout(

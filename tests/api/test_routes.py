@@ -187,6 +187,19 @@ def test_an_inconsistent_router_is_refused_naming_the_rule(
     assert any(e["loc"][:3] == ["body", "model", "moe"] and message in e["msg"] for e in body["errors"]), body
 
 
+def test_a_window_pattern_without_a_window_is_refused_in_the_validators_words(client: TestClient) -> None:
+    """The 422 names the field and the rule, without pydantic's "Value error, " prefix (`validator_message`)."""
+    shape = {"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
+    base = {"cluster": {"profile": "dgx-h100", "num_gpus": 8}, "training": {"global_batch_size": 64}}
+    body = _problem(client.post("/v1/plan", json=base | {"model": shape | {"sliding_window_pattern": 2}}), 422)
+    rule = "sliding_window_pattern(2) needs sliding_window: it says which layers attend fully among windowed ones"
+    assert body["errors"][0] == {"loc": ["body", "model"], "msg": rule}
+    assert body["detail"] == f"body.model: {rule}"
+    ok = client.post("/v1/plan", json=base | {"model": shape | {"sliding_window": 512, "sliding_window_pattern": 2}})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["model"]["shape"]["sliding_window"] == 512
+
+
 def test_head_dim_frees_hidden_from_heads(client: TestClient) -> None:
     """hidden_size need not divide by the heads when head_dim says their width (Megatron-LM --kv-channels)."""
     shape = {"num_layers": 8, "hidden_size": 1000, "num_attention_heads": 16, "vocab_size": 32000, "seq_length": 2048}
