@@ -218,6 +218,10 @@ class _Keys:
     def has(self, key: str) -> bool:
         return self._config.get(key) is not None
 
+    def raw(self, key: str) -> Any:
+        """The key's value as the file has it (None when missing), for the callers that check its shape."""
+        return self._config.get(key)
+
     def source(self, key: str) -> str:
         """The key as a source: ``hf_config.<key>``, under its place in the file."""
         return f"hf_config.{self._prefix}{key}"
@@ -348,7 +352,7 @@ def _sliding_window(keys: _Keys, num_layers: int) -> dict[str, Any]:
     (`MistralAttention`: `sliding_window` null in Mistral 7B v0.2 on and in Mixtral), and Qwen's `use_sliding_window`
     (false in the released configs; true windows the layers from `max_window_layers` on, expressible only from
     layer 0). Other families have none."""
-    types = keys._config.get("layer_types")
+    types = keys.raw("layer_types")
     if types is not None:
         if not isinstance(types, list | tuple) or len(types) != num_layers:
             raise keys.error("layer_types", f"layer_types must list one attention type per layer ({num_layers})")
