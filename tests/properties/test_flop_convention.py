@@ -1,7 +1,7 @@
 """Hardware flop and time count the same work: hardware TFLOP/s per GPU never exceeds the peak.
 
-Causal attention is counted as half the s x s matrix in flop (`gemms.attention_core_flop`) and
-in time (the causal fused kernel), so no estimate can pass the GPU's peak of its precision, at any
+Causal attention is counted as half the s x s matrix in flop (`gemms.attention_core_flop`), a sliding window
+as its band, and in time alike (the fused kernel), so no estimate can pass the GPU's peak of its precision, at any
 sequence length (up to 4,194,304, the largest allowed), for every preset and profile
 (hypothesis, derandomized).
 """
@@ -46,6 +46,8 @@ SEQ_LENGTHS = st.one_of(
     flash=st.booleans(),
     sp=st.booleans(),
     zero=st.integers(0, 3),
+    window=st.one_of(st.none(), st.integers(1, MAX_SEQ_LENGTH)),
+    pattern=st.one_of(st.none(), st.integers(2, 8)),
 )
 def test_hardware_tflops_never_exceed_the_peak(
     preset: str,
@@ -60,11 +62,15 @@ def test_hardware_tflops_never_exceed_the_peak(
     flash: bool,
     sp: bool,
     zero: int,
+    window: int | None,
+    pattern: int | None,
 ) -> None:
     profile = PROFILES[profile_id]
     if getattr(profile.gpu.peak_tflops, precision.value) is None:
         return
     model = PRESETS[preset].model.model_copy(update={"seq_length": seq_length})
+    if window is not None:  # any sliding window, every layer or all but every N-th (`gemms.windowed_fraction`)
+        model = model.model_copy(update={"sliding_window": window, "sliding_window_pattern": pattern})
     tp, pp, dp, cp = degrees
     pp = min(pp, model.num_layers)
     layout = Layout(
