@@ -38,6 +38,7 @@ __all__ = [
     "torchtitan_mtp_notes",
     "torchtitan_qk_norm_notes",
     "torchtitan_window_notes",
+    "te_window_size",
     "qk_layernorm_on",
     "torchtitan_offload_notes",
     "model_notes",
@@ -376,6 +377,13 @@ def qk_layernorm_on(model: ModelSpec) -> bool:
     (Megatron-Core `gpt_layer_specs.py`: `q_layernorm` / `k_layernorm`, and MLA's `q_layernorm` / `kv_layernorm`,
     are TENorm if qk_layernorm else IdentityOp; DeepSeek-V2/V3 have the latent norms)."""
     return model.qk_layernorm or model.mla is not None
+
+
+def te_window_size(model: ModelSpec) -> tuple[int, int] | None:
+    """Megatron-Core's `window_size`, Transformer Engine's (left, right) window: the `sliding_window` keys a query
+    sees, itself included, are sliding_window - 1 back and none ahead (TE `DotProductAttention`); None without a
+    window."""
+    return None if model.sliding_window is None else (model.sliding_window - 1, 0)
 
 
 def torchtitan_qk_norm_notes(model: ModelSpec) -> list[str]:

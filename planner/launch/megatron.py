@@ -23,6 +23,7 @@ from planner.launch.common import (
     qk_layernorm_on,
     sequence_parallel_on,
     stage_layers,
+    te_window_size,
     torchrun_command,
     tp_pp_dp_mapping_allowed,
 )
@@ -163,13 +164,13 @@ def _mla_flags(mla: MLASpec) -> list[str]:
 
 
 def _window_flags(model: ModelSpec) -> list[str]:
-    """Sliding-window attention: `--window-size` is Transformer Engine's (left, right) window, so the
-    `sliding_window` keys a query sees, itself included, are (sliding_window - 1, 0); `--window-attn-skip-freq N`
-    makes every N-th layer full (Megatron-Core `is_layer_window_attention`). Parsed by `tuple_type` and
-    `moe_freq_type` (megatron/training/arguments.py)."""
-    if model.sliding_window is None:
+    """Sliding-window attention: `--window-size` is Transformer Engine's (left, right) window (`te_window_size`);
+    `--window-attn-skip-freq N` makes every N-th layer full (Megatron-Core `is_layer_window_attention`). Parsed by
+    `tuple_type` and `moe_freq_type` (megatron/training/arguments.py)."""
+    window = te_window_size(model)
+    if window is None:
         return []
-    flags = ["--window-size", f"{model.sliding_window - 1},0"]
+    flags = ["--window-size", ",".join(map(str, window))]
     pattern = model.sliding_window_pattern
     return flags + ([] if pattern is None else ["--window-attn-skip-freq", str(pattern)])
 

@@ -44,6 +44,7 @@ from planner.launch.common import (
     qk_layernorm_on,
     sequence_parallel_on,
     stage_layers,
+    te_window_size,
     tp_pp_dp_mapping_allowed,
 )
 from planner.launch.inputs import LaunchInputs
@@ -224,14 +225,14 @@ def _shape(model: ModelSpec) -> dict[str, Override]:
 
 
 def _window_shape(model: ModelSpec, release: NemoRelease) -> dict[str, Override]:
-    """TransformerConfig's window_size (Transformer Engine's (left, right): sliding_window - 1 keys back, none
-    ahead) and window_attn_skip_freq (every N-th layer full), as Megatron-LM's `--window-size` and
-    `--window-attn-skip-freq` set them; nothing without a window, and no pattern where the release's Megatron-Core
-    reads none (`_window_notes`)."""
-    if model.sliding_window is None:
+    """TransformerConfig's window_size (`te_window_size`) and window_attn_skip_freq (every N-th layer full), as
+    Megatron-LM's `--window-size` and `--window-attn-skip-freq` set them; nothing without a window, and no pattern
+    where the release's Megatron-Core reads none (`_window_notes`)."""
+    window = te_window_size(model)
+    if window is None:
         return {}
     c = "model.config."
-    keys: dict[str, Override] = {f"{c}window_size": [model.sliding_window - 1, 0]}
+    keys: dict[str, Override] = {f"{c}window_size": list(window)}
     if model.sliding_window_pattern is not None and release.window_pattern:
         keys[f"{c}window_attn_skip_freq"] = model.sliding_window_pattern
     return keys
