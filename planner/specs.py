@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, mo
 __all__ = [
     "AdamMoments",
     "AttentionKernel",
+    "BackwardPrefetch",
     "CudaGraphScope",
     "ExpertGemm",
     "MoeDispatcher",
@@ -531,6 +532,23 @@ class ExpertGemm(StrEnum):
     grouped GEMM (`NVTE_USE_CUTLASS_GROUPED_GEMM=1`, Hopper)."""
 
 
+class BackwardPrefetch(StrEnum):
+    """When a ZeRO-3 unit's backward all-gather is issued, with `RuntimeFeatures.zero3_backward_prefetch` (PyTorch
+    FSDP's `BackwardPrefetch`, torch/distributed/fsdp/api.py). Collectives of one process group share one NCCL
+    stream whatever CUDA stream issues them (that docstring), so the order they are issued in sets what overlaps.
+    What each exposes is `costmodel.data_parallel.exposed_dp_s`'s to price."""
+
+    PRE = "pre"
+    """The next unit's gather is issued before the current unit's gradient computation and runs beside it: PyTorch
+    FSDP `BACKWARD_PRE`; FSDP2's default explicit backward prefetch in reverse post-forward order (PyTorch PR 128884,
+    TorchTitan); Megatron-FSDP's pre-backward hook, which gathers ahead in backward-pass order
+    (`megatron_fsdp.py` `_pre_backward_param_unshard`, `PrefetchOrder.BACKWARD_PASS_ORDER`)."""
+    POST = "post"
+    """The next unit's gather is issued after the current unit's gradient computation, ahead of its reduce-scatter:
+    only the reduce-scatter overlaps the next unit's gradients, and every backward gather sits between two units'
+    gradient computations (PyTorch FSDP `BACKWARD_POST`, MosaicML Composer's default `backward_prefetch`)."""
+
+
 class RuntimeFeatures(BaseModel):
     """Framework features that change time or memory. Defaults: current Megatron-Core practice."""
 
@@ -609,6 +627,14 @@ class RuntimeFeatures(BaseModel):
         " GroupedLinear under Megatron-Core: one cuBLAS GEMM per local expert, priced one after another, each with"
         " its own fixed time and launch) or grouped (one grouped kernel over all local experts: TorchTitan's"
         " torch._grouped_mm, TE's CUTLASS grouped GEMM on Hopper). Ignored for dense models.",
+    )
+    zero3_backward_prefetch: BackwardPrefetch = Field(
+        default=BackwardPrefetch.PRE,
+        strict=False,
+        description="When a ZeRO-3 unit's backward all-gather is issued (`BackwardPrefetch`): pre (the default:"
+        " before the unit above computes its gradients, beside them; FSDP2 / TorchTitan, Megatron-FSDP, PyTorch FSDP"
+        " BACKWARD_PRE) or post (after them, so every backward gather waits between two units' gradients: PyTorch"
+        " FSDP BACKWARD_POST, MosaicML Composer's default). Ignored below zero_stage 3.",
     )
     ring_rails: bool = Field(
         default=True,

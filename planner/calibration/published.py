@@ -18,7 +18,15 @@ from typing import Any
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, HardwareProfile
-from planner.specs import GradientLayout, ModelSpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import (
+    BackwardPrefetch,
+    GradientLayout,
+    ModelSpec,
+    Precision,
+    Recompute,
+    RuntimeFeatures,
+    TrainingSpec,
+)
 from planner.units import TERA
 
 __all__ = ["DATA_FILE", "FSDP_ERA", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
@@ -86,10 +94,14 @@ Their rows state every `RuntimeFeatures` flag in `runtime.features` and the grad
 FSDP FULL_SHARD prefetches the next unit's all-gather (`overlap_param_gather`) and reduce-scatters each
 unit's gradients from its post-backward hook on its own stream (`overlap_grad_reduce`), unlike DeepSpeed's
 ZeRO-3 of 2021 (`_narayanan`); eager PyTorch with MPT's Triton flash attention, no Transformer Engine and no
-CUDA graphs; Composer's FSDP mixed precision DEFAULT reduces in fp32, PURE in bf16. Every row holds its
+CUDA graphs; Composer's FSDP mixed precision DEFAULT reduces in fp32, PURE in bf16. The row's
+`runtime.fsdp.backward_prefetch` (Composer's default BACKWARD_POST) sets `zero3_backward_prefetch`. Every row holds its
 gradients as PyTorch FSDP does (`GradientLayout.PYTORCH_FSDP`: fp32 sharded gradients, reduced in the
 row's reduction dtype), set by `_fsdp` for the era, not per row.
 """
+
+_FSDP_BACKWARD_PREFETCH = {"BACKWARD_PRE": BackwardPrefetch.PRE, "BACKWARD_POST": BackwardPrefetch.POST}
+"""A PyTorch FSDP row's stated `runtime.fsdp.backward_prefetch` -> `RuntimeFeatures.zero3_backward_prefetch`."""
 
 _PRECISIONS = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8, "mxfp8": Precision.FP8}
 """Published precision -> GEMM format. MXFP8 (block-scaled FP8, Blackwell) runs at the FP8 peak."""
@@ -340,10 +352,11 @@ def _fsdp(row: dict[str, Any]) -> list[PublishedRun]:
     """A PyTorch FSDP row (`FSDP_ERA`): ZeRO-3, no tensor or pipeline parallelism, its runtime as stated, FSDP's
     gradient layout."""
     lay, runtime = row["layout"], row["runtime"]
+    prefetch = _FSDP_BACKWARD_PREFETCH[runtime["fsdp"]["backward_prefetch"]]
     training = TrainingSpec(
         global_batch_size=lay["global_batch_seqs"],
         precision=_PRECISIONS[row["precision"]],
-        runtime=RuntimeFeatures(**runtime["features"]),
+        runtime=RuntimeFeatures(**runtime["features"], zero3_backward_prefetch=prefetch),
         grad_reduce_in_fp32=runtime["grad_reduce_in_fp32"],
         gradient_layout=GradientLayout.PYTORCH_FSDP,
     )

@@ -15,7 +15,9 @@ at a time (Megatron-FSDP `fsdp_unit_modules`, FSDP2 `fully_shard` per block),
 each layer paying one collective's latency (`comm.ring_latency_s`).
 Overlap: Megatron-Core `overlap_grad_reduce` hides the reduction behind the last
 micro-batch's backward, `overlap_param_gather` the gather behind the first
-forward; ZeRO-3 prefetch overlaps each micro-batch.
+forward; ZeRO-3 prefetch overlaps each micro-batch, except that PyTorch FSDP's
+`BACKWARD_POST` issues each backward gather only once the unit above has its
+gradients, so the next unit's gradients wait for it (`specs.BackwardPrefetch`).
 Gradients travel in the reduction dtype (`Numerics.gradient_wire_bytes`), which under PyTorch FSDP need
 not be the dtype they are held in (`planner.numerics`).
 """
@@ -34,7 +36,7 @@ from planner.costmodel.params import ParamCounts, fp8_weight_fraction
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
+from planner.specs import BackwardPrefetch, ModelSpec, RuntimeFeatures, TrainingSpec
 
 __all__ = [
     "DataParallelTimes",
@@ -94,6 +96,8 @@ class DataParallelTimes:
     param_gather_s: FloatArray
     microbatch_reduce_s: FloatArray
     microbatch_gather_s: FloatArray
+    backward_gather_s: FloatArray
+    """Of `microbatch_gather_s`, the backward pass's: one gather of every ZeRO-3 unit."""
 
 
 def gradient_group(c: Candidates, placement: Placement) -> GroupPlacement:
@@ -164,7 +168,8 @@ def data_parallel_times(c: Candidates, collectives: DpCollectives) -> DataParall
     gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
     microbatch_reduce = np.where(zero >= 2, scatter, 0.0)
     microbatch_gather = np.where(zero == 3, gathers_per_microbatch * collectives.unit_gather, 0.0)
-    return DataParallelTimes(grad_reduce, param_gather, microbatch_reduce, microbatch_gather)
+    backward_gather = np.where(zero == 3, collectives.unit_gather, 0.0)
+    return DataParallelTimes(grad_reduce, param_gather, microbatch_reduce, microbatch_gather, backward_gather)
 
 
 def exposed_dp_s(
@@ -178,12 +183,21 @@ def exposed_dp_s(
 
     Per-step traffic hides behind one micro-batch's backward (reduction) or
     forward (gather); per-micro-batch traffic behind that micro-batch's compute.
-    Only the traffic whose overlap flag is on is hidden.
+    Only the traffic whose overlap flag is on is hidden. Under PyTorch FSDP's
+    `BACKWARD_POST` (`rt.zero3_backward_prefetch` post) the backward gathers
+    are never beside compute: each is issued once the unit above has its
+    gradients, and the next unit's gradients wait for it (PyTorch
+    torch/distributed/fsdp/api.py `BackwardPrefetch`: it overlaps "communication
+    (current reduce-scatter) and computation (next gradient computation)", the next
+    all-gather "reordered to be before the current reduce-scatter"), so they are paid
+    in full; the forward gathers (FSDP's implicit forward prefetch from its own
+    stream, PyTorch docs "FSDP Notes") and the reduce-scatters still hide.
     """
     grad = exposed_s(times.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else times.grad_reduce_s
     gather = exposed_s(times.param_gather_s, stage_forward_s) if rt.overlap_param_gather else times.param_gather_s
     zero = np.zeros_like(times.microbatch_gather_s)
-    hideable = (times.microbatch_gather_s if rt.overlap_param_gather else zero) + (
+    waited = times.backward_gather_s if rt.zero3_backward_prefetch is BackwardPrefetch.POST else zero
+    hideable = (times.microbatch_gather_s - waited if rt.overlap_param_gather else zero) + (
         times.microbatch_reduce_s if rt.overlap_grad_reduce else zero
     )
     serial = times.microbatch_gather_s + times.microbatch_reduce_s - hideable

@@ -13,6 +13,7 @@ from planner.numerics import fp8_param_gather_default, fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
 from planner.specs import (
+    BackwardPrefetch,
     ExpertGemm,
     Fp8Recipe,
     GradientLayout,
@@ -49,6 +50,7 @@ __all__ = [
     "torchtitan_router_notes",
     "torchtitan_moe_dispatch_notes",
     "expert_gemm_notes",
+    "backward_prefetch_notes",
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
@@ -276,6 +278,19 @@ def expert_gemm_notes(model: ModelSpec, training: TrainingSpec, launched: Expert
     return [
         f"training.runtime.expert_gemm({priced.value}): this launch runs {how}; the estimate priced {priced.value}"
         f" (set expert_gemm {launched.value} to price what runs)."
+    ]
+
+
+def backward_prefetch_notes(training: TrainingSpec, layout: Layout, fsdp: str) -> list[str]:
+    """Where the plan priced PyTorch FSDP's BACKWARD_POST (`RuntimeFeatures.zero3_backward_prefetch` post) for a
+    ZeRO-3 layout whose launch runs `fsdp` (Megatron-FSDP, FSDP2), which gathers each unit ahead of the backward
+    (`specs.BackwardPrefetch.PRE` says where each does)."""
+    if layout.zero_stage != 3 or training.runtime.zero3_backward_prefetch is BackwardPrefetch.PRE:
+        return []
+    return [
+        f"training.runtime.zero3_backward_prefetch(post): this launch's {fsdp} gathers each unit's weights ahead of"
+        " its backward, beside the unit above's gradients; the estimate priced PyTorch FSDP's BACKWARD_POST, every"
+        " backward gather waited for (set zero3_backward_prefetch pre to price what runs)."
     ]
 
 

@@ -13,6 +13,7 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
     megatron_gradient_notes,
@@ -428,6 +429,7 @@ def megatron_launch(
             *_offload_notes(training, version),
             *moe_dispatch_notes(training, layout, version != "core_v0.15.0"),
             *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
+            *backward_prefetch_notes(training, layout, "Megatron-FSDP"),
         ],
         script=_sbatch(run, env, nodes),
     )

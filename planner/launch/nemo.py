@@ -32,6 +32,7 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
     known_model,
@@ -429,5 +430,6 @@ def nemo_launch(
             *megatron_gradient_notes(training),
             *moe_dispatch_notes(training, layout, release.flex_dispatcher_backend),
             *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
+            *backward_prefetch_notes(training, layout, "Megatron-FSDP"),
         ],
     )

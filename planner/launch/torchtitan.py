@@ -28,6 +28,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    backward_prefetch_notes,
     expert_gemm_notes,
     known_model,
     model_notes,
@@ -200,6 +201,7 @@ def _v02_launch(
             *torchtitan_router_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
             *expert_gemm_notes(model, training, ExpertGemm.GROUPED),
+            *backward_prefetch_notes(training, layout, "FSDP2"),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

@@ -28,6 +28,7 @@ import shlex
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    backward_prefetch_notes,
     expert_gemm_notes,
     known_model,
     model_notes,
@@ -214,6 +215,7 @@ def torchtitan_v03_launch(
             *torchtitan_router_notes(model),
             *torchtitan_moe_dispatch_notes(training, layout),
             *expert_gemm_notes(model, training, ExpertGemm.GROUPED),
+            *backward_prefetch_notes(training, layout, "FSDP2"),
             *torchtitan_block_recompute_notes(training, layout),
         ],
     )

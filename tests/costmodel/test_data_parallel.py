@@ -1,15 +1,23 @@
-"""Data-parallel gradient traffic: the reduction's wire dtype, whichever layout holds the gradients."""
+"""Data-parallel traffic: the reduction's wire dtype, whichever layout holds the gradients; what ZeRO-3's
+backward prefetch order leaves exposed."""
 
 import numpy as np
 import pytest
 
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.comm import all_gather_s
-from planner.costmodel.data_parallel import dp_collectives_s, gradient_group
+from planner.costmodel.comm import OVERLAP_SLOWDOWN, all_gather_s
+from planner.costmodel.data_parallel import (
+    DataParallelTimes,
+    DpCollectives,
+    data_parallel_times,
+    dp_collectives_s,
+    exposed_dp_s,
+    gradient_group,
+)
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import place
 from planner.layout import Layout
-from planner.specs import GradientLayout, ModelSpec, TrainingSpec
+from planner.specs import BackwardPrefetch, GradientLayout, ModelSpec, Recompute, RuntimeFeatures, TrainingSpec
 from tests.costmodel.hardware import fabric_hardware
 
 HW = fabric_hardware(8, 8)
@@ -31,3 +39,47 @@ def test_gradient_reduction_moves_the_wire_dtype(gradients: GradientLayout, fp32
     expected = all_gather_s(np.array([wire * PARAMS]), gradient_group(c, placement), HW, rails=True)
     np.testing.assert_allclose(dp.reduce_scatter, expected, rtol=1e-12)
     np.testing.assert_allclose(dp.all_gather * wire / 2, expected, rtol=1e-12)
+
+
+def _zero3_times(recompute: Recompute) -> tuple[Candidates, DataParallelTimes]:
+    """ZeRO-3, two micro-batches, 1 s per unit-gather pass and 0.5 s per micro-batch reduce-scatter (no latency)."""
+    layout = Layout(tp=1, pp=1, dp=8, micro_batch_size=1, zero_stage=3, recompute=recompute)
+    c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=16)
+    one = np.array([1.0])
+    collectives = DpCollectives(all_reduce=one, reduce_scatter=0.5 * one, all_gather=one, unit_gather=one)
+    return c, data_parallel_times(c, collectives)
+
+
+@pytest.mark.parametrize(("recompute", "passes"), [(Recompute.NONE, 2), (Recompute.FULL, 3)])
+def test_backward_post_waits_for_every_backward_gather(recompute: Recompute, passes: int) -> None:
+    # Per micro-batch: `passes` gather passes (forward, backward, and the recomputed forward) of 1 s and a 0.5 s
+    # reduce-scatter, beside 10 s of forward and 20 s of backward. pre: all hidden, each hidden second costing
+    # OVERLAP_SLOWDOWN. post: the backward pass's 1 s is paid in full, the rest hides.
+    c, times = _zero3_times(recompute)
+    assert times.microbatch_gather_s[0] == passes
+    assert times.backward_gather_s[0] == 1.0
+    fwd, bwd = np.array([10.0]), np.array([20.0])
+    pre = exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures())
+    post = exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures(zero3_backward_prefetch=BackwardPrefetch.POST))
+    hidden = passes + 0.5
+    np.testing.assert_allclose(pre, 2 * OVERLAP_SLOWDOWN * hidden, rtol=1e-12)
+    np.testing.assert_allclose(post, 2 * (1.0 + OVERLAP_SLOWDOWN * (hidden - 1.0)), rtol=1e-12)
+    # Without gather overlap every gather is paid whatever the prefetch order.
+    off = RuntimeFeatures(overlap_param_gather=False)
+    np.testing.assert_allclose(
+        exposed_dp_s(times, c, fwd, bwd, off),
+        exposed_dp_s(times, c, fwd, bwd, off.model_copy(update={"zero3_backward_prefetch": BackwardPrefetch.POST})),
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_backward_prefetch_matters_only_at_zero3(zero: int) -> None:
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
+    c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=16)
+    one = np.array([1.0])
+    times = data_parallel_times(c, DpCollectives(one, one, one, one))
+    assert times.backward_gather_s[0] == 0.0
+    fwd, bwd = np.array([10.0]), np.array([20.0])
+    post = RuntimeFeatures(zero3_backward_prefetch=BackwardPrefetch.POST)
+    assert exposed_dp_s(times, c, fwd, bwd, post)[0] == exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures())[0]

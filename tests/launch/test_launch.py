@@ -630,6 +630,26 @@ def test_each_launch_says_when_its_expert_gemms_are_not_the_priced_ones() -> Non
     assert not any("expert_gemm" in n for n in dense.torchtitan.notes)
 
 
+@pytest.mark.parametrize("torchtitan", ["0.3.0", "0.2.2"])
+def test_each_launch_says_its_fsdp_gathers_ahead_of_the_backward(torchtitan: str) -> None:
+    """Megatron-FSDP (Megatron-LM, NeMo) and FSDP2 (TorchTitan) prefetch each unit's backward gather; a ZeRO-3
+    plan priced with PyTorch FSDP's BACKWARD_POST says so in every launch, and nothing is said otherwise."""
+    llama = get_preset("llama3-8b").model
+    post = TrainingSpec(global_batch_size=64, runtime={"zero3_backward_prefetch": "post"})
+    versions = {"torchtitan": torchtitan}
+
+    def noted(training: TrainingSpec, zero: int) -> dict[str, bool]:
+        launch = launch_args(llama, training, Layout(tp=1, pp=1, dp=8, zero_stage=zero), 8, 8, versions=versions)
+        return {
+            name: any("training.runtime.zero3_backward_prefetch(post)" in n for n in getattr(launch, name).notes)
+            for name in ("megatron", "nemo", "torchtitan")
+        }
+
+    assert noted(post, 3) == {"megatron": True, "nemo": True, "torchtitan": True}
+    assert noted(post, 1) == {"megatron": False, "nemo": False, "torchtitan": False}
+    assert noted(TrainingSpec(global_batch_size=64), 3) == {"megatron": False, "nemo": False, "torchtitan": False}
+
+
 def test_mla_flags_for_deepseek_v3() -> None:
     """Multi-latent attention launches as Megatron-LM's MLA arguments (`_add_mla_args`) and NeMo's
     MLATransformerConfig fields; --kv-channels, which MLA ignores, is left out."""

@@ -1,7 +1,8 @@
 """Properties of the cost model over random small models, layouts and hardware (hypothesis, derandomized).
 
 Every number `estimate()` returns is finite; times and memory are positive; a faster network never makes a
-layout slower; recomputing more never keeps more activations.
+layout slower; gathering ZeRO-3 weights after the gradients never makes one faster; recomputing more never keeps
+more activations.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.numerics import numerics
 from planner.profiles import ClusterSpec, HardwareProfile, load_profiles
-from planner.specs import ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.specs import BackwardPrefetch, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
 
 PROFILES = load_profiles()
 SETTINGS = settings(
@@ -208,6 +209,24 @@ def test_a_faster_network_never_makes_a_layout_slower(
     for key in ("tp_comm", "pp_comm", "cp_comm", "ep_comm"):
         assert faster.time_breakdown_s[key] <= base.time_breakdown_s[key] * (1 + 1e-12) + 1e-15, key
     assert faster.memory == base.memory
+
+
+@SETTINGS
+@given(cases())
+def test_gathering_after_the_gradients_is_never_faster(
+    case: tuple[ModelSpec, ClusterSpec, TrainingSpec, Layout],
+) -> None:
+    # PyTorch FSDP's BACKWARD_POST only takes the backward gathers out of the overlap window: never a faster step,
+    # and exactly the same one below ZeRO-3 (nothing is gathered per micro-batch there).
+    model, cluster, training, layout = case
+    pre = estimate(model, cluster, training, layout)
+    runtime = training.runtime.model_copy(update={"zero3_backward_prefetch": BackwardPrefetch.POST})
+    post = estimate(model, cluster, training.model_copy(update={"runtime": runtime}), layout)
+    if layout.zero_stage < 3:
+        assert post.step_time_s == pre.step_time_s
+    else:
+        assert post.step_time_s >= pre.step_time_s * (1 - 1e-12)
+    assert post.memory == pre.memory
 
 
 @SETTINGS
