@@ -547,6 +547,11 @@ class BackwardPrefetch(StrEnum):
     """The next unit's gather is issued after the current unit's gradient computation, ahead of its reduce-scatter:
     only the reduce-scatter overlaps the next unit's gradients, and every backward gather sits between two units'
     gradient computations (PyTorch FSDP `BACKWARD_POST`, MosaicML Composer's default `backward_prefetch`)."""
+    NONE = "none"
+    """No backward prefetch: each unit's gather is issued from its own pre-backward hook, behind the unit above's
+    reduce-scatter on the one NCCL stream (`BACKWARD_POST` is the order that moves "the next all-gather ... before the
+    current reduce-scatter", that docstring), so the backward waits for every gather and every reduce-scatter
+    (PyTorch FSDP `backward_prefetch=None`, Composer `NONE`)."""
 
 
 class RuntimeFeatures(BaseModel):
@@ -633,8 +638,9 @@ class RuntimeFeatures(BaseModel):
         strict=False,
         description="When a ZeRO-3 unit's backward all-gather is issued (`BackwardPrefetch`): pre (the default:"
         " before the unit above computes its gradients, beside them; FSDP2 / TorchTitan, Megatron-FSDP, PyTorch FSDP"
-        " BACKWARD_PRE) or post (after them, so every backward gather waits between two units' gradients: PyTorch"
-        " FSDP BACKWARD_POST, MosaicML Composer's default). Ignored below zero_stage 3.",
+        " BACKWARD_PRE), post (after them, so every backward gather waits between two units' gradients: PyTorch"
+        " FSDP BACKWARD_POST, MosaicML Composer's default) or none (no prefetch: each gather also waits behind the"
+        " unit above's reduce-scatter, so the backward pays both). Ignored below zero_stage 3.",
     )
     ring_rails: bool = Field(
         default=True,

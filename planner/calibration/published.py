@@ -100,7 +100,11 @@ gradients as PyTorch FSDP does (`GradientLayout.PYTORCH_FSDP`: fp32 sharded grad
 row's reduction dtype), set by `_fsdp` for the era, not per row.
 """
 
-_FSDP_BACKWARD_PREFETCH = {"BACKWARD_PRE": BackwardPrefetch.PRE, "BACKWARD_POST": BackwardPrefetch.POST}
+_FSDP_BACKWARD_PREFETCH = {
+    "BACKWARD_PRE": BackwardPrefetch.PRE,
+    "BACKWARD_POST": BackwardPrefetch.POST,
+    "NONE": BackwardPrefetch.NONE,
+}
 """A PyTorch FSDP row's stated `runtime.fsdp.backward_prefetch` -> `RuntimeFeatures.zero3_backward_prefetch`."""
 
 _PRECISIONS = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8, "mxfp8": Precision.FP8}

@@ -191,14 +191,18 @@ def exposed_dp_s(
     (current reduce-scatter) and computation (next gradient computation)", the next
     all-gather "reordered to be before the current reduce-scatter"), so they are paid
     in full; the forward gathers (FSDP's implicit forward prefetch from its own
-    stream, PyTorch docs "FSDP Notes") and the reduce-scatters still hide.
+    stream, PyTorch docs "FSDP Notes") and the reduce-scatters still hide. With no
+    backward prefetch (`none`) each gather also queues behind the unit above's
+    reduce-scatter, so the ZeRO-3 reduce-scatters are paid in full too.
     """
     grad = exposed_s(times.grad_reduce_s, stage_backward_s) if rt.overlap_grad_reduce else times.grad_reduce_s
     gather = exposed_s(times.param_gather_s, stage_forward_s) if rt.overlap_param_gather else times.param_gather_s
     zero = np.zeros_like(times.microbatch_gather_s)
-    waited = times.backward_gather_s if rt.zero3_backward_prefetch is BackwardPrefetch.POST else zero
+    prefetch = rt.zero3_backward_prefetch
+    waited = zero if prefetch is BackwardPrefetch.PRE else times.backward_gather_s
+    queued = np.where(c.zero_stage == 3, times.microbatch_reduce_s, 0.0) if prefetch is BackwardPrefetch.NONE else zero
     hideable = (times.microbatch_gather_s - waited if rt.overlap_param_gather else zero) + (
-        times.microbatch_reduce_s if rt.overlap_grad_reduce else zero
+        times.microbatch_reduce_s - queued if rt.overlap_grad_reduce else zero
     )
     serial = times.microbatch_gather_s + times.microbatch_reduce_s - hideable
     per_mb = serial + exposed_s(hideable, stage_forward_s + stage_backward_s)

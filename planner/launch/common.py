@@ -282,15 +282,17 @@ def expert_gemm_notes(model: ModelSpec, training: TrainingSpec, launched: Expert
 
 
 def backward_prefetch_notes(training: TrainingSpec, layout: Layout, fsdp: str) -> list[str]:
-    """Where the plan priced PyTorch FSDP's BACKWARD_POST (`RuntimeFeatures.zero3_backward_prefetch` post) for a
-    ZeRO-3 layout whose launch runs `fsdp` (Megatron-FSDP, FSDP2), which gathers each unit ahead of the backward
-    (`specs.BackwardPrefetch.PRE` says where each does)."""
-    if layout.zero_stage != 3 or training.runtime.zero3_backward_prefetch is BackwardPrefetch.PRE:
+    """Where the plan priced a PyTorch FSDP backward order without prefetch ahead of the gradients
+    (`RuntimeFeatures.zero3_backward_prefetch` post or none) for a ZeRO-3 layout whose launch runs `fsdp`
+    (Megatron-FSDP, FSDP2), which gathers each unit ahead of its backward (`specs.BackwardPrefetch.PRE` says where
+    each does)."""
+    priced = training.runtime.zero3_backward_prefetch
+    if layout.zero_stage != 3 or priced is BackwardPrefetch.PRE:
         return []
     return [
-        f"training.runtime.zero3_backward_prefetch(post): this launch's {fsdp} gathers each unit's weights ahead of"
-        " its backward, beside the unit above's gradients; the estimate priced PyTorch FSDP's BACKWARD_POST, every"
-        " backward gather waited for (set zero3_backward_prefetch pre to price what runs)."
+        f"training.runtime.zero3_backward_prefetch({priced.value}): this launch's {fsdp} gathers each unit's weights"
+        " ahead of its backward, beside the unit above's gradients; the estimate waited for every backward gather"
+        " (set zero3_backward_prefetch pre to price what runs)."
     ]
 
 

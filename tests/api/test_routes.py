@@ -468,3 +468,28 @@ def test_block_recompute_over_the_api(client: TestClient) -> None:
         422,
     )
     assert "training.recompute_num_layers" in json.dumps(body)
+
+
+def test_zero3_backward_prefetch_over_the_api(client: TestClient) -> None:
+    """The backward prefetch order reaches the estimate through HTTP (post and none wait longer than pre on a
+    ZeRO-3 layout, exactly as long below it) and an unknown order is a 422 naming the field."""
+    base = {
+        "model": {"preset": "llama3-8b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 16},
+        "training": {"global_batch_size": 64},
+    }
+
+    def step(order: str, zero: int) -> float:
+        body = base | {
+            "training": {"global_batch_size": 64, "runtime": {"zero3_backward_prefetch": order}},
+            "layout": {"tp": 1, "pp": 1, "dp": 16, "zero_stage": zero},
+        }
+        r = client.post("/v1/estimate", json=body)
+        assert r.status_code == 200, r.text
+        return float(r.json()["estimate"]["step_time_s"])
+
+    assert step("pre", 3) < step("post", 3) < step("none", 3)
+    assert step("pre", 1) == step("post", 1) == step("none", 1)
+    bad = base | {"training": {"global_batch_size": 64, "runtime": {"zero3_backward_prefetch": "sideways"}}}
+    body = _problem(client.post("/v1/plan", json=bad), 422)
+    assert body["errors"][0]["loc"][-1] == "zero3_backward_prefetch"

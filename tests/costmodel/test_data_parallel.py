@@ -64,6 +64,9 @@ def test_backward_post_waits_for_every_backward_gather(recompute: Recompute, pas
     hidden = passes + 0.5
     np.testing.assert_allclose(pre, 2 * OVERLAP_SLOWDOWN * hidden, rtol=1e-12)
     np.testing.assert_allclose(post, 2 * (1.0 + OVERLAP_SLOWDOWN * (hidden - 1.0)), rtol=1e-12)
+    # none: the 0.5 s reduce-scatter is paid in full as well (each gather queues behind it).
+    none = exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures(zero3_backward_prefetch=BackwardPrefetch.NONE))
+    np.testing.assert_allclose(none, 2 * (1.5 + OVERLAP_SLOWDOWN * (hidden - 1.5)), rtol=1e-12)
     # Without gather overlap every gather is paid whatever the prefetch order.
     off = RuntimeFeatures(overlap_param_gather=False)
     np.testing.assert_allclose(
@@ -75,11 +78,13 @@ def test_backward_post_waits_for_every_backward_gather(recompute: Recompute, pas
 
 @pytest.mark.parametrize("zero", [0, 1, 2])
 def test_backward_prefetch_matters_only_at_zero3(zero: int) -> None:
+    # ZeRO-2's per-micro-batch reduce-scatter has no gather to queue behind: every order prices it alike.
     layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
     c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=16)
     one = np.array([1.0])
     times = data_parallel_times(c, DpCollectives(one, one, one, one))
     assert times.backward_gather_s[0] == 0.0
     fwd, bwd = np.array([10.0]), np.array([20.0])
-    post = RuntimeFeatures(zero3_backward_prefetch=BackwardPrefetch.POST)
-    assert exposed_dp_s(times, c, fwd, bwd, post)[0] == exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures())[0]
+    pre = exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures())[0]
+    for order in (BackwardPrefetch.POST, BackwardPrefetch.NONE):
+        assert exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures(zero3_backward_prefetch=order))[0] == pre

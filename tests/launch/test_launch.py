@@ -640,12 +640,15 @@ def test_each_launch_says_its_fsdp_gathers_ahead_of_the_backward(torchtitan: str
 
     def noted(training: TrainingSpec, zero: int) -> dict[str, bool]:
         launch = launch_args(llama, training, Layout(tp=1, pp=1, dp=8, zero_stage=zero), 8, 8, versions=versions)
+        order = training.runtime.zero3_backward_prefetch.value
         return {
-            name: any("training.runtime.zero3_backward_prefetch(post)" in n for n in getattr(launch, name).notes)
+            name: any(f"training.runtime.zero3_backward_prefetch({order})" in n for n in getattr(launch, name).notes)
             for name in ("megatron", "nemo", "torchtitan")
         }
 
     assert noted(post, 3) == {"megatron": True, "nemo": True, "torchtitan": True}
+    none = TrainingSpec(global_batch_size=64, runtime={"zero3_backward_prefetch": "none"})
+    assert noted(none, 3) == {"megatron": True, "nemo": True, "torchtitan": True}
     assert noted(post, 1) == {"megatron": False, "nemo": False, "torchtitan": False}
     assert noted(TrainingSpec(global_batch_size=64), 3) == {"megatron": False, "nemo": False, "torchtitan": False}
 
