@@ -3,7 +3,9 @@
 Sources: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) Sec. 7: stages 0-2
 move 2x the model per step (all-reduce = reduce-scatter + all-gather), stage 3
 3x (forward and backward gathers plus the gradient reduce-scatter, and one
-more gather when full recompute re-runs the forward). Megatron's distributed
+more gather when full recompute re-runs the forward, except under PyTorch FSDP,
+whose recomputed forward reuses the backward's gather: `recompute_gather_passes`).
+Megatron's distributed
 optimizer (stage 1) accumulates into a full main-grad buffer and reduce-scatters
 it once per step (Megatron-Core `distrib_optimizer` docs; `finish_grad_sync`).
 Stage 2 shards the gradients, so each micro-batch's gradients are reduce-scattered
@@ -33,10 +35,11 @@ import numpy as np
 from planner.costmodel.candidates import FULL, Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts, fp8_weight_fraction
+from planner.costmodel.recompute import recomputed_share
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
-from planner.specs import BackwardPrefetch, ModelSpec, RuntimeFeatures, TrainingSpec
+from planner.specs import BackwardPrefetch, GradientLayout, ModelSpec, RuntimeFeatures, TrainingSpec
 
 __all__ = [
     "DataParallelTimes",
@@ -46,6 +49,7 @@ __all__ = [
     "exposed_dp_s",
     "gather_units",
     "gradient_group",
+    "recompute_gather_passes",
 ]
 
 
@@ -159,13 +163,33 @@ def param_gather_bytes(model: ModelSpec, num: Numerics) -> tuple[float, float]:
     return num.weight_bytes - saved * dense_fraction, num.weight_bytes - saved * expert_fraction
 
 
-def data_parallel_times(c: Candidates, collectives: DpCollectives) -> DataParallelTimes:
-    """Raw (not yet overlapped) DP communication seconds per step, by the candidate's ZeRO stage."""
+def recompute_gather_passes(model: ModelSpec, c: Candidates, training: TrainingSpec) -> FloatArray | float:
+    """ZeRO-3 gather passes over a stage's units that full recomputation adds to each micro-batch's two.
+
+    PyTorch FSDP and FSDP2 (`GradientLayout.PYTORCH_FSDP`: Composer, TorchTitan), which wrap each checkpointed
+    block as one unit, add none: the recomputed forward runs on the weights the unit's pre-backward hook gathered
+    (torch/distributed/fsdp/_runtime_utils.py `_pre_forward`: "For `fully_shard` + `checkpoint`, skip pre-forward
+    logic in the recomputed forward"; FSDP2 `_fsdp_state.py` `_pre_forward`: "the pre-backward hook is
+    responsible for the unshard"). Otherwise (DeepSpeed ZeRO-3's module hooks, Megatron-FSDP, as the module
+    docstring prices them) the recomputed forward gathers again, over the layers it reruns
+    (`recompute.recomputed_share`: the first `recompute_num_layers` of a stage under block recompute).
+    """
+    if training.gradient_layout is GradientLayout.PYTORCH_FSDP:
+        return 0.0
+    share = recomputed_share(model, c, training.recompute_num_layers)
+    return np.asarray(np.where(c.recompute == FULL, share, 0.0), dtype=np.float64)
+
+
+def data_parallel_times(
+    c: Candidates, collectives: DpCollectives, recompute_passes: FloatArray | float
+) -> DataParallelTimes:
+    """Raw (not yet overlapped) DP communication seconds per step, by the candidate's ZeRO stage; ZeRO-3 gathers
+    every unit twice per micro-batch plus `recompute_passes` (`recompute_gather_passes`)."""
     zero = c.zero_stage
     scatter, gather = collectives.reduce_scatter, collectives.all_gather
     grad_reduce = np.where(zero == 0, collectives.all_reduce, np.where(zero == 1, scatter, 0.0))
     param_gather = np.where((zero == 1) | (zero == 2), gather, 0.0)
-    gathers_per_microbatch = 2 + np.where(c.recompute == FULL, 1, 0)
+    gathers_per_microbatch = 2 + np.asarray(recompute_passes)
     microbatch_reduce = np.where(zero >= 2, scatter, 0.0)
     microbatch_gather = np.where(zero == 3, gathers_per_microbatch * collectives.unit_gather, 0.0)
     backward_gather = np.where(zero == 3, collectives.unit_gather, 0.0)

@@ -28,6 +28,7 @@ from planner.specs import ModelSpec
 __all__ = [
     "recomputed_layers",
     "recomputed_layers_in_model",
+    "recomputed_share",
     "selective_modules",
     "selective_recomputes_up_projections",
 ]
@@ -57,3 +58,9 @@ def recomputed_layers_in_model(c: Candidates, block: int | None) -> FloatArray:
     only stage when pp = 1): the layers whose recompute mode runs, of `num_layers`."""
     first, middle, last = (recomputed_layers(c, s.layers, block) for s in stage_kinds(c))
     return np.asarray(first + np.maximum(c.pp - 2, 0) * middle + np.where(c.pp > 1, last, 0), dtype=np.float64)
+
+
+def recomputed_share(model: ModelSpec, c: Candidates, block: int | None) -> FloatArray | float:
+    """Share of the model's layers whose recompute mode runs: 1 without block recompute, else
+    `recomputed_layers_in_model` / num_layers."""
+    return 1.0 if block is None else recomputed_layers_in_model(c, block) / model.num_layers

@@ -19,11 +19,11 @@ import numpy as np
 from planner.costmodel import compute, flops
 from planner.costmodel.candidates import RECOMPUTE_CODES, Candidates, FloatArray, IntArray
 from planner.costmodel.comm import pp_message_s
-from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, exposed_dp_s
+from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, exposed_dp_s, recompute_gather_passes
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.pipeline import average_stage_forward_s, bubble_s, exposed_sends_s, unpaired_microbatches
-from planner.costmodel.recompute import recomputed_layers_in_model
+from planner.costmodel.recompute import recomputed_share
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
 from planner.costmodel.zero import ModelState, held_params, sharded_params
@@ -130,6 +130,7 @@ def updated_params(c: Candidates, params: ParamCounts) -> FloatArray:
 
 
 def once_per_step_s(
+    model: ModelSpec,
     c: Candidates,
     collectives: DpCollectives,
     largest_params: ParamCounts,
@@ -138,7 +139,8 @@ def once_per_step_s(
     hw: Hardware,
 ) -> tuple[FloatArray, FloatArray]:
     """(exposed DP seconds, optimizer seconds) of one step, by the candidate's ZeRO stage; broadcasts over `c`."""
-    dp = exposed_dp_s(data_parallel_times(c, collectives), c, slowest.forward, slowest.backward, training.runtime)
+    times = data_parallel_times(c, collectives, recompute_gather_passes(model, c, training))
+    dp = exposed_dp_s(times, c, slowest.forward, slowest.backward, training.runtime)
     return dp, compute.optimizer_step_time_s(updated_params(c, largest_params), hw, training_numerics(training, hw))
 
 
@@ -165,7 +167,9 @@ def _step_times_s(
     model: ModelSpec, training: TrainingSpec, c: Candidates, hw: Hardware, q: LayerQuantities
 ) -> TimeBreakdown:
     """Step time by kind for every candidate (seconds)."""
-    dp_comm, optimizer = once_per_step_s(c, q.dp_collectives_s, q.largest_params, q.slowest_stage_s, training, hw)
+    dp_comm, optimizer = once_per_step_s(
+        model, c, q.dp_collectives_s, q.largest_params, q.slowest_stage_s, training, hw
+    )
     return assemble_step(
         c.num_microbatches.astype(np.float64),
         c.pp,
@@ -198,8 +202,7 @@ def estimate_steps(
     per_sequence = flops.model_flop_per_sequence(model)
     model_flop = np.full(len(c), sequences * per_sequence)
     rerun = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])[c.recompute]
-    block = training.recompute_num_layers
-    share = 1.0 if block is None else recomputed_layers_in_model(c, block) / model.num_layers
+    share = recomputed_share(model, c, training.recompute_num_layers)
     return StepEstimates(
         time_s=_step_times_s(model, training, c, hw, q),
         model_flop=model_flop,

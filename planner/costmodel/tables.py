@@ -114,6 +114,7 @@ def key_tables(
     zero = np.asarray(ZERO_STAGES, dtype=np.int64).reshape((stages,) + (1,) * len(shape))
     at = replace(Candidates(**{f: staged(getattr(keys, f)) for f in Candidates.__slots__}), zero_stage=zero)
     dp_comm, optimizer = once_per_step_s(
+        model,
         at,
         q.dp_collectives_s.map(staged),
         q.largest_params.map(staged),

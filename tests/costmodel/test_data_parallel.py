@@ -13,6 +13,7 @@ from planner.costmodel.data_parallel import (
     dp_collectives_s,
     exposed_dp_s,
     gradient_group,
+    recompute_gather_passes,
 )
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.topology import place
@@ -47,7 +48,7 @@ def _zero3_times(recompute: Recompute) -> tuple[Candidates, DataParallelTimes]:
     c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=16)
     one = np.array([1.0])
     collectives = DpCollectives(all_reduce=one, reduce_scatter=0.5 * one, all_gather=one, unit_gather=one)
-    return c, data_parallel_times(c, collectives)
+    return c, data_parallel_times(c, collectives, recompute_gather_passes(MODEL, c, TrainingSpec(global_batch_size=16)))
 
 
 @pytest.mark.parametrize(("recompute", "passes"), [(Recompute.NONE, 2), (Recompute.FULL, 3)])
@@ -82,9 +83,30 @@ def test_backward_prefetch_matters_only_at_zero3(zero: int) -> None:
     layout = Layout(tp=1, pp=1, dp=8, zero_stage=zero)
     c = Candidates.from_layouts([layout], num_layers=2, global_batch_size=16)
     one = np.array([1.0])
-    times = data_parallel_times(c, DpCollectives(one, one, one, one))
+    times = data_parallel_times(c, DpCollectives(one, one, one, one), 0.0)
     assert times.backward_gather_s[0] == 0.0
     fwd, bwd = np.array([10.0]), np.array([20.0])
     pre = exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures())[0]
     for order in (BackwardPrefetch.POST, BackwardPrefetch.NONE):
         assert exposed_dp_s(times, c, fwd, bwd, RuntimeFeatures(zero3_backward_prefetch=order))[0] == pre
+
+
+@pytest.mark.parametrize(
+    ("gradients", "recompute", "block", "passes"),
+    [
+        (GradientLayout.MEGATRON, Recompute.NONE, None, 0.0),
+        (GradientLayout.MEGATRON, Recompute.SELECTIVE, None, 0.0),
+        (GradientLayout.MEGATRON, Recompute.FULL, None, 1.0),
+        (GradientLayout.MEGATRON, Recompute.FULL, 1, 0.5),  # block recompute: 1 of the 2 layers reruns
+        (GradientLayout.PYTORCH_FSDP, Recompute.FULL, None, 0.0),
+        (GradientLayout.PYTORCH_FSDP, Recompute.FULL, 1, 0.0),
+    ],
+)
+def test_recomputed_forward_gathers_again_unless_pytorch_fsdp(
+    gradients: GradientLayout, recompute: Recompute, block: int | None, passes: float
+) -> None:
+    # MODEL has 2 layers on one stage. PyTorch FSDP's recomputed forward reuses the pre-backward gather; the
+    # others gather the layers they rerun once more.
+    c = Candidates.from_layouts([Layout(tp=1, pp=1, dp=8, zero_stage=3, recompute=recompute)], 2, 16)
+    training = TrainingSpec(global_batch_size=16, gradient_layout=gradients, recompute_num_layers=block)
+    assert float(np.asarray(recompute_gather_passes(MODEL, c, training)).sum()) == passes
