@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, BoolArray, Candidates, FloatArray, tokens_per_microbatch
+from planner.costmodel.candidates import BoolArray, Candidates, FloatArray, tokens_per_microbatch
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics
 from planner.profiles import Hardware
@@ -329,7 +329,13 @@ def _attention_input_width(model: ModelSpec) -> int:
 
 
 def tp_collectives_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, rt: RuntimeFeatures, num: Numerics
+    model: ModelSpec,
+    c: Candidates,
+    placement: Placement,
+    hw: Hardware,
+    rt: RuntimeFeatures,
+    num: Numerics,
+    reruns: FloatArray,
 ) -> TpCollectives:
     """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden in
     `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass.
@@ -340,6 +346,7 @@ def tp_collectives_s(
     parallel folding, Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared
     experts (split over tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a
     dense one's. Under MLA the attention block's input side moves the latents (`_attention_input_width`).
+    Passes: forward and backward, plus `reruns` recomputed forwards (`recompute.full_recompute_reruns`).
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
     mlp = _block_collectives(nbytes, placement.tp, c, hw, rt)
@@ -352,7 +359,7 @@ def tp_collectives_s(
         routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
         shared = np.where(c.etp != c.tp, float(model.moe.num_shared_experts > 0), 0.0)
         mlp = mlp.scaled(1 - share) + routed.scaled(share) + mlp.scaled(share * shared)
-    passes = 2 + np.where(c.recompute == FULL, 1, 0)
+    passes = 2 + reruns
     return TpCollectives(
         total_s=np.asarray(passes * (attention.pass_s + mlp.pass_s), dtype=np.float64),
         dgrad_s=np.asarray(attention.dgrad_s + mlp.dgrad_s, dtype=np.float64),
@@ -361,9 +368,10 @@ def tp_collectives_s(
 
 
 def cp_comm_per_layer_s(
-    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, num: Numerics
+    model: ModelSpec, c: Candidates, placement: Placement, hw: Hardware, num: Numerics, reruns: FloatArray
 ) -> FloatArray:
-    """Ring-attention K/V exchange of one layer and micro-batch: (cp-1) K+V blocks forward, twice that backward.
+    """Ring-attention K/V exchange of one layer and micro-batch: (cp-1) K+V blocks forward, twice that backward,
+    once more per recomputed forward (`reruns`, `recompute.full_recompute_reruns`).
 
     Source: Megatron-Core context parallelism (ring attention, Liu et al. 2023, arXiv 2310.01889). A block is
     the K and V the core reads (`ModelSpec.key_value_width`: under MLA the up-projected per-head keys and values).
@@ -371,7 +379,7 @@ def cp_comm_per_layer_s(
     kv_block = num.wire_bytes * tokens_per_microbatch(model, c) * model.key_value_width / c.tp
     hop = link(placement.cp, hw)
     per_pass = (c.cp - 1) * (kv_block / hop.bytes_per_s + hop.latency_s)
-    passes = 3 + np.where(c.recompute == FULL, 1, 0)
+    passes = 3 + reruns
     return np.where(c.cp > 1, passes * per_pass, 0.0)
 
 

@@ -32,10 +32,10 @@ from typing import Protocol
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, Candidates, FloatArray
+from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.comm import all_gather_s, all_reduce_s, exposed_s
 from planner.costmodel.params import ParamCounts, fp8_weight_fraction
-from planner.costmodel.recompute import recomputed_share
+from planner.costmodel.recompute import full_recompute_reruns
 from planner.costmodel.topology import GroupPlacement, Placement
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import Hardware
@@ -172,12 +172,11 @@ def recompute_gather_passes(model: ModelSpec, c: Candidates, training: TrainingS
     logic in the recomputed forward"; FSDP2 `_fsdp_state.py` `_pre_forward`: "the pre-backward hook is
     responsible for the unshard"). Otherwise (DeepSpeed ZeRO-3's module hooks, Megatron-FSDP, as the module
     docstring prices them) the recomputed forward gathers again, over the layers it reruns
-    (`recompute.recomputed_share`: the first `recompute_num_layers` of a stage under block recompute).
+    (`recompute.full_recompute_reruns`: the first `recompute_num_layers` of a stage under block recompute).
     """
     if training.gradient_layout is GradientLayout.PYTORCH_FSDP:
         return 0.0
-    share = recomputed_share(model, c, training.recompute_num_layers)
-    return np.asarray(np.where(c.recompute == FULL, share, 0.0), dtype=np.float64)
+    return full_recompute_reruns(model, c, training.recompute_num_layers)
 
 
 def data_parallel_times(

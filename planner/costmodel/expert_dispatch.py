@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, Candidates, FloatArray, tokens_per_microbatch
+from planner.costmodel.candidates import Candidates, FloatArray, tokens_per_microbatch
 from planner.costmodel.comm import exposed_s, link, network_bytes_per_s
 from planner.costmodel.compute import LayerTimes
 from planner.costmodel.topology import GroupPlacement, Placement
@@ -125,16 +125,18 @@ def ep_comm_per_layer_s(
     rt: RuntimeFeatures,
     num: Numerics,
     layer: LayerTimes,
+    reruns: FloatArray,
 ) -> EpComm:
     """All-to-all of one average layer and micro-batch: dispatch and combine, forward and backward (and the
-    forward's again under full recompute), averaged over all layers (the MoE layers' share of them); with
-    `rt.moe_a2a_overlap` each pass beside its compute slot (module docstring)."""
+    forward's again per recomputed forward, `reruns`: `recompute.full_recompute_reruns`), averaged over all
+    layers (the MoE layers' share of them); with `rt.moe_a2a_overlap` each pass beside its compute slot (module
+    docstring)."""
     zeros = np.zeros(np.broadcast(c.ep, c.tp).shape)
     if model.moe is None:
         return EpComm(zeros, zeros)
     one = a2a_pass_s(model, c, placement, hw, rt, num)
     share = model.num_moe_layers / model.num_layers
-    count = 4 + np.where(c.recompute == FULL, 2, 0)
+    count = 4 + 2 * reruns
     whole = np.where(c.ep > 1, share * count * one, 0.0)
     if not rt.moe_a2a_overlap:
         return EpComm(np.asarray(whole, dtype=np.float64), zeros)

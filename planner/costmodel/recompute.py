@@ -29,6 +29,7 @@ __all__ = [
     "recomputed_layers",
     "recomputed_layers_in_model",
     "recomputed_share",
+    "full_recompute_reruns",
     "selective_modules",
     "selective_recomputes_up_projections",
 ]
@@ -64,3 +65,10 @@ def recomputed_share(model: ModelSpec, c: Candidates, block: int | None) -> Floa
     """Share of the model's layers whose recompute mode runs: 1 without block recompute, else
     `recomputed_layers_in_model` / num_layers."""
     return 1.0 if block is None else recomputed_layers_in_model(c, block) / model.num_layers
+
+
+def full_recompute_reruns(model: ModelSpec, c: Candidates, block: int | None) -> FloatArray:
+    """Forward reruns of one average layer and micro-batch that full recomputation adds, with their collectives
+    (TP, CP, EP and ZeRO-3 gathers): the share of layers it reruns (`recomputed_share`, 1 without block
+    recompute); none under selective recompute (its core rerun moves nothing) or without recompute."""
+    return np.asarray(np.where(c.recompute == FULL, recomputed_share(model, c, block), 0.0), dtype=np.float64)

@@ -13,6 +13,7 @@ from planner.costmodel.candidates import Candidates
 from planner.costmodel.comm import OVERLAP_SLOWDOWN
 from planner.costmodel.compute import LayerTimes
 from planner.costmodel.expert_dispatch import a2a_pass_s, dispatch_copies, ep_comm_per_layer_s, none_routed_to
+from planner.costmodel.recompute import full_recompute_reruns
 from planner.costmodel.topology import GroupPlacement, place
 from planner.estimate import estimate
 from planner.layout import Layout
@@ -106,7 +107,8 @@ def _layer_seconds(
     hw = load_profiles()["hgx-b200"].hardware(training.precision)
     placement, num = place(c, hw.nvlink_domain_gpus, hw.gpus_per_node), training_numerics(training, hw)
     one = float(a2a_pass_s(model, c, placement, hw, training.runtime, num)[0])
-    got = ep_comm_per_layer_s(model, c, placement, hw, training.runtime, num, layer)
+    reruns = full_recompute_reruns(model, c, training.recompute_num_layers)
+    got = ep_comm_per_layer_s(model, c, placement, hw, training.runtime, num, layer, reruns)
     return one, float(got.paired_s[0]), float(got.unpaired_extra_s[0])
 
 
