@@ -23,7 +23,9 @@ __all__ = [
     "MAX_HIDDEN_SIZE",
     "MAX_LAYERS",
     "MAX_SEQ_LENGTH",
+    "HYBRID_LAYER_SYMBOLS",
     "MLASpec",
+    "MambaSpec",
     "ModelSpec",
     "MoESpec",
     "Precision",
@@ -254,6 +256,38 @@ class MLASpec(BaseModel):
         return self.qk_head_dim + self.qk_pos_emb_head_dim
 
 
+class MambaSpec(BaseModel):
+    """The Mamba-2 mixer of a hybrid model's Mamba layers (Dao and Gu 2024, "Transformers are SSMs", arXiv
+    2405.21060, Sec. 7 and Fig. 6: one input projection to z, x, B, C and dt, a causal depthwise convolution over
+    x, B and C, the SSD scan, a gated RMSNorm and the output projection).
+
+    Field names follow Megatron-LM's flags (`--mamba-state-dim`, `--mamba-head-dim`, `--mamba-num-groups`,
+    `--mamba-num-heads`; Megatron-Core `MambaMixer`); Hugging Face's NemotronH config calls them ssm_state_size,
+    mamba_head_dim, n_groups, mamba_num_heads and conv_kernel. Nemotron-H 8B: 128, 64, 8, 128 heads, kernel 4.
+    """
+
+    model_config = _FROZEN
+
+    state_dim: int = Field(default=128, ge=1, le=4096, description="SSM state size N per head (d_state).")
+    head_dim: int = Field(default=64, ge=1, le=4096, description="Channels P of one SSM head.")
+    num_groups: int = Field(
+        default=8, ge=1, le=4096, description="Groups sharing one B and C (like GQA's key/value groups)."
+    )
+    num_heads: int | None = Field(
+        default=None,
+        ge=1,
+        le=65_536,
+        description="SSM heads; the mixer's inner width is num_heads x head_dim. Null: 2 hidden_size / head_dim"
+        " (Megatron-Core's expand 2).",
+    )
+    conv_kernel: int = Field(default=4, ge=1, le=64, description="Width of the causal depthwise convolution (d_conv).")
+
+
+HYBRID_LAYER_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+"""One character per layer of `ModelSpec.hybrid_pattern`, as Megatron-LM's `--hybrid-override-pattern` spells it
+(`megatron/core/ssm/mamba_hybrid_layer_allocation.py` `Symbols`: M Mamba, * attention, - MLP, E MoE)."""
+
+
 _DEFAULTED = ("num_query_groups", "ffn_hidden_size", "head_dim")
 """ModelSpec fields that may be omitted or null: `ModelSpec._defaults` fills them before validation."""
 
@@ -333,6 +367,19 @@ class ModelSpec(BaseModel):
         description="Multi-head latent attention (DeepSeek-V2/V3); null: multi-head or grouped-query attention."
         " With it head_dim is the value head width (default mla.v_head_dim) and num_query_groups equals the heads.",
     )
+    hybrid_pattern: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LAYERS,
+        pattern=r"^[M*E-]+$",
+        description="A hybrid model's layers, one character each (Megatron-LM --hybrid-override-pattern): M a Mamba-2"
+        " mixer (`mamba`), * self-attention, - a dense MLP, E an MoE block (`moe`); each layer holds that one block"
+        " behind its own norm and residual. Its length is num_layers. Null: every layer is a transformer layer"
+        " (attention and an MLP or MoE block). Nemotron-H 8B: 52 layers, 24 M, 4 *, 24 -.",
+    )
+    mamba: MambaSpec | None = Field(
+        default=None, description="The Mamba-2 mixer of hybrid_pattern's M layers; null when it has none."
+    )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -393,11 +440,105 @@ class ModelSpec(BaseModel):
                 f"sliding_window_pattern({self.sliding_window_pattern}) needs sliding_window: it says which layers"
                 " attend fully among windowed ones"
             )
+        self._hybrid_rules()
         if self.moe is not None and self.moe.first_k_dense_layers > self.num_layers:
             raise ValueError(
                 f"moe.first_k_dense_layers({self.moe.first_k_dense_layers}) > num_layers({self.num_layers})"
             )
         return self
+
+    def _hybrid_rules(self) -> None:
+        """What Megatron-LM's hybrid model (`MambaModel`, `--hybrid-override-pattern`) and this planner's pricing of
+        it accept."""
+        pattern = self.hybrid_pattern
+        if pattern is None:
+            if self.mamba is not None:
+                raise ValueError("mamba needs hybrid_pattern: it says which layers are Mamba layers")
+            return
+        if len(pattern) != self.num_layers:
+            raise ValueError(f"hybrid_pattern has {len(pattern)} layers, must equal num_layers({self.num_layers})")
+        if ("M" in pattern) != (self.mamba is not None):
+            raise ValueError(
+                "hybrid_pattern has Mamba layers (M) but mamba is null"
+                if self.mamba is None
+                else "mamba is set but hybrid_pattern has no Mamba layer (M)"
+            )
+        if ("E" in pattern) != (self.moe is not None):
+            raise ValueError(
+                "hybrid_pattern has MoE layers (E) but moe is null"
+                if self.moe is None
+                else "moe is set but hybrid_pattern has no MoE layer (E)"
+            )
+        if self.moe is not None and (self.moe.moe_layer_freq != 1 or self.moe.first_k_dense_layers):
+            raise ValueError(
+                "moe.moe_layer_freq and moe.first_k_dense_layers must keep their defaults with hybrid_pattern: the"
+                " pattern's E layers are the MoE layers"
+            )
+        for field, given in (
+            ("sliding_window", self.sliding_window is not None),
+            ("mla", self.mla is not None),
+            ("mtp_num_layers", self.mtp_num_layers > 0),
+        ):
+            if given:
+                raise ValueError(f"{field} is not supported with hybrid_pattern (not priced for hybrid models)")
+        if self.mamba is not None:
+            heads, groups = self.mamba_num_heads, self.mamba.num_groups
+            if heads % groups:
+                raise ValueError(f"mamba num_heads({heads}) % num_groups({groups}) = {heads % groups}, must be 0")
+
+    def _layers_of(self, symbol: str) -> int:
+        """Layers of `hybrid_pattern` holding `symbol`'s block."""
+        return 0 if self.hybrid_pattern is None else self.hybrid_pattern.count(symbol)
+
+    @property
+    def mamba_num_heads(self) -> int:
+        """SSM heads of a Mamba layer: `mamba.num_heads`, or 2 hidden_size / head_dim (Megatron-Core `MambaMixer`,
+        expand 2); 0 without Mamba layers."""
+        if self.mamba is None:
+            return 0
+        return self.mamba.num_heads or max(1, 2 * self.hidden_size // self.mamba.head_dim)
+
+    @property
+    def mamba_inner_size(self) -> int:
+        """A Mamba layer's inner width d_inner = SSM heads x head_dim (x in Dao and Gu 2024 Fig. 6); 0 without."""
+        return 0 if self.mamba is None else self.mamba_num_heads * self.mamba.head_dim
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Layers holding self-attention: every layer of a transformer, the * layers of a hybrid."""
+        return self.num_layers if self.hybrid_pattern is None else self._layers_of("*")
+
+    @property
+    def num_mamba_layers(self) -> int:
+        """A hybrid's Mamba (M) layers; 0 for a transformer."""
+        return self._layers_of("M")
+
+    @property
+    def attention_layer_share(self) -> float:
+        """Share of the layers holding attention: 1 for a transformer."""
+        return self.num_attention_layers / self.num_layers
+
+    @property
+    def mamba_layer_share(self) -> float:
+        """Share of the layers holding a Mamba mixer: 0 for a transformer."""
+        return self.num_mamba_layers / self.num_layers
+
+    @property
+    def moe_layer_share(self) -> float:
+        """Share of the layers holding an MoE block."""
+        return self.num_moe_layers / self.num_layers
+
+    @property
+    def dense_mlp_share(self) -> float:
+        """Share of the layers holding a dense MLP."""
+        return self.num_dense_layers / self.num_layers
+
+    @property
+    def blocks_per_layer(self) -> float:
+        """Blocks (attention, Mamba mixer, MLP or MoE), each behind its own norm and residual add, in the average
+        layer: 2 for a transformer layer (attention and an MLP), 1 in a hybrid (Megatron-Core `MambaModel`'s
+        layers each wrap one block)."""
+        return self.attention_layer_share + self.mamba_layer_share + self.moe_layer_share + self.dense_mlp_share
 
     @property
     def attention_hidden_size(self) -> int:
@@ -460,13 +601,19 @@ class ModelSpec(BaseModel):
 
     @property
     def num_moe_layers(self) -> int:
+        """Layers holding an MoE block: a hybrid's E layers, else by first_k_dense_layers and moe_layer_freq."""
         if self.moe is None:
             return 0
+        if self.hybrid_pattern is not None:
+            return self._layers_of("E")
         eligible = range(self.moe.first_k_dense_layers, self.num_layers)
         return sum(1 for i in eligible if (i - self.moe.first_k_dense_layers) % self.moe.moe_layer_freq == 0)
 
     @property
     def num_dense_layers(self) -> int:
+        """Layers holding a dense MLP: a hybrid's - layers, else every layer that is not MoE."""
+        if self.hybrid_pattern is not None:
+            return self._layers_of("-")
         return self.num_layers - self.num_moe_layers
 
 
