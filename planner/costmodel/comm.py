@@ -340,7 +340,8 @@ def tp_collectives_s(
     """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden in
     `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass.
 
-    Per block (attention, MLP) and pass, one collective over the block's tensor-parallel group: the tp group,
+    Per block (attention, MLP; in a hybrid each layer's one block, a Mamba mixer's like an MLP's) and pass, one
+    collective over the block's tensor-parallel group: the tp group,
     except the MLP block of an MoE layer, whose routed experts are split over the etp group (none when etp = 1:
     the token all-to-all, `expert_dispatch.ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE
     parallel folding, Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared
@@ -349,21 +350,26 @@ def tp_collectives_s(
     Passes: forward and backward, plus `reruns` recomputed forwards (`recompute.full_recompute_reruns`).
     """
     nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    mlp = _block_collectives(nbytes, placement.tp, c, hw, rt)
-    attention = mlp
+    dense = _block_collectives(nbytes, placement.tp, c, hw, rt)
+    attention = dense
     if model.mla is not None:
         latents = num.wire_bytes * tokens_per_microbatch(model, c) * _attention_input_width(model)
         attention = _block_collectives(nbytes, placement.tp, c, hw, rt, latents)
+    # A Mamba mixer's in_proj / out_proj pair moves the hidden state like an MLP's fc1 / fc2 (Megatron-Core
+    # `MambaMixer`: column- then row-parallel over the tp group).
+    blocks = attention.scaled(model.attention_layer_share) + dense.scaled(
+        model.dense_mlp_share + model.mamba_layer_share
+    )
     if model.moe is not None:
-        share = model.num_moe_layers / model.num_layers
+        share = model.moe_layer_share
         routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
         shared = np.where(c.etp != c.tp, float(model.moe.num_shared_experts > 0), 0.0)
-        mlp = mlp.scaled(1 - share) + routed.scaled(share) + mlp.scaled(share * shared)
+        blocks = blocks + routed.scaled(share) + dense.scaled(share * shared)
     passes = 2 + reruns
     return TpCollectives(
-        total_s=np.asarray(passes * (attention.pass_s + mlp.pass_s), dtype=np.float64),
-        dgrad_s=np.asarray(attention.dgrad_s + mlp.dgrad_s, dtype=np.float64),
-        sp_gather_s=np.asarray(np.where(c.sequence_parallel, attention.gather_s + mlp.gather_s, 0.0), dtype=np.float64),
+        total_s=np.asarray(passes * blocks.pass_s, dtype=np.float64),
+        dgrad_s=np.asarray(blocks.dgrad_s, dtype=np.float64),
+        sp_gather_s=np.asarray(np.where(c.sequence_parallel, blocks.gather_s, 0.0), dtype=np.float64),
     )
 
 
@@ -378,7 +384,7 @@ def cp_comm_per_layer_s(
     """
     kv_block = num.wire_bytes * tokens_per_microbatch(model, c) * model.key_value_width / c.tp
     hop = link(placement.cp, hw)
-    per_pass = (c.cp - 1) * (kv_block / hop.bytes_per_s + hop.latency_s)
+    per_pass = model.attention_layer_share * (c.cp - 1) * (kv_block / hop.bytes_per_s + hop.latency_s)
     passes = 3 + reruns
     return np.where(c.cp > 1, passes * per_pass, 0.0)
 

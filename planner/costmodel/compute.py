@@ -39,6 +39,7 @@ from planner.costmodel.gemms import (
     up_projection_gemms,
 )
 from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
+from planner.costmodel.mamba import mixer_time_s
 from planner.costmodel.recompute import selective_recomputes_up_projections
 from planner.numerics import Numerics
 from planner.profiles import Hardware
@@ -58,6 +59,9 @@ __all__ = [
 RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
 """Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
 each) and two bias-dropout-add (read 2 + 2, write 2, mask 1 each). Korthikanti 2022 Table 2."""
+TRANSFORMER_BLOCKS = 2
+"""Blocks of a transformer layer, each with its norm and residual (attention and MLP): what
+`RESIDUAL_PATH_BYTES_PER_ELEMENT` counts; a hybrid's layer has `ModelSpec.blocks_per_layer` (one)."""
 SCORE_BYTES_PER_ELEMENT = 13
 """Forward bytes per attention-score element without flash attention: QK^T writes 2, fused
 softmax reads and writes 4, dropout reads, writes and masks 5, AV reads 2. Korthikanti Table 2."""
@@ -184,12 +188,22 @@ def _gemm_set_time_s(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeF
     return _average_layer_gemm_s(_gemm_role_seconds(model, c, hw, rt))
 
 
-def _moe_layer_gemm_s(roles: dict[GemmRole, tuple[FloatArray, float]]) -> tuple[FloatArray | float, FloatArray]:
-    """(routed experts' forward GEMM seconds, the other GEMMs' forward seconds) of one MoE layer: every role an
-    MoE layer holds at full weight, the dense MLP not at all."""
+def _moe_layer_gemm_s(
+    model: ModelSpec, roles: dict[GemmRole, tuple[FloatArray, float]]
+) -> tuple[FloatArray | float, FloatArray]:
+    """(routed experts' forward GEMM seconds, the other GEMMs' forward seconds) of one MoE layer: the router and
+    shared experts at full weight, and in a transformer its attention block too; a hybrid's E layer holds the MoE
+    block alone (`ModelSpec.hybrid_pattern`)."""
     experts = roles[GemmRole.ROUTED_EXPERT][0] if GemmRole.ROUTED_EXPERT in roles else 0.0
-    rest = sum(s for role, (s, _) in roles.items() if role not in (GemmRole.ROUTED_EXPERT, GemmRole.DENSE_MLP))
+    held = _MOE_BLOCK_ROLES if model.hybrid_pattern is not None else _MOE_BLOCK_ROLES + _ATTENTION_ROLES
+    rest = sum(seconds for role, (seconds, _) in roles.items() if role in held)
     return experts, np.asarray(rest, dtype=np.float64)
+
+
+_MOE_BLOCK_ROLES = (GemmRole.SHARED_EXPERT, GemmRole.ROUTER)
+"""The GEMMs of an MoE block besides its routed experts."""
+_ATTENTION_ROLES = (GemmRole.ATTENTION, GemmRole.LATENT)
+"""The attention block's GEMMs."""
 
 
 def _local_gemm(
@@ -266,7 +280,8 @@ def _fused_attention_s(flop: FloatArray, hw: Hardware, kernel: AttentionKernel) 
 def _attention_core_s(
     model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures
 ) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of the attention core for one micro-batch on one GPU.
+    """(forward, backward) seconds of the average layer's attention core for one micro-batch on one GPU (in a
+    hybrid, its attention layers' share).
 
     In bf16 under an FP8 run: Transformer Engine's fused attention runs in bf16 unless
     `NVTE_FP8_DPA` / `fp8_dot_product_attention` is set (TE `DotProductAttention`; Megatron-Core
@@ -288,8 +303,9 @@ def _attention_core_s(
     d_qk, d_v, s = model.query_key_head_dim, model.head_dim, model.seq_length
     qk = gemm_time_s(queries, s, d_qk, hw, heads, fp8_eligible=False)
     av = gemm_time_s(queries, d_v, s, hw, heads, fp8_eligible=False)
-    fwd = qk + av + memory
-    return fwd, 2 * (fwd - memory) + BACKWARD_BYTES_FACTOR * memory
+    share = model.attention_layer_share  # the fused path's flop carries it (`gemms.attention_core_fraction`)
+    fwd = share * (qk + av + memory)
+    return fwd, 2 * (fwd - share * memory) + BACKWARD_BYTES_FACTOR * share * memory
 
 
 def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
@@ -299,19 +315,21 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
     h = model.hidden_size
     tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
-    residual = RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
+    blocks = model.blocks_per_layer / TRANSFORMER_BLOCKS  # a hybrid's layer holds one block, its norm and residual
+    residual = blocks * RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
     act_bytes = 6 if model.gated_mlp else 4
-    width: FloatArray | float = float(model.ffn_hidden_size)
+    width: FloatArray | float = model.dense_mlp_share * model.ffn_hidden_size
     permute: FloatArray | float = 0.0
     if model.moe is not None:
-        share = model.num_moe_layers / model.num_layers
+        share = model.moe_layer_share
         routed = model.moe.top_k + model.moe.num_shared_experts
-        width = np.asarray((1 - share) * width + share * routed * model.moe.expert_ffn_hidden_size, dtype=np.float64)
+        width = np.asarray(width + share * routed * model.moe.expert_ffn_hidden_size, dtype=np.float64)
         # The permuted copies are whole rows (h wide) on each of an expert's etp ranks (`_local_gemm`).
         copies = PERMUTE_BYTES_PER_COPY * model.moe.top_k + PERMUTE_BYTES_PER_TOKEN
         permute = np.asarray(share * copies * h * c.etp, dtype=np.float64)
     activation = (act_bytes * width + permute) * tokens / c.tp
-    return (residual + activation + _attention_elementwise_bytes(model, c) * tokens) / hw.hbm_bandwidth_bytes_per_s
+    attention = model.attention_layer_share * _attention_elementwise_bytes(model, c) * tokens
+    return (residual + activation + attention) / hw.hbm_bandwidth_bytes_per_s
 
 
 def _attention_elementwise_bytes(model: ModelSpec, c: Candidates) -> FloatArray:
@@ -341,17 +359,24 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     """
     roles = _gemm_role_seconds(model, c, hw, rt)
     gemm_fwd = _average_layer_gemm_s(roles)
-    core_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
+    attention_fwd, core_bwd = _attention_core_s(model, c, hw, rt)
+    core_fwd = attention_fwd
+    if model.num_mamba_layers:  # the Mamba mixers' convolution, scan and norm, in their share of the layers
+        mixer_fwd, mixer_bwd = mixer_time_s(model, c, hw)
+        core_fwd = core_fwd + model.mamba_layer_share * mixer_fwd
+        core_bwd = core_bwd + model.mamba_layer_share * mixer_bwd
     elementwise_fwd = _elementwise_forward_s(model, c, hw)
     cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
     host = layer_host_s(model, c, rt)
     forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, host.forward)
     backward = np.maximum(2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd, host.backward)
-    selective = core_fwd + _up_projection_s(model, c, hw)
+    selective = attention_fwd + _up_projection_s(model, c, hw)
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
     if model.moe is None:
         return LayerTimes(forward, backward, recompute)
-    experts, rest = _moe_layer_gemm_s(roles)
+    experts, rest = _moe_layer_gemm_s(model, roles)
+    if model.hybrid_pattern is not None:  # a hybrid's E layer: no attention or mixer beside its experts
+        core_fwd = core_bwd = np.zeros_like(core_fwd)
     rest_forward = rest + core_fwd + elementwise_fwd + cast_fwd
     rest_backward = 2 * rest + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd + recompute
     return LayerTimes(forward, backward, recompute, experts, rest_forward, rest_backward)

@@ -135,7 +135,7 @@ def ep_comm_per_layer_s(
     if model.moe is None:
         return EpComm(zeros, zeros)
     one = a2a_pass_s(model, c, placement, hw, rt, num)
-    share = model.num_moe_layers / model.num_layers
+    share = model.moe_layer_share
     count = 4 + 2 * reruns
     whole = np.where(c.ep > 1, share * count * one, 0.0)
     if not rt.moe_a2a_overlap:

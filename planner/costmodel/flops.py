@@ -29,6 +29,7 @@ from planner.costmodel.gemms import (
     mtp_projection_gemm,
     up_projection_gemms,
 )
+from planner.costmodel.mamba import ssd_scan_flop
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -60,16 +61,21 @@ def mlp_flop(model: ModelSpec, tokens: float, ffn: int) -> float:
 
 
 def _core_flop(model: ModelSpec, sequences: float, full_attention: bool) -> float:
-    """The attention core: causal (`attention_core_flop`), or the full matrix (the 2021 papers' convention)."""
-    return attention_score_flop(model, sequences) if full_attention else attention_core_flop(model, sequences)
+    """The average layer's attention core: causal (`attention_core_flop`), or the full matrix (the 2021 papers'
+    convention), in the layers holding attention."""
+    if full_attention:
+        return model.attention_layer_share * attention_score_flop(model, sequences)
+    return attention_core_flop(model, sequences)
 
 
 def layer_forward_flop(model: ModelSpec, sequences: float, full_attention: bool = False) -> float:
     """Forward flop of one average layer for `sequences` sequences: every GEMM of `gemms.layer_gemms`,
-    weighted by the share of layers holding it and its copies per token, plus the attention core."""
+    weighted by the share of layers holding it and its copies per token, plus the attention core and, in a
+    hybrid's Mamba layers, the scan (`mamba.ssd_scan_flop`, Megatron-LM's `hybrid_flops` count)."""
     tokens = sequences * model.seq_length
     linear = sum(g.layer_share * g.copies_per_token * g.flop(tokens) for g in layer_gemms(model))
-    return linear + _core_flop(model, sequences, full_attention)
+    scan = model.mamba_layer_share * ssd_scan_flop(model, sequences)
+    return linear + _core_flop(model, sequences, full_attention) + scan
 
 
 def logits_flop(model: ModelSpec, sequences: float) -> float:

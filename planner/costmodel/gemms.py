@@ -43,6 +43,7 @@ __all__ = [
     "attention_score_flop",
     "layer_gemms",
     "logits_gemm",
+    "mamba_gemms",
     "mla_gemms",
     "mlp_gemms",
     "mtp_projection_gemm",
@@ -68,6 +69,9 @@ class GemmRole(StrEnum):
     """An expert MLP: top_k of num_experts per token; split by tp, the experts spread over ep."""
     SHARED_EXPERT = "shared_expert"
     """A shared expert MLP: every token, split by tp; one GEMM per shared expert."""
+    MAMBA = "mamba"
+    """A Mamba-2 mixer's input projection (h -> z, x, B, C, dt) and output projection (d_inner -> h): every token,
+    split by tp (Megatron-Core `MambaMixer.in_proj` column parallel, `out_proj` row parallel)."""
     OUTPUT = "output"
     """The logit layer h -> V (and an MTP module's eh_proj): every token, split by tp (last stage only)."""
 
@@ -105,7 +109,7 @@ class Gemm:
     @property
     def row_parallel(self) -> bool:
         """Whether tp splits its input width k (Megatron `RowParallelLinear`: proj, fc2); else its output width n."""
-        return self.name in ("proj", "fc2")
+        return self.name in ("proj", "fc2", "out_proj")
 
     def local_shape(self, tp: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """(k, n) of the part of the weight one GPU holds: tp splits k or n (Narayanan 2021 Sec. 2.3), or neither."""
@@ -150,9 +154,29 @@ def attention_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
     if model.mla is not None:
         return mla_gemms(model)
     h, q, kv, bias = model.hidden_size, model.attention_hidden_size, model.kv_hidden_size, model.linear_bias
+    share = model.attention_layer_share
     return (
-        Gemm("qkv", GemmRole.ATTENTION, h, q + 2 * kv, 1, 1.0, bias),
-        Gemm("proj", GemmRole.ATTENTION, q, h, 1, 1.0, bias),
+        Gemm("qkv", GemmRole.ATTENTION, h, q + 2 * kv, 1, share, bias),
+        Gemm("proj", GemmRole.ATTENTION, q, h, 1, share, bias),
+    )
+
+
+def mamba_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
+    """A Mamba-2 mixer's two projections, in the Mamba layers' share of the layers (none without them):
+
+    in_proj h -> 2 d_inner + 2 groups x state + heads (z, x, B, C and dt; Dao and Gu 2024, arXiv 2405.21060,
+    Sec. 7.1 and Fig. 6, the parallel projections of the Mamba-2 block) and out_proj d_inner -> h, no biases
+    (Megatron-Core `MambaMixer.__init__`: `in_proj` to `d_inner * 2 + 2 * ngroups * d_state + nheads`, "assert not
+    bias"); Megatron-LM's `hybrid_flops` (`megatron/training/training.py` `mamba_layer_flops`) counts the same two.
+    """
+    mamba = model.mamba
+    if mamba is None or not model.num_mamba_layers:
+        return ()
+    h, inner, share = model.hidden_size, model.mamba_inner_size, model.mamba_layer_share
+    width = 2 * inner + 2 * mamba.num_groups * mamba.state_dim + model.mamba_num_heads
+    return (
+        Gemm("in_proj", GemmRole.MAMBA, h, width, 1, share, False),
+        Gemm("out_proj", GemmRole.MAMBA, inner, h, 1, share, False),
     )
 
 
@@ -207,16 +231,19 @@ def mlp_gemms(
 
 @functools.lru_cache(maxsize=128)
 def layer_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
-    """Every weight GEMM of the average layer: attention, the dense MLP, and in MoE layers the MoE block.
+    """Every weight GEMM of the average layer: attention, the dense MLP, and in MoE layers the MoE block; in a
+    hybrid model (`ModelSpec.hybrid_pattern`) each in the share of the layers holding its block, and the Mamba
+    mixers' projections (`mamba_gemms`).
 
-    Order: attention, dense MLP, then routed experts, shared experts, router.
+    Order: attention, Mamba, dense MLP, then routed experts, shared experts, router.
     A dense model has no MoE GEMMs; a model whose layers are all MoE has no dense MLP.
     """
-    gemms: tuple[Gemm, ...] = attention_gemms(model)
+    gemms: tuple[Gemm, ...] = attention_gemms(model) if model.num_attention_layers else ()
+    gemms += mamba_gemms(model)
     moe = model.moe
-    share = model.num_moe_layers / model.num_layers
-    if moe is None or share < 1:
-        gemms += mlp_gemms(model, model.ffn_hidden_size, share=1 - share)
+    share = model.moe_layer_share
+    if model.num_dense_layers:
+        gemms += mlp_gemms(model, model.ffn_hidden_size, share=model.dense_mlp_share)
     if moe is not None:
         ffn = moe.expert_ffn_hidden_size
         gemms += mlp_gemms(model, ffn, GemmRole.ROUTED_EXPERT, moe.top_k, share)
@@ -229,7 +256,7 @@ def layer_gemms(model: ModelSpec) -> tuple[Gemm, ...]:
 def router_gemm(model: ModelSpec) -> Gemm:
     """The MoE gate h -> num_experts, no bias, in the MoE layers' share of the layers."""
     assert model.moe is not None
-    share = model.num_moe_layers / model.num_layers
+    share = model.moe_layer_share
     return Gemm("router", GemmRole.ROUTER, model.hidden_size, model.moe.num_experts, 1, share, False)
 
 
@@ -288,10 +315,11 @@ def windowed_fraction(window: int, seq_length: int) -> float:
 def attention_core_fraction(model: ModelSpec) -> float:
     """Share of the s x s score matrix the average layer's attention core computes: `CAUSAL_FRACTION` in a
     full-attention layer, `windowed_fraction` in a sliding-window one (`ModelSpec.num_window_layers` of the
-    `num_layers`; Megatron-Core `is_layer_window_attention`)."""
+    `num_layers`; Megatron-Core `is_layer_window_attention`), none in a hybrid's layers without attention
+    (`ModelSpec.attention_layer_share`; hybrids have no sliding window)."""
     windowed = model.num_window_layers
     if not windowed or model.sliding_window is None:
-        return CAUSAL_FRACTION
+        return model.attention_layer_share * CAUSAL_FRACTION
     band = windowed_fraction(model.sliding_window, model.seq_length)
     return (windowed * band + (model.num_layers - windowed) * CAUSAL_FRACTION) / model.num_layers
 

@@ -5,6 +5,10 @@ and GPU time overlap: a pass takes max(GPU work, kernels x host cost per
 kernel), never their sum. Small layers (small hidden / tp, micro-batch 1) hit
 the floor; large ones never see it.
 
+A hybrid's layer holds one block (attention, Mamba mixer, MLP or MoE) behind one norm and residual and
+ending in one TP collective; its Mamba mixers launch `mamba.MIXER_FORWARD_KERNELS` (backward
+`MIXER_BACKWARD_KERNELS`) besides their two projections.
+
 Kernels per forward pass of one layer are counted from its structure
 (Megatron-LM `ParallelTransformerLayer`; Narayanan et al. 2021, arXiv
 2104.04473, Sec. 2.3 and Fig. 5: two layer norms, the QKV, projection, fc1 and
@@ -56,6 +60,7 @@ import numpy as np
 
 from planner.costmodel.candidates import Candidates, FloatArray
 from planner.costmodel.gemms import layer_gemms
+from planner.costmodel.mamba import MIXER_BACKWARD_KERNELS, MIXER_FORWARD_KERNELS
 from planner.specs import CudaGraphScope, ExpertGemm, ModelSpec, RuntimeFeatures
 from planner.units import MICRO
 
@@ -82,6 +87,9 @@ UNFUSED_ATTENTION_CORE_KERNELS = 5
 FUSED_ATTENTION_CORE_KERNELS = 1
 TP_COLLECTIVES_PER_LAYER = 2
 """Forward all-reduces (or reduce-scatter / all-gather pairs) of Megatron's f and g operators (Narayanan Sec. 2.3)."""
+BLOCKS_PER_TRANSFORMER_LAYER = 2
+"""Attention and MLP, each behind a norm and a residual and ending in a TP collective; a hybrid's layer holds one
+block (`ModelSpec.blocks_per_layer`)."""
 MOE_DISPATCH_KERNELS = 4
 """Forward kernels of an MoE layer's token movement: the fused permute, the dispatch collective, the combine
 collective and the fused unpermute (module docstring); the backward runs one per each."""
@@ -156,14 +164,21 @@ def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Layer
     core = FUSED_ATTENTION_CORE_KERNELS if rt.flash_attention else UNFUSED_ATTENTION_CORE_KERNELS
     activation = 1 if (model.gated_mlp or not rt.fused_kernels) else 0
     rope = 0 if model.learned_position_embeddings else 1
-    norms = NORMS_PER_LAYER + len(model.attention_norm_widths)  # and the attention's own, one kernel each
-    other = norms + core + activation + RESIDUALS_PER_LAYER + rope
-    comm = np.where(c.tp > 1, TP_COLLECTIVES_PER_LAYER, 0).astype(np.float64)
+    attention = core + rope + len(model.attention_norm_widths)  # the attention's own norms, one kernel each
+    blocks = model.blocks_per_layer / BLOCKS_PER_TRANSFORMER_LAYER  # 1 for a transformer, 1/2 for a hybrid
+    residual = blocks * (NORMS_PER_LAYER + RESIDUALS_PER_LAYER)
+    mlp = model.dense_mlp_share + model.moe_layer_share
+    mamba = model.mamba_layer_share
+    forward_other = (
+        residual + model.attention_layer_share * attention + mlp * activation + mamba * MIXER_FORWARD_KERNELS
+    )
+    backward_other = forward_other + mamba * (MIXER_BACKWARD_KERNELS - MIXER_FORWARD_KERNELS)
+    comm = np.where(c.tp > 1, blocks * TP_COLLECTIVES_PER_LAYER, 0).astype(np.float64)
     accumulate = 0.0 if rt.fused_kernels else 1.0  # 2021: one main_grad accumulation per weight GEMM
     expert_forward = np.zeros(c.shape, dtype=np.float64)
     expert_backward = np.zeros(c.shape, dtype=np.float64)
     if model.moe is not None:
-        share = model.num_moe_layers / model.num_layers
+        share = model.moe_layer_share
         launches = sum(
             g.layer_share * _expert_gemm_launches(model.moe.num_experts / c.ep, rt)
             for g in layer_gemms(model)
@@ -172,8 +187,8 @@ def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> Layer
         expert_forward = expert_forward + launches + share * MOE_DISPATCH_KERNELS
         expert_backward = expert_backward + (2 + accumulate) * launches + share * MOE_DISPATCH_KERNELS
     return LayerKernels(
-        forward=gemms + other + comm,
-        backward=(2 + accumulate) * gemms + other + comm,
+        forward=gemms + forward_other + comm,
+        backward=(2 + accumulate) * gemms + backward_other + comm,
         expert_forward=expert_forward,
         expert_backward=expert_backward,
     )

@@ -34,6 +34,7 @@ from planner.costmodel.candidates import (
     select_max,
     tokens_per_microbatch,
 )
+from planner.costmodel.mamba import mixer_activation_bytes_per_token
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import stage_in_flight, stage_in_flight_microbatches
@@ -96,6 +97,11 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     published. Without dropout the two hidden masks (1 s b h each) are not kept
     and the scores keep only the softmax output (`Numerics.attention_score_bytes`: 5 -> 2).
 
+    A hybrid's layer (`ModelSpec.hybrid_pattern`) holds one block behind one norm: the norm and GEMM-input terms
+    count once, the attention's tensors in its attention layers' share, the MLP's in its MLP layers' and a Mamba
+    mixer's (`mamba.mixer_activation_bytes_per_token`) in its Mamba layers'; an average layer, as every stage
+    is priced.
+
     Per token, in 16-bit: the two norms' inputs (2h each) and the QKV and fc1 GEMMs' inputs (2h each, split
     by tp under SP), Q and the attention output (2q each, q = heads x head_dim, = h unless head_dim is set), K and
     V (2 kv each; under MLA Q, K and V as up-projected, `ModelSpec.query_width` and `key_value_width`, and the
@@ -110,7 +116,9 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     tp = c.tp.astype(np.float64)
     sp_split = np.where(c.sequence_parallel, tp, 1.0)
     gemm_in = num.saved_gemm_input_bytes
-    norms_and_inputs = 2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
+    norms_and_inputs = (model.blocks_per_layer / 2) * (
+        2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
+    )
     replicated = norms_and_inputs * h / sp_split + _latent_bytes_per_token(model, num) / sp_split
     # Q (query_width), K and V (key_value_width) as the core reads them, the attention output (q) and its copy;
     # selective recompute under MLA reruns the up-projections instead of keeping Q, K and V.
@@ -118,8 +126,10 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     rerun = (c.recompute == SELECTIVE) & selective_recomputes_up_projections(model)
     attention = np.where(rerun, 0.0, qkv) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
     attention = attention + num.activation_bytes * model.qk_norm_width  # the QK norms' inputs
-    split = attention / tp + _mlp_bytes_per_token(model, c, num)
-    scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
+    share = model.attention_layer_share
+    mixer = model.mamba_layer_share * mixer_activation_bytes_per_token(model, num) if model.mamba else 0.0
+    split = (share * attention + mixer) / tp + _mlp_bytes_per_token(model, c, num)
+    scores = share * num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
     full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
     layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
@@ -159,12 +169,12 @@ def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> Floa
     tp = c.tp.astype(np.float64)
     dense = per_ffn * model.ffn_hidden_size / tp
     if model.moe is None:
-        return np.asarray(dense, dtype=np.float64)
+        return np.asarray(model.dense_mlp_share * dense, dtype=np.float64)
     moe = model.moe
     routed = moe.top_k * (per_ffn * moe.expert_ffn_hidden_size + 2 * model.hidden_size * c.etp) / tp
     shared = moe.num_shared_experts * per_ffn * moe.expert_ffn_hidden_size / tp
-    share = model.num_moe_layers / model.num_layers
-    return np.asarray((1 - share) * dense + share * (routed + shared), dtype=np.float64)
+    share = model.moe_layer_share
+    return np.asarray(model.dense_mlp_share * dense + share * (routed + shared), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +202,7 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     working = np.where(c.recompute == FULL, _kept_bytes_per_layer(model, c, rt, num), 0.0)
     tokens = tokens_per_microbatch(model, c)
     selective: FloatArray | float = 0.0
-    if not rt.flash_attention:
+    if not rt.flash_attention and model.num_attention_layers:  # the one attention layer being recomputed
         selective = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
     if selective_recomputes_up_projections(model):
         selective = selective + _query_key_value_bytes_per_token(model, num) * tokens / c.tp

@@ -17,10 +17,12 @@ from planner.costmodel.gemms import (
     attention_gemms,
     layer_gemms,
     logits_gemm,
+    mamba_gemms,
     mlp_gemms,
     mtp_projection_gemm,
     router_gemm,
 )
+from planner.costmodel.mamba import mixer_params
 from planner.specs import ModelSpec
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "dense_mlp_params",
     "embedding_params",
     "expert_params_per_moe_layer",
+    "mamba_layer_params",
     "fp8_weight_fraction",
     "narayanan_eq2_params",
     "norm_params",
@@ -151,10 +154,38 @@ def _layer_common_params(model: ModelSpec) -> int:
     return attention_params(model) + 2 * norm_params(model) + _attention_norm_params(model)
 
 
+def mamba_layer_params(model: ModelSpec) -> int:
+    """A hybrid's Mamba mixer: its projections (`gemms.mamba_gemms`) and the rest (`mamba.mixer_params`), all
+    split by tp; zero without Mamba layers."""
+    if model.mamba is None:
+        return 0
+    return sum(g.params for g in mamba_gemms(model)) + mixer_params(model)
+
+
+def _hybrid_params(model: ModelSpec) -> int:
+    """Every layer of a hybrid (`ModelSpec.hybrid_pattern`): each holds one block behind one norm (Megatron-Core
+    `MambaModel`: `MambaLayer`, attention-only and MLP-only `TransformerLayer`s, and MoE ones)."""
+    attention = model.num_attention_layers * (attention_params(model) + _attention_norm_params(model))
+    mlp = model.num_dense_layers * dense_mlp_params(model, model.ffn_hidden_size)
+    moe = 0
+    if model.moe is not None:
+        moe = model.num_moe_layers * (_moe_layer_replicated_params(model) + expert_params_per_moe_layer(model))
+    return (
+        attention
+        + mlp
+        + moe
+        + model.num_mamba_layers * mamba_layer_params(model)
+        + model.num_layers * norm_params(model)
+    )
+
+
 def total_params(model: ModelSpec) -> int:
     """Every parameter, all experts included. Final norm included (Eq. 2 omits its 2h). Multi-token prediction
     modules add an average layer each, eh_proj and three norms (`_mtp_params_per_gpu`; they share the embedding
     and the output layer)."""
+    trunk = embedding_params(model) + output_params(model) + norm_params(model)
+    if model.hybrid_pattern is not None:
+        return _hybrid_params(model) + trunk  # no multi-token prediction (`ModelSpec` refuses it)
     dense_layer = _layer_common_params(model) + dense_mlp_params(model, model.ffn_hidden_size)
     dense = model.num_dense_layers * dense_layer
     moe = 0
@@ -162,8 +193,7 @@ def total_params(model: ModelSpec) -> int:
         per_layer = _layer_common_params(model) + _moe_layer_replicated_params(model)
         moe = model.num_moe_layers * (per_layer + expert_params_per_moe_layer(model))
     mtp_module = round((dense + moe) / model.num_layers) + mtp_projection_gemm(model).params + 3 * norm_params(model)
-    trunk = dense + moe + embedding_params(model) + output_params(model) + norm_params(model)
-    return trunk + model.mtp_num_layers * mtp_module
+    return dense + moe + trunk + model.mtp_num_layers * mtp_module
 
 
 def active_params(model: ModelSpec) -> int:
@@ -190,11 +220,14 @@ def stage_params(model: ModelSpec, c: Candidates, stage: StageShape) -> ParamCou
     layers, embedding, output = stage
     tp = c.tp.astype(np.float64)
     n = layers.astype(np.float64)
-    moe_share = model.num_moe_layers / model.num_layers
-    dense_mlp = dense_mlp_params(model, model.ffn_hidden_size) * (1 - moe_share)
-    replicated = _replicated_attention_params(model)
-    split = _layer_common_params(model) - 2 * norm_params(model) - replicated  # the tp-split attention weights
-    dense = n * ((split + dense_mlp) / tp + replicated + 2 * norm_params(model))
+    moe_share = model.moe_layer_share
+    dense_mlp = dense_mlp_params(model, model.ffn_hidden_size) * model.dense_mlp_share
+    attention = model.attention_layer_share
+    replicated = attention * _replicated_attention_params(model)
+    split = attention * (attention_params(model) - sum(g.params for g in attention_gemms(model) if not g.tp_split))
+    split = split + model.mamba_layer_share * mamba_layer_params(model)  # tp-split attention and Mamba weights
+    norms = model.blocks_per_layer * norm_params(model)  # a transformer layer's two, a hybrid's one
+    dense = n * ((split + dense_mlp) / tp + replicated + norms)
     expert = np.zeros_like(tp)
     if model.moe is not None:
         dense += n * moe_share * _moe_layer_replicated_params(model) / tp
