@@ -14,7 +14,7 @@ from typing import Any
 from planner.launch.pipeline_layout import layout_chunks
 from planner.observe.observation import refuse
 from planner.rules.core import rank_chunks
-from planner.specs import Fp8Recipe, RouterLoadBalancing
+from planner.specs import HYBRID_LAYER_SYMBOLS, Fp8Recipe, RouterLoadBalancing
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
 
@@ -178,10 +178,40 @@ def _mla(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"q_lora_rank": q_lora_rank} | {name: _int(args, name, where, d) for name, d in _MLA_DEFAULTS.items()}
 
 
+def _hybrid(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A hybrid model's layer pattern and Mamba mixer (`ModelSpec.hybrid_pattern`, `mamba`): Megatron-LM's
+    `--hybrid-layer-pattern` (its deprecated spelling `--hybrid-override-pattern`, which validate_args copies
+    over; Megatron-Bridge's `hybrid_layer_pattern`) and `--mamba-state-dim`, `--mamba-head-dim`,
+    `--mamba-num-groups` (defaults 128, 64, 8) and `--mamba-num-heads`; empty for a transformer. Megatron
+    derives num_layers from the pattern. Pipeline separators (|), MTP segments (/) and layer kinds other than
+    M, *, - and E (GDN, ...) are refused: not modelled."""
+    pattern = args.get("hybrid_layer_pattern") or args.get("hybrid_override_pattern")
+    if pattern is None:
+        return {}
+    symbols = set(HYBRID_LAYER_SYMBOLS)
+    if not isinstance(pattern, str) or not pattern or not set(pattern) <= symbols:
+        refuse(
+            f"hybrid layer pattern {pattern!r} in the {where} is not modelled: only {''.join(sorted(symbols))} layers"
+            " (no pipeline separators, MTP segments or other layer kinds)"
+        )
+    hybrid: dict[str, Any] = {"hybrid_pattern": pattern, "num_layers": len(pattern)}
+    if "M" in pattern:
+        mamba = {
+            "state_dim": _int(args, "mamba_state_dim", where, 128),
+            "head_dim": _int(args, "mamba_head_dim", where, 64),
+            "num_groups": _int(args, "mamba_num_groups", where, 8),
+        }
+        if args.get("mamba_num_heads") is not None:
+            mamba["num_heads"] = _int(args, "mamba_num_heads", where)
+        hybrid["mamba"] = mamba
+    return hybrid
+
+
 def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, Any]:
+    hybrid = _hybrid(args, where)
     model: dict[str, Any] = {
         field: _int(args, name, where) for name, field in _SHAPE.items() if name != "ffn_hidden_size"
-    }
+    } | hybrid
     if args.get("ffn_hidden_size") is not None:
         model["ffn_hidden_size"] = _int(args, "ffn_hidden_size", where)
     # validate_args fills --kv-channels with hidden / heads when unset; a stated width other than that is Qwen3's.

@@ -201,6 +201,26 @@ def test_uneven_split_and_moe_pattern() -> None:
         megatron_request(_args(bf16=False), where="argument dump", world_size=8, vocab_size=50304, framework="core")
 
 
+@pytest.mark.parametrize("spelling", ["hybrid_layer_pattern", "hybrid_override_pattern"])
+def test_hybrid_pattern_and_mamba_read_back(spelling: str) -> None:
+    """Megatron-LM's hybrid pattern (either spelling) and Mamba dims become the model's; num_layers follows the
+    pattern as Megatron's validate_args makes it; the request is a valid ModelSpec."""
+    args = _args(**{spelling: "M*M-" * 3}, mamba_num_heads=24, mamba_num_groups=4, num_layers=99)
+    request, _ = megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    model = request["model"]
+    assert model["hybrid_pattern"] == "M*M-" * 3 and model["num_layers"] == 12
+    assert model["mamba"] == {"state_dim": 128, "head_dim": 64, "num_groups": 4, "num_heads": 24}
+    assert ModelSpec.model_validate(model).num_mamba_layers == 6
+
+
+@pytest.mark.parametrize("pattern", ["M*|M-", "M*M-/*", "MG*-"])
+def test_unmodelled_hybrid_patterns_are_refused(pattern: str) -> None:
+    with pytest.raises(InvalidSpecError, match="hybrid layer pattern .* is not modelled"):
+        megatron_request(
+            _args(hybrid_layer_pattern=pattern), where="argument dump", world_size=8, vocab_size=50304, framework="core"
+        )
+
+
 @pytest.mark.parametrize(
     ("flags", "dispatcher"),
     [
