@@ -51,6 +51,20 @@ llama4, llama4_text
     5, ...), intermediate_size_mlp (the dense layers' width). Chunked
     attention (attention_chunk_size, 3 of 4 layers) is priced as full causal
     attention: the same at or below the chunk (8,192), dearer above it.
+nemotron_h (Nemotron-H, Nemotron Nano 2, Nemotron 3 Nano)
+    A hybrid layer stack (ModelSpec.hybrid_pattern) from hybrid_override_pattern (M Mamba-2, * attention,
+    - MLP, E MoE), else from layers_block_type / layer_types (mamba or linear_attention, attention or
+    full_attention, mlp, moe); its length is num_layers (num_hidden_layers, where given, is ignored, as Hugging
+    Face's NemotronHConfig derives it). hidden_size, num_attention_heads, num_key_value_heads, head_dim (or the
+    older attention_head_dim; default 128, NemotronHConfig's), intermediate_size (the - layers' width), vocab_size,
+    tie_word_embeddings (default false). The Mamba-2 mixer (ModelSpec.mamba, with M layers) from ssm_state_size,
+    mamba_head_dim, n_groups (older mamba_n_groups), mamba_num_heads and conv_kernel (older mamba_d_conv), each
+    defaulting to NemotronHConfig's (128, 64, 8, 128, 4). With E layers the MoE block from n_routed_experts,
+    num_experts_per_tok, moe_intermediate_size and moe_shared_expert_intermediate_size (one shared MLP of that
+    width), and DeepSeek-V3's router (`NemotronHTopkRouter`: sigmoid scores, the expert bias, n_group /
+    topk_group, routed_scaling_factor), trained with the per-sequence balancing loss at 1e-4 that
+    Megatron-Bridge's NemotronHBridge sets (no config key says it). The MLP is not gated: squared ReLU
+    (mlp_hidden_act relu2), which ModelSpec, naming no activation, prices as any non-gated MLP.
 gpt2
     n_layer, n_embd, n_head, n_inner (absent or null: 4 * n_embd), vocab_size,
     n_positions, tie_word_embeddings (default true). GeLU MLP, LayerNorm and
@@ -99,6 +113,14 @@ Approximations (ModelSpec cannot say more):
   parallel residual.
 - Llama-style families always have a gated MLP in Hugging Face's modelling
   code, so gated_mlp is True whatever ``hidden_act`` names (silu in practice).
+- Nemotron-H: the attention has no position embedding, while ModelSpec prices
+  RoPE (a memory-bound pass over Q and K in the few attention layers); the
+  Mamba convolution's bias (use_conv_bias), the optional projection biases
+  (mamba_proj_bias, use_bias, mlp_bias, attention_bias: false in every released
+  config; Megatron-Core's MambaMixer has none) and the router's correction bias
+  are left out. LatentMoE (moe_latent_size, Nemotron 3 Super) and multi-token
+  prediction (num_nextn_predict_layers > 0) cannot be expressed with a hybrid
+  pattern and are errors.
 
 seq_length is the argument when given. Otherwise it is the family's published
 pre-training sequence length, capped by max_position_embeddings (a config's
@@ -122,7 +144,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.errors import InvalidSpecError, validator_message
-from planner.specs import ModelSpec, MoESpec
+from planner.specs import HYBRID_LAYER_SYMBOLS, ModelSpec, MoESpec
 
 __all__ = [
     "PRETRAINING_SEQ_LENGTH",
@@ -159,6 +181,12 @@ PRETRAINING_SEQ_LENGTH: dict[str, tuple[int, str]] = {
     "deepseek_v3": (4096, "DeepSeek-V3 pre-trains at a 4K maximum sequence length: arXiv 2412.19437, Sec. 4.2"),
     "llama4": (8192, _LLAMA4_SEQ),
     "llama4_text": (8192, _LLAMA4_SEQ),
+    "nemotron_h": (
+        8192,
+        "Megatron-Bridge's pre-training recipes run 8,192 tokens: nemotronh_8b/56b_pretrain_config and"
+        " nemotron_3_nano_pretrain_config (NVIDIA-NeMo/Megatron-Bridge 38b4a06ba1ed src/megatron/bridge/recipes/"
+        "nemotronh/nemotronh.py, nemotron_3_nano.py); the Nemotron-H base models are the -Base-8K checkpoints",
+    ),
 }
 """Per family: the sequence length its published models were pre-trained at, and the source. A config's
 max_position_embeddings caps it (Llama 2 has 4,096, Llama 1 2,048)."""
@@ -176,6 +204,7 @@ _ARCHITECTURES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "Llama4ForConditionalGeneration": "llama4",
     "Llama4ForCausalLM": "llama4_text",
+    "NemotronHForCausalLM": "nemotron_h",
     "GPT2LMHeadModel": "gpt2",
     "GPTNeoXForCausalLM": "gpt_neox",
 }
@@ -615,6 +644,137 @@ def _llama4(keys: _Keys) -> dict[str, Any]:
     return spec
 
 
+NEMOTRON_H_LAYER_TYPES = {
+    "mamba": "M",
+    "linear_attention": "M",
+    "attention": "*",
+    "full_attention": "*",
+    "mlp": "-",
+    "moe": "E",
+}
+"""Hugging Face NemotronHConfig's layers_block_type names (current and legacy: `remap_legacy_layer_types` maps mamba
+and attention to linear_attention and full_attention) -> the `hybrid_pattern` symbol (NemotronHConfig
+`_pattern_to_list`)."""
+
+
+def _hybrid_pattern(keys: _Keys) -> str:
+    """The layer pattern: hybrid_override_pattern (the configs NVIDIA publishes), else the per-layer list Hugging Face
+    saves (layers_block_type, aliased layer_types)."""
+    raw = keys.raw("hybrid_override_pattern")
+    if raw is not None:
+        if not isinstance(raw, str) or not raw or any(symbol not in HYBRID_LAYER_SYMBOLS for symbol in raw):
+            raise keys.error(
+                "hybrid_override_pattern",
+                "hybrid_override_pattern must be a string of M, *, - and E (Mamba-2, attention, MLP, MoE),"
+                f" got {raw!r}",
+            )
+        keys.sources["hybrid_pattern"] = keys.source("hybrid_override_pattern")
+        return raw
+    for key in ("layers_block_type", "layer_types"):
+        listed = keys.raw(key)
+        if listed is None:
+            continue
+        if not isinstance(listed, list | tuple) or not listed:
+            raise keys.error(key, f"{key} must list one block type per layer, got {listed!r}")
+        unknown = sorted({str(t) for t in listed} - set(NEMOTRON_H_LAYER_TYPES))
+        if unknown:
+            raise keys.error(key, f"{key} {unknown} cannot be expressed (read: {', '.join(NEMOTRON_H_LAYER_TYPES)})")
+        keys.sources["hybrid_pattern"] = keys.source(key)
+        return "".join(NEMOTRON_H_LAYER_TYPES[str(t)] for t in listed)
+    raise keys.error("hybrid_override_pattern", "missing required key 'hybrid_override_pattern' (or layers_block_type)")
+
+
+def _alias(keys: _Keys, field: str, names: tuple[str, ...], default: int) -> int:
+    """The first of `names` the config has (the current name, then the older), else NemotronHConfig's default."""
+    for name in names:
+        if keys.has(name):
+            return keys.take(field, name)
+    return keys.take(field, names[0], default=default)
+
+
+def _nemotron_h(keys: _Keys) -> dict[str, Any]:
+    """Nemotron-H / Nemotron 3: a hybrid stack of Mamba-2, attention, squared-ReLU MLP and MoE layers (Hugging Face
+    `NemotronHForCausalLM`; Megatron-Bridge's NemotronHBridge maps the same keys: CONFIG_MAPPING's mamba_head_dim,
+    mamba_num_heads, n_groups -> mamba_num_groups, ssm_state_size -> mamba_state_dim, hybrid_override_pattern ->
+    hybrid_layer_pattern, head_dim or attention_head_dim -> kv_channels, plus the base mapping's MoE keys)."""
+    for key, what in (
+        ("moe_latent_size", "LatentMoE (moe_latent_size: experts in a narrower latent)"),
+        ("sliding_window", "sliding-window attention"),
+    ):
+        if keys.has(key):
+            raise keys.error(key, f"{what} cannot be expressed with a hybrid pattern")
+    if keys.integer("num_nextn_predict_layers", default=0, minimum=0):
+        raise keys.error("num_nextn_predict_layers", "multi-token prediction cannot be expressed with a hybrid pattern")
+    pattern = _hybrid_pattern(keys)
+    keys.sources["num_layers"] = f"{keys.sources['hybrid_pattern']} (its length)"
+    heads = keys.take("num_attention_heads", "num_attention_heads")
+    spec: dict[str, Any] = {
+        "num_layers": len(pattern),
+        "hybrid_pattern": pattern,
+        "hidden_size": keys.take("hidden_size", "hidden_size"),
+        "num_attention_heads": heads,
+        "num_query_groups": keys.take("num_query_groups", "num_key_value_heads", default=heads),
+        "head_dim": _alias(keys, "head_dim", ("head_dim", "attention_head_dim"), 128),
+        "vocab_size": keys.take("vocab_size", "vocab_size"),
+        "tied_embeddings": keys.take_flag("tied_embeddings", "tie_word_embeddings", default=False),
+        # Squared ReLU, not gated (mlp_hidden_act relu2); no biases priced; the spec's RoPE (module docstring).
+        **keys.fixed(gated_mlp=False, linear_bias=False, learned_position_embeddings=False),
+    }
+    if "M" in pattern:
+        spec["mamba"] = {
+            "state_dim": keys.take("mamba.state_dim", "ssm_state_size", default=128),
+            "head_dim": keys.take("mamba.head_dim", "mamba_head_dim", default=64),
+            "num_groups": _alias(keys, "mamba.num_groups", ("n_groups", "mamba_n_groups"), 8),
+            "num_heads": keys.take("mamba.num_heads", "mamba_num_heads", default=128),
+            "conv_kernel": _alias(keys, "mamba.conv_kernel", ("conv_kernel", "mamba_d_conv"), 4),
+        }
+    if "E" in pattern:
+        expert_width = keys.take("moe.expert_ffn_hidden_size", "moe_intermediate_size", default=7688)
+        shared_width = keys.take(
+            "moe.num_shared_experts", "moe_shared_expert_intermediate_size", default=7688, minimum=0
+        )
+        spec["moe"] = {
+            "num_experts": keys.take("moe.num_experts", "n_routed_experts", default=8),
+            "top_k": keys.take("moe.top_k", "num_experts_per_tok", default=2),
+            "expert_ffn_hidden_size": expert_width,
+            # One shared MLP of moe_shared_expert_intermediate_size (NemotronHMoE.shared_experts), as experts of the
+            # routed width (Nemotron 3 Nano: 3712 = 2 x 1856, exact).
+            "num_shared_experts": math.ceil(shared_width / expert_width),
+            **_nemotron_h_router(keys),
+        }
+        for field in ("moe.moe_layer_freq", "moe.first_k_dense_layers"):  # ModelSpec's defaults with a pattern
+            keys.sources[field] = f"{keys.sources['hybrid_pattern']} (its E layers are the MoE layers)"
+    if "-" in pattern or keys.has("intermediate_size"):
+        spec["ffn_hidden_size"] = keys.take("ffn_hidden_size", "intermediate_size")
+    else:
+        spec["ffn_hidden_size"] = spec["moe"]["expert_ffn_hidden_size"] if "moe" in spec else 4 * spec["hidden_size"]
+        keys.sources["ffn_hidden_size"] = "default (no MLP layer uses it)"
+    return spec
+
+
+def _nemotron_h_router(keys: _Keys) -> dict[str, Any]:
+    """Nemotron 3's router, Hugging Face `NemotronHTopkRouter` (DeepSeek-V3's): sigmoid scores, the auxiliary-loss-free
+    expert bias (e_score_correction_bias, always built), group-limited routing when n_group > 1 and
+    routed_scaling_factor; the balancing loss Megatron-Bridge's NemotronHBridge.provider_bridge trains it with
+    (moe_router_load_balancing_type seq_aux_loss, moe_aux_loss_coeff 0.0001), which no config key states."""
+    router: dict[str, Any] = {
+        "router_score_function": "sigmoid",
+        "router_expert_bias": True,
+        "router_load_balancing": "seq_aux_loss",
+        "router_aux_loss_coeff": 0.0001,
+    }
+    for name in router:
+        keys.sources[f"moe.{name}"] = "architecture (nemotron_h: NemotronHTopkRouter; Megatron-Bridge NemotronHBridge)"
+    if keys.integer("n_group", default=1) > 1:
+        router["router_num_groups"] = keys.take("moe.router_num_groups", "n_group")
+        router["router_group_topk"] = keys.take("moe.router_group_topk", "topk_group")
+    factor = keys.number("routed_scaling_factor", default=1.0)
+    if factor != 1.0:
+        router["router_topk_scaling_factor"] = factor
+        keys.sources["moe.router_topk_scaling_factor"] = keys.source("routed_scaling_factor")
+    return router
+
+
 def _gpt2(keys: _Keys) -> dict[str, Any]:
     hidden = keys.take("hidden_size", "n_embd")
     heads = keys.take("num_attention_heads", "n_head")
@@ -659,6 +819,7 @@ _FAMILIES: dict[str, Callable[[_Keys], dict[str, Any]]] = {
     "deepseek_v3": _deepseek_v3,
     "llama4": _llama4,
     "llama4_text": _llama4,
+    "nemotron_h": _nemotron_h,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
 }
@@ -685,6 +846,8 @@ def _guess_model_type(config: Mapping[str, Any]) -> str | None:
         return family
     if "n_embd" in config and "n_layer" in config:
         return "gpt2"
+    if "hybrid_override_pattern" in config or "layers_block_type" in config:
+        return "nemotron_h"
     if "n_routed_experts" in config:
         return "deepseek_v3"
     if "num_local_experts" in config:

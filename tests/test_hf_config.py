@@ -628,6 +628,7 @@ def test_real_config(
     model = model_from_hf_config(config, seq_length=seq_length)
     # MLA and MTP: DeepSeek's alone; the query/key norms: Qwen3's alone; a sliding window: none of these
     unset = {"mla": None, "mtp_num_layers": 0, "qk_layernorm": False, "sliding_window": None}
+    unset |= {"hybrid_pattern": None, "mamba": None}  # a transformer (nemotron_h's cases set both)
     assert model.model_dump() == unset | {"sliding_window_pattern": None} | expected
     assert total_params(model) == pytest.approx(advertised, rel=rel)
 
@@ -735,6 +736,7 @@ def test_supported_model_types() -> None:
         "deepseek_v3",
         "llama4",
         "llama4_text",
+        "nemotron_h",
         "gpt2",
         "gpt_neox",
     }
@@ -1155,3 +1157,298 @@ def test_inexpressible_windows_are_refused(
     config: dict[str, Any], seq_length: int | None, field: str, fragments: list[str]
 ) -> None:
     test_invalid_config(config, seq_length, field, fragments)
+
+
+# Nemotron-H / Nemotron 3 (model_type nemotron_h). Key names: Hugging Face NemotronHConfig (transformers
+# models/nemotron_h/configuration_nemotron_h.py, with its older aliases); values: Megatron-Bridge's recipes
+# (NVIDIA-NeMo/Megatron-Bridge 38b4a06ba1ed src/megatron/bridge/recipes/nemotronh/nemotronh.py
+# nemotronh_8b/56b_pretrain_config, nemotron_3_nano.py nemotron_3_nano_pretrain_config) and NeMo 2.7.3's
+# NemotronHConfig8B / 56B (nemo/collections/llm/gpt/model/ssm.py).
+NEMOTRON_H_8B_PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+NEMOTRON_H_56B_PATTERN = (
+    "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+    "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+)
+NEMOTRON_3_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+NEMOTRON_H_8B: dict[str, Any] = {
+    "_name_or_path": "nvidia/Nemotron-H-8B-Base-8K",
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "hidden_size": 4096,
+    "intermediate_size": 21504,
+    "num_hidden_layers": 52,
+    "hybrid_override_pattern": NEMOTRON_H_8B_PATTERN,
+    "num_attention_heads": 32,
+    "attention_head_dim": 128,  # the older name of head_dim
+    "num_key_value_heads": 8,
+    "mlp_hidden_act": "relu2",
+    "ssm_state_size": 128,
+    "mamba_num_heads": 128,
+    "mamba_head_dim": 64,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "expand": 2,
+    "use_conv_bias": True,
+    "mamba_proj_bias": False,
+    "use_bias": False,
+    "vocab_size": 131072,
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 8192,
+}
+NEMOTRON_H_56B: dict[str, Any] = NEMOTRON_H_8B | {
+    "_name_or_path": "nvidia/Nemotron-H-56B-Base-8K",
+    "hidden_size": 8192,
+    "intermediate_size": 32768,
+    "num_hidden_layers": 118,
+    "hybrid_override_pattern": NEMOTRON_H_56B_PATTERN,
+    "num_attention_heads": 64,
+    "ssm_state_size": 256,
+    "mamba_num_heads": 256,
+}
+NEMOTRON_3_NANO: dict[str, Any] = {
+    "_name_or_path": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "hidden_size": 2688,
+    "intermediate_size": 1856,
+    "num_hidden_layers": 52,
+    "hybrid_override_pattern": NEMOTRON_3_NANO_PATTERN,
+    "num_attention_heads": 32,
+    "head_dim": 128,
+    "num_key_value_heads": 2,
+    "mlp_hidden_act": "relu2",
+    "ssm_state_size": 128,
+    "mamba_num_heads": 64,
+    "mamba_head_dim": 64,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "n_routed_experts": 128,
+    "n_shared_experts": 1,
+    "moe_intermediate_size": 1856,
+    "moe_shared_expert_intermediate_size": 3712,
+    "num_experts_per_tok": 6,
+    "routed_scaling_factor": 2.5,
+    "n_group": 1,
+    "topk_group": 1,
+    "norm_topk_prob": True,
+    "vocab_size": 131072,
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 262144,
+}
+_NEMOTRON_H = {"gated_mlp": False, "linear_bias": False, "learned_position_embeddings": False}
+_NEMOTRON_ROUTER = {
+    "router_score_function": "sigmoid",
+    "router_expert_bias": True,
+    "router_load_balancing": "seq_aux_loss",
+    "router_aux_loss_coeff": 0.0001,
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "expected", "advertised", "rel"),
+    [
+        pytest.param(
+            NEMOTRON_H_8B,
+            {
+                "num_layers": 52,
+                "hidden_size": 4096,
+                "num_attention_heads": 32,
+                "num_query_groups": 8,
+                "head_dim": 128,
+                "ffn_hidden_size": 21504,
+                "vocab_size": 131072,
+                "tied_embeddings": False,
+                "hybrid_pattern": NEMOTRON_H_8B_PATTERN,
+                "mamba": {"state_dim": 128, "head_dim": 64, "num_groups": 8, "num_heads": 128, "conv_kernel": 4},
+                "moe": None,
+            },
+            8_100_852_736,  # the checkpoint's weights, one by one
+            1e-9,
+            id="nemotron-h-8b",
+        ),
+        pytest.param(
+            NEMOTRON_H_56B,
+            {
+                "num_layers": 118,
+                "hidden_size": 8192,
+                "num_attention_heads": 64,
+                "num_query_groups": 8,
+                "head_dim": 128,
+                "ffn_hidden_size": 32768,
+                "vocab_size": 131072,
+                "tied_embeddings": False,
+                "hybrid_pattern": NEMOTRON_H_56B_PATTERN,
+                "mamba": {"state_dim": 256, "head_dim": 64, "num_groups": 8, "num_heads": 256, "conv_kernel": 4},
+                "moe": None,
+            },
+            56e9,  # the Nemotron-H report (arXiv 2504.03624): 56B
+            0.01,
+            id="nemotron-h-56b",
+        ),
+        pytest.param(
+            NEMOTRON_3_NANO,
+            {
+                "num_layers": 52,
+                "hidden_size": 2688,
+                "num_attention_heads": 32,
+                "num_query_groups": 2,
+                "head_dim": 128,
+                "ffn_hidden_size": 1856,
+                "vocab_size": 131072,
+                "tied_embeddings": False,
+                "hybrid_pattern": NEMOTRON_3_NANO_PATTERN,
+                "mamba": {"state_dim": 128, "head_dim": 64, "num_groups": 8, "num_heads": 64, "conv_kernel": 4},
+                "moe": {
+                    **ROUTER_DEFAULTS,
+                    **_NEMOTRON_ROUTER,
+                    "num_experts": 128,
+                    "top_k": 6,
+                    "expert_ffn_hidden_size": 1856,
+                    "num_shared_experts": 2,  # one shared MLP of 3712 = 2 x 1856
+                    "moe_layer_freq": 1,
+                    "first_k_dense_layers": 0,
+                    "router_topk_scaling_factor": 2.5,
+                },
+            },
+            31.6e9,  # NVIDIA's Nemotron 3 Nano card: 31.6B total
+            0.005,
+            id="nemotron-3-nano",
+        ),
+    ],
+)
+def test_nemotron_h_config(config: dict[str, Any], expected: dict[str, Any], advertised: float, rel: float) -> None:
+    """A nemotron_h config.json maps to the hybrid stack: pattern, Mamba-2 mixer, non-gated (squared ReLU) MLP and,
+    for Nemotron 3 Nano, the MoE block with DeepSeek-V3's router; trained at 8,192 tokens."""
+    resolved = resolve_hf_config(config)
+    model = resolved.model
+    unset = {"mla": None, "mtp_num_layers": 0, "qk_layernorm": False, "sliding_window": None}
+    dumped = model.model_dump(exclude={"name"})
+    assert dumped == unset | {"sliding_window_pattern": None, "seq_length": 8192} | _NEMOTRON_H | expected
+    assert model.name == config["_name_or_path"]
+    assert total_params(model) == pytest.approx(advertised, rel=rel)
+    assert resolved.sources["hybrid_pattern"] == "hf_config.hybrid_override_pattern"
+    assert resolved.sources["num_layers"] == "hf_config.hybrid_override_pattern (its length)"
+    assert resolved.sources["mamba.num_heads"] == "hf_config.mamba_num_heads"
+    assert resolved.sources["gated_mlp"] == "architecture (nemotron_h)"
+
+
+def test_nemotron_3_nano_is_mostly_inactive_experts() -> None:
+    """The card's 3.6B active parameters with the embeddings (3.2B without): 6 of 128 experts and the shared one."""
+    model = model_from_hf_config(NEMOTRON_3_NANO)
+    assert active_params(model) == pytest.approx(3.6e9, rel=0.01)
+
+
+def test_nemotron_h_older_key_names_and_the_per_layer_list_read_the_same() -> None:
+    """mamba_n_groups / mamba_d_conv (the names Hugging Face still accepts) and layers_block_type (what it saves,
+    legacy mamba/attention names included) give the same model as n_groups / conv_kernel and the pattern."""
+    expected = model_from_hf_config(NEMOTRON_H_8B)
+    older = _without(NEMOTRON_H_8B, "n_groups", "conv_kernel") | {"mamba_n_groups": 8, "mamba_d_conv": 4}
+    assert model_from_hf_config(older) == expected
+    names = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+    listed = _without(NEMOTRON_H_8B, "hybrid_override_pattern") | {
+        "layers_block_type": [names[s] for s in NEMOTRON_H_8B_PATTERN]
+    }
+    resolved = resolve_hf_config(listed)
+    assert resolved.model == expected and resolved.sources["hybrid_pattern"] == "hf_config.layers_block_type"
+    current = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+    renamed = _without(listed, "layers_block_type") | {"layer_types": [current[s] for s in NEMOTRON_H_8B_PATTERN]}
+    assert model_from_hf_config(renamed) == expected
+
+
+def test_nemotron_h_is_recognised_without_model_type() -> None:
+    """The modelling class, else the pattern key (a Nemotron 3 config has DeepSeek's n_routed_experts too)."""
+    assert model_from_hf_config(_without(NEMOTRON_3_NANO, "model_type")) == model_from_hf_config(NEMOTRON_3_NANO)
+    bare = _without(NEMOTRON_3_NANO, "model_type", "architectures")
+    assert model_from_hf_config(bare).hybrid_pattern == NEMOTRON_3_NANO_PATTERN
+
+
+def test_nemotron_h_without_mamba_layers_has_no_mixer() -> None:
+    config = NEMOTRON_H_8B | {"hybrid_override_pattern": "*-*-", "num_hidden_layers": 4}
+    model = model_from_hf_config(config)
+    assert model.mamba is None and model.num_layers == 4 and model.num_attention_layers == 2
+
+
+def test_nemotron_h_num_hidden_layers_follows_the_pattern() -> None:
+    """Hugging Face's NemotronHConfig derives the layer count from the pattern (a stale num_hidden_layers warns)."""
+    assert model_from_hf_config(NEMOTRON_H_8B | {"num_hidden_layers": 60}).num_layers == 52
+
+
+NEMOTRON_ERROR_CASES = [
+    pytest.param(
+        NEMOTRON_H_8B | {"hybrid_override_pattern": "M-M|M-M"},
+        "model.hf_config.hybrid_override_pattern",
+        ["hybrid_override_pattern must be a string of M, *, - and E", "nemotron_h"],
+        id="pipe-in-pattern",
+    ),
+    pytest.param(
+        _without(NEMOTRON_H_8B, "hybrid_override_pattern"),
+        "model.hf_config.hybrid_override_pattern",
+        ["missing required key 'hybrid_override_pattern'"],
+        id="no-pattern",
+    ),
+    pytest.param(
+        _without(NEMOTRON_H_8B, "hybrid_override_pattern") | {"layers_block_type": ["mamba", "sliding_attention"]},
+        "model.hf_config.layers_block_type",
+        ["['sliding_attention'] cannot be expressed"],
+        id="unknown-block-type",
+    ),
+    pytest.param(
+        NEMOTRON_3_NANO | {"moe_latent_size": 1024},
+        "model.hf_config.moe_latent_size",
+        ["LatentMoE", "cannot be expressed with a hybrid pattern"],
+        id="latent-moe",
+    ),
+    pytest.param(
+        NEMOTRON_3_NANO | {"num_nextn_predict_layers": 1},
+        "model.hf_config.num_nextn_predict_layers",
+        ["multi-token prediction cannot be expressed with a hybrid pattern"],
+        id="mtp",
+    ),
+    pytest.param(
+        NEMOTRON_H_8B | {"mamba_num_heads": 100},
+        "model.hf_config",
+        ["mamba num_heads(100) % num_groups(8) = 4, must be 0"],
+        id="heads-not-grouped",
+    ),
+    pytest.param(
+        _without(NEMOTRON_H_8B, "intermediate_size"),
+        "model.hf_config.intermediate_size",
+        ["missing required key 'intermediate_size'"],
+        id="mlp-layers-without-width",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "field", "fragments"), NEMOTRON_ERROR_CASES)
+def test_inexpressible_nemotron_h_configs_are_refused(config: dict[str, Any], field: str, fragments: list[str]) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        model_from_hf_config(config)
+    assert info.value.field == field
+    for fragment in fragments:
+        assert fragment in info.value.message
+
+
+def test_every_nemotron_h_field_has_a_source() -> None:
+    for config in (NEMOTRON_H_8B, NEMOTRON_3_NANO):
+        resolved = resolve_hf_config(config)
+        model = resolved.model
+        assert model.mamba is not None
+        fields = set(model.model_dump(exclude={"moe", "mla", "mamba", "name"}, exclude_none=True))
+        fields |= {f"mamba.{k}" for k in model.mamba.model_dump()}
+        if model.moe is not None:
+            fields |= {f"moe.{k}" for k in model.moe.model_dump(exclude_none=True)}
+        assert fields <= set(resolved.sources), fields - set(resolved.sources)
+    assert resolve_hf_config(NEMOTRON_H_8B).sources["head_dim"] == "hf_config.attention_head_dim"
+
+
+@pytest.mark.parametrize(
+    ("config", "preset"),
+    [
+        (NEMOTRON_H_8B, "nemotron-h-8b"),
+        (NEMOTRON_H_56B, "nemotron-h-56b"),
+        (NEMOTRON_3_NANO, "nemotron-3-nano-30b-a3b"),
+    ],
+)
+def test_nemotron_h_configs_are_the_presets(config: dict[str, Any], preset: str) -> None:
+    resolved = resolve_hf_config(config).model
+    assert resolved.model_dump(exclude={"name"}) == get_preset(preset).model.model_dump(exclude={"name"})

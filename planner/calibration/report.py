@@ -52,6 +52,7 @@ HOLDOUT_ONLY_SOURCES: frozenset[str] = frozenset(
         "MosaicML_llmfoundry_MPT",
         "MegatronBridge_PerfSummary_26.04.01_MoE",
         "MegatronBridge_PerfSummary_26.04.01_GPT-OSS",
+        "MegatronBridge_PerfSummary_26.04.01_Hybrid",
         "MegatronBridge_Qwen3_30B_Card_2026",
     }
 )
@@ -61,7 +62,8 @@ MosaicML's MPT benchmarks (PyTorch FSDP, 191 rows) would otherwise outnumber the
 Megatron-Bridge 26.04.01's MoE rows, and the Qwen3 30B-A3B bf16 runs of Megatron-Bridge's model cards (with and
 without the all-to-all overlap), judge the dense-fitted constants on MoE layers (token dispatch, per-expert GEMMs,
 the overlap; each row's notes list what the model does not price) and fit nothing; so do the same table's GPT-OSS
-120B rows (sliding-window attention), kept as a source of their own because the model misses them by 19-73%."""
+120B rows (sliding-window attention), kept as a source of their own because the model misses them by 19-73%, and
+its Nemotron 3 Nano rows (hybrid Mamba-2 / attention / MoE layers, `costmodel.mamba`)."""
 
 VALIDATION_PROFILE = VALIDATION_PROFILES["A100"]
 """The A100 profile: Narayanan 2021 and Korthikanti 2022 ran on Selene (DGX A100 80 GB); the figure checks use it."""

@@ -40,10 +40,12 @@ from planner.rules import (
     LAYOUT_AXES,
     LOSS_IN_SPLIT,
     MOE_A2A_OVERLAP,
+    POSITIVE_SIZES,
     RECOMPUTE_BLOCK,
     SEQUENCE_PARALLEL_NEEDS_TP,
     STAGE_SPLIT,
     TENSOR_SPLIT,
+    WORLD_SIZE,
     Job,
     Rule,
     RuleSet,
@@ -195,11 +197,31 @@ def _keep(values: Iterable[AllowedValue], key: str, allowed: Allowed, rejected: 
     return kept
 
 
+_BUILT_IN = (
+    POSITIVE_SIZES,
+    WORLD_SIZE,
+    TENSOR_SPLIT,
+    BATCH_DIVISIBLE,
+    CONTEXT_SPLIT,
+    EXPERT_SPLIT,
+    STAGE_SPLIT,
+    INTERLEAVE_MICROBATCHES,
+    SEQUENCE_PARALLEL_NEEDS_TP,
+    ACTIVATION_OFFLOAD,
+    RECOMPUTE_BLOCK,
+    MOE_A2A_OVERLAP,
+)
+"""The core rules the space applies itself: in its generators (positive sizes, world size: only divisors of the
+GPU count are degrees), in `_outer_degrees`, in `_rows` and in `build_space`'s pair rules."""
+assert set(_BUILT_IN) <= set(CORE_RULES)
+
+
 def _level_rules(rules: RuleSet) -> dict[str, tuple[Rule, ...]]:
-    """The rule set's rules beyond the core, each at the first level of the space that binds its axes."""
+    """The rule set's other rules (the core's hybrid-model rules, a framework's), each at the first level of the
+    space that binds its axes, in the set's order (core rules first)."""
     out: dict[str, list[Rule]] = {level: [] for level in _LEVELS}
     for rule in rules.rules:
-        if rule in CORE_RULES:
+        if rule in _BUILT_IN:
             continue
         level = next(name for name, axes in _LEVELS.items() if set(rule.axes) <= axes)
         out[level].append(rule)

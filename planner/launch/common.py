@@ -32,10 +32,12 @@ __all__ = [
     "Nodes",
     "check_inputs",
     "fp8_weight_storage",
+    "hybrid_position_notes",
     "known_model",
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
     "torchtitan_block_recompute_notes",
+    "torchtitan_hybrid_notes",
     "torchtitan_mtp_notes",
     "torchtitan_qk_norm_notes",
     "torchtitan_window_notes",
@@ -54,6 +56,7 @@ __all__ = [
     "moe_layer_pattern",
     "node_count",
     "sequence_parallel_on",
+    "squared_relu_mlp",
     "stage_layers",
     "tp_pp_dp_mapping_allowed",
     "torchrun_command",
@@ -140,9 +143,12 @@ def tp_pp_dp_mapping_allowed(layout: Layout) -> bool:
 
 
 def moe_layer_pattern(model: ModelSpec) -> list[int]:
-    """1 for each MoE layer, 0 for each dense one, as the planner counts them (ModelSpec.num_moe_layers)."""
+    """1 for each MoE layer, 0 for each dense one, as the planner counts them (ModelSpec.num_moe_layers): a hybrid
+    model's E layers."""
     if model.moe is None:
         return [0] * model.num_layers
+    if model.hybrid_pattern is not None:
+        return [int(symbol == "E") for symbol in model.hybrid_pattern]
     k, freq = model.moe.first_k_dense_layers, model.moe.moe_layer_freq
     return [int(i >= k and (i - k) % freq == 0) for i in range(model.num_layers)]
 
@@ -342,6 +348,56 @@ _KNOWN: dict[tuple[int, int, int, int, int, int, int, bool], KnownModel] = {
 }
 
 
+# A hybrid model's shape (`ModelSpec.hybrid_pattern`): pattern, hidden, heads, query groups, head width, ffn, experts,
+# Mamba state, head width, groups and heads. The shape, never the label.
+_KNOWN_HYBRID: dict[tuple[str, int, int, int, int, int, int, int, int, int, int], KnownModel] = {
+    ("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 4096, 32, 8, 128, 21504, 0, 128, 64, 8, 128): KnownModel(
+        None, "nemotronh_8b"
+    ),
+    (
+        "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-"
+        "M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+        8192,
+        64,
+        8,
+        128,
+        32768,
+        0,
+        256,
+        64,
+        8,
+        256,
+    ): KnownModel(None, "nemotronh_56b"),
+}
+"""NeMo 2.7.3's Nemotron-H recipes (nemo/collections/llm/recipes/nemotronh_8b.py, nemotronh_56b.py: NemotronHConfig8B
+and NemotronHConfig56B of nemo/collections/llm/gpt/model/ssm.py). TorchTitan has no hybrid model."""
+
+
+def squared_relu_mlp(model: ModelSpec) -> bool:
+    """Whether the launch gives the model's MLPs and experts squared ReLU (Megatron-LM `--squared-relu`): a hybrid
+    model's non-gated MLP. ModelSpec names no activation (a non-gated MLP is priced alike whatever it applies);
+    every hybrid model NVIDIA trains with Megatron-Core uses squared ReLU (Megatron-LM
+    examples/post_training/modelopt/conf/nvidia/Nemotron-H-8B-Base-8K.sh, Nemotron-H-56B-Base-8K.sh and
+    NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh: --squared-relu; Megatron-Bridge and NeMo 2's Nemotron-H configs:
+    activation_func squared_relu; Hugging Face NemotronHConfig: mlp_hidden_act relu2), so that is the hybrid
+    reading of a non-gated MLP; a transformer's stays Megatron-Core's default GeLU."""
+    return model.hybrid_pattern is not None and not model.gated_mlp
+
+
+def hybrid_position_notes(model: ModelSpec) -> list[str]:
+    """What a hybrid model's Megatron-LM or NeMo launch cannot take from the spec: its attention's position
+    embedding (Megatron-Bridge's NemotronHBridge.provider_bridge sets position_embedding_type 'none', as NeMo 2's
+    SSMConfig defaults it; the spec's RoPE is what the estimate prices)."""
+    if model.hybrid_pattern is None or model.learned_position_embeddings:
+        return []
+    return [
+        "model.hybrid_pattern: the attention layers are launched with RoPE, as the estimate prices them. NVIDIA's"
+        " hybrid models (Nemotron-H, Nemotron 3) attend without position embeddings (Megatron-LM"
+        " --position-embedding-type none, NeMo position_embedding_type none), which a ModelSpec cannot say: set"
+        " none to train them as published."
+    ]
+
+
 def model_notes(model: ModelSpec) -> list[str]:
     """What every framework's launch says of the model: where it departs from the model's architecture (the planner
     prices the spec's shape), and a router nothing balances (`moe_balancing_notes`)."""
@@ -352,6 +408,17 @@ def model_notes(model: ModelSpec) -> list[str]:
             " BLOOM, is launched with RoPE: Megatron-LM's --position-embedding-type has no ALiBi choice."
         )
     return notes + moe_balancing_notes(model)
+
+
+def torchtitan_hybrid_notes(model: ModelSpec) -> list[str]:
+    """TorchTitan has no Mamba layers (rule torchtitan_no_hybrid)."""
+    if model.hybrid_pattern is None:
+        return []
+    return [
+        f"model.hybrid_pattern({model.num_mamba_layers} Mamba, {model.num_attention_layers} attention layers):"
+        " TorchTitan has no Mamba-2 layers, so this launch cannot train the hybrid model (a flavor registered for"
+        " it would be a transformer of its width); plans for it refuse hybrid models (rule torchtitan_no_hybrid)."
+    ]
 
 
 def megatron_gradient_notes(training: TrainingSpec) -> list[str]:
@@ -462,6 +529,23 @@ def torchtitan_block_recompute_notes(training: TrainingSpec, layout: Layout) -> 
 
 def known_model(model: ModelSpec) -> KnownModel | None:
     experts = model.moe.num_experts if model.moe is not None else 0
+    if model.hybrid_pattern is not None:
+        mamba = model.mamba
+        state, head, groups = (mamba.state_dim, mamba.head_dim, mamba.num_groups) if mamba is not None else (0, 0, 0)
+        hybrid = (
+            model.hybrid_pattern,
+            model.hidden_size,
+            model.num_attention_heads,
+            model.num_query_groups,
+            model.head_dim,
+            model.ffn_hidden_size,
+            experts,
+            state,
+            head,
+            groups,
+            model.mamba_num_heads,
+        )
+        return _KNOWN_HYBRID.get(hybrid)
     key = (
         model.num_layers,
         model.hidden_size,

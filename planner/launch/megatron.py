@@ -3,11 +3,19 @@
 Every flag name is checked against `tests/data/megatron_lm_flags.<release>.txt`, the flags that
 `megatron/training/arguments.py` defines at each release in MEGATRON_VERSIONS. The releases differ in one
 emitted flag: core_v0.15.0 refuses `--moe-grouped-gemm` without bf16, later releases do not.
+
+A hybrid model (`ModelSpec.hybrid_pattern`) trains through the hybrid entry point instead (`HYBRID_RELEASES`):
+`pretrain_mamba.py` with `--hybrid-override-pattern` up to core_v0.16.1, `pretrain_hybrid.py` with
+`--hybrid-layer-pattern` from core_v0.19 (an interleaved split written into it as "|" segments), each with its
+layer spec (`--spec`), the Mamba mixer's flags and squared ReLU for a non-gated MLP (`common.squared_relu_mlp`).
+Its stage split is always written as layer counts (the first/last stage flags), never as the embedding/loss
+counted in the split, which the hybrid stacks do not read.
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
@@ -16,6 +24,7 @@ from planner.launch.common import (
     backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
+    hybrid_position_notes,
     megatron_gradient_notes,
     model_notes,
     moe_dispatch_config,
@@ -23,19 +32,27 @@ from planner.launch.common import (
     moe_router_config,
     qk_layernorm_on,
     sequence_parallel_on,
+    squared_relu_mlp,
     stage_layers,
     te_window_size,
     torchrun_command,
     tp_pp_dp_mapping_allowed,
 )
 from planner.launch.inputs import LaunchInputs
-from planner.launch.pipeline_layout import pipeline_layout
+from planner.launch.pipeline_layout import hybrid_layer_pattern, pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
-from planner.rules.frameworks import MEGATRON_15_NO_ACTIVATION_OFFLOAD
+from planner.rules.frameworks import HYBRID_NO_INTERLEAVING, MEGATRON_15_NO_ACTIVATION_OFFLOAD
 from planner.specs import AdamMoments, ExpertGemm, MLASpec, ModelSpec, Precision, Recompute, TrainingSpec
 
-__all__ = ["MEGATRON_VERSION", "MEGATRON_VERSIONS", "megatron_launch", "moe_layer_freq"]
+__all__ = [
+    "HYBRID_RELEASES",
+    "MEGATRON_VERSION",
+    "MEGATRON_VERSIONS",
+    "HybridRelease",
+    "megatron_launch",
+    "moe_layer_freq",
+]
 
 MEGATRON_VERSIONS = {
     "core_v0.19.2": (
@@ -51,6 +68,52 @@ MEGATRON_VERSION = MEGATRON_VERSIONS[default_version("megatron")]
 """The default (newest targeted) release's stamp."""
 
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HybridRelease:
+    """How one release launches a hybrid model."""
+
+    entry: str
+    """The training script."""
+    pattern_flag: str
+    """The flag taking the hybrid pattern."""
+    spec: tuple[str, str]
+    """`--spec` module and function: the layer stack's spec (the builder refuses a hybrid model without one)."""
+    interleaves: bool
+    """Whether the release interleaves a hybrid model: through "|" segments of the pattern, one per model chunk."""
+    hybrid_flag: bool
+    """Whether `--is-hybrid-model` is written: read up to core_v0.16 (the FLOPs count and init); core_v0.19 sets it
+    from the pattern."""
+
+
+_MAMBA_STACK_RELEASE = HybridRelease(
+    entry="pretrain_mamba.py",
+    pattern_flag="--hybrid-override-pattern",
+    spec=("megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec"),
+    interleaves=False,
+    hybrid_flag=True,
+)
+HYBRID_RELEASES = {
+    "core_v0.19.2": HybridRelease(
+        entry="pretrain_hybrid.py",
+        pattern_flag="--hybrid-layer-pattern",
+        spec=("megatron.core.models.hybrid.hybrid_layer_specs", "hybrid_stack_spec"),
+        interleaves=True,
+        hybrid_flag=False,
+    ),
+    "core_v0.16.1": _MAMBA_STACK_RELEASE,
+    "core_v0.15.0": _MAMBA_STACK_RELEASE,
+}
+"""Release id -> its hybrid launch. Sources: Megatron-LM core_v0.15.0 and core_v0.16.1 pretrain_mamba.py with
+mamba_builders.py mamba_builder ('You must provide a valid Mamba layer spec via --spec'),
+megatron/core/models/mamba/mamba_layer_specs.py mamba_stack_spec, megatron/training/arguments.py
+(--hybrid-override-pattern, --is-hybrid-model, --mamba-state-dim, --mamba-head-dim, --mamba-num-groups,
+--mamba-num-heads, --squared-relu, --spec); core_v0.19.0 pretrain_hybrid.py (pretrain_mamba.py is a deprecated
+wrapper of it) with hybrid_builders.py hybrid_builder, megatron/core/models/hybrid/hybrid_layer_specs.py
+hybrid_stack_spec, and validate_args (--hybrid-override-pattern deprecated for --hybrid-layer-pattern, which also
+sets is_hybrid_model and num_layers). core_v0.19.2's flags are in its recorded list; its scripts are taken to be
+core_v0.19.0's."""
 
 
 def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
@@ -70,11 +133,39 @@ def _parallel_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) ->
     return flags
 
 
-def _pipeline_flags(model: ModelSpec, layout: Layout) -> list[str]:
+def _pipes(layout: Layout, release: HybridRelease) -> bool:
+    """Whether the launch writes the split into the pattern: interleaved, on a release that reads "|" segments."""
+    return release.interleaves and layout.pp > 1 and layout.vp > 1
+
+
+def _hybrid_pipeline_flags(model: ModelSpec, layout: Layout, release: HybridRelease) -> list[str]:
+    """A hybrid model's stage split: an interleaved one in the pattern's "|" segments (nothing here), else the
+    planned layers per stage (the embedding/loss counted, where the layout counts them) as the first/last stage
+    counts of an uneven split, which core_v0.16.1's MambaStack and core_v0.19's select_pipeline_segment read
+    (core_v0.19 logs a deprecation for a pipe-free pattern with pp > 1; the observation parser reads it back);
+    core_v0.15.0's splits evenly only (rule hybrid_even_stages). Neither MambaStack reads the account_for_* flags
+    (core_v0.19's validate_args refuses them with a pattern), so they are never written. Interleaving has no flag
+    up to core_v0.16 (rule hybrid_no_interleaving; `_hybrid_notes`)."""
+    if layout.pp == 1 or _pipes(layout, release):
+        return []
+    stages = stage_layers(model, layout)
+    if len(set(stages)) == 1:
+        return []
+    return [
+        "--decoder-first-pipeline-num-layers",
+        str(stages[0]),
+        "--decoder-last-pipeline-num-layers",
+        str(stages[-1]),
+    ]
+
+
+def _pipeline_flags(model: ModelSpec, layout: Layout, version: str) -> list[str]:
     """Interleaving and the uneven split. There is no --virtual-pipeline-model-parallel-size flag. Model chunks
     of unequal size take `--pipeline-model-parallel-layout` alone: validate_args refuses it beside either
     virtual-stage flag and sets vp from its stage count, and TransformerConfig.__post_init__ refuses it beside
-    the first/last counts and the account_for_* flags."""
+    the first/last counts and the account_for_* flags. A hybrid model's split: `_hybrid_pipeline_flags`."""
+    if model.hybrid_pattern is not None:
+        return _hybrid_pipeline_flags(model, layout, HYBRID_RELEASES[version])
     if layout.pp == 1:
         return []
     chunked = pipeline_layout(model, layout)
@@ -131,6 +222,25 @@ def _offload_notes(training: TrainingSpec, version: str) -> list[str]:
     ]
 
 
+def _hybrid_notes(model: ModelSpec, training: TrainingSpec, layout: Layout, version: str) -> list[str]:
+    """What a release's MambaStack leaves out of a hybrid plan (core_v0.15.0 and core_v0.16.1): interleaving and full
+    recompute; plans for these releases refuse them (`planner.rules`)."""
+    if model.hybrid_pattern is None or HYBRID_NO_INTERLEAVING not in rule_set("megatron", version).rules:
+        return []
+    dropped = []
+    if layout.vp > 1:
+        dropped.append(f"interleaving (vp {layout.vp}; rule hybrid_no_interleaving)")
+    if layout.recompute is Recompute.FULL:
+        dropped.append("full recompute, which it ignores (rule hybrid_no_full_recompute)")
+    if not dropped:
+        return []
+    return [
+        f"model.hybrid_pattern: Megatron-LM {version}'s hybrid stack (MambaStack) has no "
+        + "; no ".join(dropped)
+        + ", so this launch runs without; plans for this release refuse them."
+    ]
+
+
 def _zero_flags(layout: Layout) -> list[str]:
     """ZeRO 1: the distributed optimizer. ZeRO 2/3: Megatron FSDP with its sharding strategy.
 
@@ -176,7 +286,42 @@ def _window_flags(model: ModelSpec) -> list[str]:
     return flags + ([] if pattern is None else ["--window-attn-skip-freq", str(pattern)])
 
 
-def _shape_flags(model: ModelSpec) -> list[str]:
+def _flag_value(flag: str, value: str) -> list[str]:
+    """`flag value`, or `flag=value` for a value argparse would take for an option (a pattern starting with "-")."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+
+
+def _hybrid_flags(model: ModelSpec, layout: Layout, version: str) -> list[str]:
+    """A hybrid model's pattern (with an interleaved split in it: `hybrid_layer_pattern`), its layer
+    spec and the Mamba mixer's shape. `--mamba-num-heads` is always written, the heads the estimate priced: left
+    out, Megatron-Core derives hidden_size * 2 / head_dim (MambaMixer's expand 2), which `ModelSpec.mamba_num_heads`
+    also takes by default. core_v0.15.0 and core_v0.16.1 read `--is-hybrid-model` (its FLOPs count and init);
+    core_v0.19 sets it from the pattern."""
+    if model.hybrid_pattern is None:
+        return []
+    release = HYBRID_RELEASES[version]
+    pattern = hybrid_layer_pattern(model, layout) if _pipes(layout, release) else model.hybrid_pattern
+    flags = _flag_value(release.pattern_flag, pattern) + ["--spec", *release.spec]
+    flags += ["--is-hybrid-model"] if release.hybrid_flag else []
+    mamba = model.mamba
+    if mamba is not None:
+        flags += ["--mamba-state-dim", str(mamba.state_dim), "--mamba-head-dim", str(mamba.head_dim)]
+        flags += ["--mamba-num-groups", str(mamba.num_groups), "--mamba-num-heads", str(model.mamba_num_heads)]
+    return flags
+
+
+def _activation_flags(model: ModelSpec) -> list[str]:
+    """SwiGLU for a gated MLP; squared ReLU for a hybrid model's non-gated one (`common.squared_relu_mlp`), with the
+    bias-GeLU fusion off where biases would leave it on (TransformerConfig refuses a fused bias activation other
+    than GeLU or SwiGLU; validate_args turns the fusion off without biases); else Megatron-Core's GeLU."""
+    if model.gated_mlp:
+        return ["--swiglu"]
+    if squared_relu_mlp(model):
+        return ["--squared-relu"] + (["--no-bias-gelu-fusion"] if model.linear_bias else [])
+    return []
+
+
+def _shape_flags(model: ModelSpec, layout: Layout, version: str) -> list[str]:
     flags = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden_size)]
     flags += ["--num-attention-heads", str(model.num_attention_heads), "--ffn-hidden-size", str(model.ffn_hidden_size)]
     flags += ["--seq-length", str(model.seq_length), "--max-position-embeddings", str(model.seq_length)]
@@ -191,9 +336,7 @@ def _shape_flags(model: ModelSpec) -> list[str]:
         flags += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
     if qk_layernorm_on(model):
         flags.append("--qk-layernorm")
-    flags += _window_flags(model)
-    if model.gated_mlp:
-        flags.append("--swiglu")
+    flags += _window_flags(model) + _hybrid_flags(model, layout, version) + _activation_flags(model)
     if not model.tied_embeddings:
         flags.append("--untie-embeddings-and-output-weights")
     position = "learned_absolute" if model.learned_position_embeddings else "rope"
@@ -231,7 +374,9 @@ def _moe_flags(model: ModelSpec, layout: Layout, training: TrainingSpec, version
         return []
     moe = model.moe
     flags = ["--num-experts", str(moe.num_experts), "--moe-router-topk", str(moe.top_k)]
-    flags += ["--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size), "--moe-layer-freq", moe_layer_freq(model)]
+    flags += ["--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size)]
+    if model.hybrid_pattern is None:  # a hybrid model's MoE layers are its pattern's E layers
+        flags += ["--moe-layer-freq", moe_layer_freq(model)]
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.expert_ffn_hidden_size
         flags += ["--moe-shared-expert-intermediate-size", str(shared)]
@@ -329,11 +474,14 @@ def _data_notes(inputs: LaunchInputs) -> list[str]:
 
 
 def _config(args: list[str]) -> dict[str, object]:
-    """Flag -> value: True for a switch, the string for one value, a list for several."""
+    """Flag -> value: True for a switch, the string for one value (also from `--flag=value`), a list for several."""
     config: dict[str, object] = {}
     flag = ""
     for token in args:
-        if token.startswith("--"):
+        if token.startswith("--") and "=" in token:
+            flag, value = token.split("=", 1)
+            config[flag] = value
+        elif token.startswith("--"):
             flag = token
             config[flag] = True
         elif config[flag] is True:
@@ -353,11 +501,11 @@ def _env(layout: Layout) -> dict[str, str | None]:
     return {}
 
 
-def _command(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
+def _command(entry: str, args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
     unset = [f"-u {name}" for name, value in env.items() if value is None]
     assign = [f"{name}={shlex.quote(value)}" for name, value in env.items() if value is not None]
     prefix = " ".join((["env", *unset] if unset else []) + assign)
-    line = torchrun_command(nodes, ["pretrain_gpt.py", *args])
+    line = torchrun_command(nodes, [entry, *args])
     return f"{prefix} {line}" if prefix else line
 
 
@@ -372,20 +520,20 @@ def _grouped(args: list[str]) -> list[str]:
     return [shlex.join(line) for line in lines]
 
 
-def _srun(args: list[str], nodes: Nodes) -> str:
+def _srun(entry: str, args: list[str], nodes: Nodes) -> str:
     """The srun line, one flag per line. With a partial last node the torchrun line reads the node's own
     $SLURM_NODEID, so it runs under `bash -c` on each node (the batch shell would expand it to 0 for all)."""
-    launcher = torchrun_command(nodes, ["pretrain_gpt.py"], slurm=True)
+    launcher = torchrun_command(nodes, [entry], slurm=True)
     if not nodes.partial:
         return " \\\n    ".join([f"srun {launcher}", *_grouped(args)])
     return "srun bash -c " + shlex.quote(" \\\n    ".join([launcher, *_grouped(args)]))
 
 
-def _sbatch(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
+def _sbatch(entry: str, args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
     exports = [f"unset {n}" if v is None else f"export {n}={shlex.quote(v)}" for n, v in env.items()]
     lines = [
         "#!/bin/bash",
-        "#SBATCH --job-name=megatron-pretrain-gpt",
+        f"#SBATCH --job-name=megatron-{entry.removesuffix('.py').replace('_', '-')}",
         f"#SBATCH --nodes={nodes.count}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={nodes.per_node}",
@@ -395,7 +543,7 @@ def _sbatch(args: list[str], env: dict[str, str | None], nodes: Nodes) -> str:
         "export MASTER_ADDR",
         "export MASTER_PORT=${MASTER_PORT:-29500}",
         *exports,
-        _srun(args, nodes),
+        _srun(entry, args, nodes),
     ]
     return "\n".join(lines) + "\n"
 
@@ -411,25 +559,28 @@ def megatron_launch(
     """The launch for Megatron-LM at `version` (a MEGATRON_VERSIONS id; default the newest targeted)."""
     version = version or default_version("megatron")
     inputs = inputs or LaunchInputs()
-    args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout)
+    args = _parallel_flags(model, training, layout) + _pipeline_flags(model, layout, version)
     args += _batch_recompute_flags(model, training, layout) + _offload_flags(training, version)
-    args += _zero_flags(layout) + _shape_flags(model) + _moe_flags(model, layout, training, version)
+    args += _zero_flags(layout) + _shape_flags(model, layout, version) + _moe_flags(model, layout, training, version)
     args += _precision_runtime_flags(model, training, layout)
     run = args + _run_flags(model, inputs)
     env = _env(layout)
+    entry = "pretrain_gpt.py" if model.hybrid_pattern is None else HYBRID_RELEASES[version].entry
     return FrameworkLaunch(
         framework_version=MEGATRON_VERSIONS[version],
         args=args,
-        command=_command(run, env, nodes),
+        command=_command(entry, run, env, nodes),
         config=_config(args),
         notes=[
             *_data_notes(inputs),
             *model_notes(model),
+            *hybrid_position_notes(model),
+            *_hybrid_notes(model, training, layout, version),
             *megatron_gradient_notes(training),
             *_offload_notes(training, version),
             *moe_dispatch_notes(training, layout, version != "core_v0.15.0"),
             *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
             *backward_prefetch_notes(training, layout, "Megatron-FSDP"),
         ],
-        script=_sbatch(run, env, nodes),
+        script=_sbatch(entry, run, env, nodes),
     )

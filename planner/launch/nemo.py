@@ -14,6 +14,10 @@ Every parallel setting is written out, even at its default, because recipes set 
 - TP communication overlap: NeMo turns it on through MegatronCommOverlapCallback (a recipe's
   performance mode), not through a plain key.
 
+A hybrid model (`ModelSpec.hybrid_pattern`) takes a Nemotron-H recipe (`nemo_recipe`) and SSMConfig's
+hybrid_override_pattern with Megatron-Core's mamba_* fields (`_hybrid_shape`); its activation is the recipe's squared
+ReLU.
+
 The releases (`NEMO_RELEASES`) emit the same keys and recipes: 2.7.3's list only adds keys (megatron-core
 0.16.1's new fields, MegatronStrategy's ckpt_optim_fully_reshardable), and the recipe files the launch names are
 unchanged. They differ in two defaults. The distributed optimizer's checkpoint: 2.5.0rc0 saves it
@@ -35,6 +39,7 @@ from planner.launch.common import (
     backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
+    hybrid_position_notes,
     known_model,
     megatron_gradient_notes,
     model_notes,
@@ -104,10 +109,15 @@ Override = str | int | float | bool | list[int] | list[str] | None
 
 
 def nemo_recipe(model: ModelSpec) -> str:
-    """The recipe NeMo ships for this shape, else the closest family (the overrides set the shape)."""
+    """The recipe NeMo ships for this shape, else the closest family (the overrides set the shape). A hybrid model
+    takes a Nemotron-H recipe, whose config class (NemotronHConfigBase, an SSMConfig: NeMo 2.7.3
+    nemo/collections/llm/gpt/model/ssm.py) builds Megatron-Core's MambaModel with squared ReLU and
+    is_hybrid_model."""
     known = known_model(model)
     if known is not None:
         return known.nemo_recipe
+    if model.hybrid_pattern is not None:
+        return "nemotronh_8b"
     if model.mla is not None:  # the family whose config (DeepSeekV3Config, an MLATransformerConfig) has MLA's fields
         return "deepseek_v3"
     if model.moe is not None:
@@ -116,15 +126,20 @@ def nemo_recipe(model: ModelSpec) -> str:
 
 
 def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    """MegatronStrategy's parallel keys. A hybrid model's MambaStack takes the split from the first/last stage
+    counts only (the planned layers per stage, the embedding/loss counted where the layout counts them): no
+    interleaving (`_hybrid_notes`), no account_for_* fields and no layout string."""
+    hybrid = model.hybrid_pattern is not None
     stages = stage_layers(model, layout)
-    counted = layout.pp > 1 and layout.counts_embedding_or_loss
-    chunked = pipeline_layout(model, layout)  # TransformerConfig takes it instead of the first/last counts
+    counted = layout.pp > 1 and layout.counts_embedding_or_loss and not hybrid
+    chunked = None if hybrid else pipeline_layout(model, layout)  # TransformerConfig takes it over first/last counts
     uneven = layout.pp > 1 and len(set(stages)) > 1 and not counted and chunked is None
+    vp = layout.vp if layout.vp > 1 and not hybrid else None
     s = "trainer.strategy."
     overrides: dict[str, Override] = {
         f"{s}tensor_model_parallel_size": layout.tp,
         f"{s}pipeline_model_parallel_size": layout.pp,
-        f"{s}virtual_pipeline_model_parallel_size": layout.vp if layout.vp > 1 else None,
+        f"{s}virtual_pipeline_model_parallel_size": vp,
         f"{s}num_layers_in_first_pipeline_stage": stages[0] if uneven else None,
         f"{s}num_layers_in_last_pipeline_stage": stages[-1] if uneven else None,
         f"{s}context_parallel_size": layout.cp,
@@ -134,7 +149,7 @@ def _strategy(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
     }
     if model.moe is not None and layout.etp != layout.tp:  # MegatronStrategy's default (None) is tp
         overrides[f"{s}expert_tensor_parallel_size"] = layout.etp
-    if layout.vp > 1:  # Megatron-Core's default is blocking sends; NeMo's comm-overlap callback turns this on
+    if vp is not None:  # Megatron-Core's default is blocking sends; NeMo's comm-overlap callback turns this on
         overlap = training.runtime.overlap_p2p_comm
         overrides |= {"model.config.overlap_p2p_comm": overlap, "model.config.batch_p2p_comm": not overlap}
     if chunked is not None:  # MegatronStrategy's field (NeMo 8cfedd7, 2.7.3); left out (default None) otherwise
@@ -206,23 +221,74 @@ def _activation_offload(training: TrainingSpec) -> dict[str, Override]:
 
 def _shape(model: ModelSpec) -> dict[str, Override]:
     c = "model.config."
-    return {
-        f"{c}num_layers": model.num_layers,
-        f"{c}hidden_size": model.hidden_size,
-        f"{c}num_attention_heads": model.num_attention_heads,
-        f"{c}num_query_groups": model.num_query_groups,
-        f"{c}kv_channels": model.head_dim,
-        f"{c}ffn_hidden_size": model.ffn_hidden_size,
-        f"{c}gated_linear_unit": model.gated_mlp,
-        f"{c}add_bias_linear": model.linear_bias,
-        f"{c}normalization": "LayerNorm" if model.linear_bias else "RMSNorm",
-        f"{c}position_embedding_type": "learned_absolute" if model.learned_position_embeddings else "rope",
-        f"{c}qk_layernorm": qk_layernorm_on(model),
-        f"{c}share_embeddings_and_output_weights": model.tied_embeddings,
-        f"{c}seq_length": model.seq_length,
-        f"{c}vocab_size": model.vocab_size,
-        f"{c}mtp_num_layers": model.mtp_num_layers or None,  # TransformerConfig's None: no MTP
-    } | _mla_shape(model)
+    return (
+        {
+            f"{c}num_layers": model.num_layers,
+            f"{c}hidden_size": model.hidden_size,
+            f"{c}num_attention_heads": model.num_attention_heads,
+            f"{c}num_query_groups": model.num_query_groups,
+            f"{c}kv_channels": model.head_dim,
+            f"{c}ffn_hidden_size": model.ffn_hidden_size,
+            f"{c}gated_linear_unit": model.gated_mlp,
+            f"{c}add_bias_linear": model.linear_bias,
+            f"{c}normalization": "LayerNorm" if model.linear_bias else "RMSNorm",
+            f"{c}position_embedding_type": "learned_absolute" if model.learned_position_embeddings else "rope",
+            f"{c}qk_layernorm": qk_layernorm_on(model),
+            f"{c}share_embeddings_and_output_weights": model.tied_embeddings,
+            f"{c}seq_length": model.seq_length,
+            f"{c}vocab_size": model.vocab_size,
+            f"{c}mtp_num_layers": model.mtp_num_layers or None,  # TransformerConfig's None: no MTP
+        }
+        | _mla_shape(model)
+        | _hybrid_shape(model)
+    )
+
+
+def _hybrid_shape(model: ModelSpec) -> dict[str, Override]:
+    """A hybrid model's pattern (NeMo 2's SSMConfig.hybrid_override_pattern; Megatron-Bridge's MambaModelProvider
+    calls it hybrid_layer_pattern since it deprecated the old name) and the Mamba mixer's TransformerConfig fields
+    (mamba_state_dim, mamba_head_dim, mamba_num_groups, mamba_num_heads: the heads priced, always written, as for
+    Megatron-LM). Sources: NeMo 8cfedd7 and 2.7.3 nemo/collections/llm/gpt/model/ssm.py SSMConfig; Megatron-Core
+    megatron/core/transformer/transformer_config.py (b615e731080e, 0.16.1)."""
+    if model.hybrid_pattern is None:
+        return {}
+    c = "model.config."
+    keys: dict[str, Override] = {f"{c}hybrid_override_pattern": model.hybrid_pattern, f"{c}is_hybrid_model": True}
+    if model.mamba is not None:
+        keys |= {
+            f"{c}mamba_state_dim": model.mamba.state_dim,
+            f"{c}mamba_head_dim": model.mamba.head_dim,
+            f"{c}mamba_num_groups": model.mamba.num_groups,
+            f"{c}mamba_num_heads": model.mamba_num_heads,
+        }
+    return keys
+
+
+def _hybrid_notes(model: ModelSpec, layout: Layout) -> list[str]:
+    """A hybrid model's activation where the Nemotron-H config cannot take it from a key, and what NeMo's SSMConfig
+    and Megatron-Core's MambaStack leave out of the plan (rules hybrid_no_interleaving and hybrid_no_full_recompute
+    refuse such plans)."""
+    if model.hybrid_pattern is None:
+        return []
+    notes = []
+    if model.gated_mlp:
+        notes.append(
+            "model.gated_mlp with model.hybrid_pattern: the Nemotron-H recipe's activation is squared ReLU"
+            " (NemotronHConfigBase.activation_func, a callable no key=value override can spell): set"
+            " model.config.activation_func to torch.nn.functional.silu in the recipe for the SwiGLU MLP priced."
+        )
+    dropped = []
+    if layout.vp > 1:
+        dropped.append(f"interleaving (vp {layout.vp}: SSMConfig.configure_model refuses it)")
+    if layout.recompute is Recompute.FULL:
+        dropped.append("full recompute (MambaStack ignores it)")
+    if dropped:
+        notes.append(
+            "model.hybrid_pattern: NeMo's hybrid model (Megatron-Core MambaStack) has no "
+            + "; no ".join(dropped)
+            + ", so this launch runs without; plans for NeMo refuse them."
+        )
+    return notes
 
 
 def _window_shape(model: ModelSpec, release: NemoRelease) -> dict[str, Override]:
@@ -282,6 +348,8 @@ def _moe(model: ModelSpec, training: TrainingSpec, layout: Layout, flex_backend:
         "model.config.moe_grouped_gemm": True,
         "model.config.moe_token_dispatcher_type": "allgather",
     }
+    if model.hybrid_pattern is not None:  # its MoE layers are the pattern's E layers
+        del overrides["model.config.moe_layer_freq"]
     config = moe_router_config(model) | moe_dispatch_config(training, layout, flex_backend)
     return overrides | {f"model.config.{name}": value for name, value in config.items()}
 
@@ -422,9 +490,11 @@ def nemo_launch(
         notes=[
             *_data_notes(inputs or LaunchInputs()),
             *model_notes(model),
+            *hybrid_position_notes(model),
             *_node_notes(nodes),
             *_checkpoint_notes(release, layout),
             *_window_notes(model, release),
+            *_hybrid_notes(model, layout),
             *_fp16_notes(training),
             *_adam_moment_notes(training),
             *megatron_gradient_notes(training),

@@ -17,7 +17,7 @@ from planner.layout import Layout
 from planner.rules.core import chunks_uneven, rank_chunks
 from planner.specs import ModelSpec
 
-__all__ = ["layout_chunks", "layout_stages", "pipeline_layout"]
+__all__ = ["hybrid_layer_pattern", "hybrid_segments", "layout_chunks", "layout_stages", "pipeline_layout"]
 
 _GROUP = re.compile(r"\(([^()]*)\)\*(\d+)")
 _REPEAT = re.compile(r"(.)\*(\d+)")
@@ -39,6 +39,37 @@ def pipeline_layout(model: ModelSpec, layout: Layout) -> str | None:
             loss = "m" * model.mtp_num_layers + "L" if (v, r) == (layout.vp - 1, layout.pp - 1) else ""
             entries.append(embedding + ("t" if n == 1 else f"t*{n}" if n > 1 else "") + loss)
     return "|".join(entries)
+
+
+def hybrid_layer_pattern(model: ModelSpec, layout: Layout) -> str:
+    """A hybrid model's pattern with the plan's stage split in it, as Megatron-LM core_v0.19 reads
+    `--hybrid-layer-pattern`: "|" between the pp x vp virtual stages in layer order, virtual stage i being model
+    chunk i // pp of pipeline rank i mod pp (the planner's chunks, `rank_chunks`; an empty segment is an empty
+    chunk). Without pipelining, the pattern as it is.
+
+    Source: Megatron-LM core_v0.19.0 megatron/core/models/hybrid/hybrid_layer_allocation.py select_pipeline_segment
+    (segment vp_stage * pp + pp_rank; the segment count a multiple of pp) and megatron/training/arguments.py
+    validate_args (vp = segments / pp; the pipes replace --decoder-first/last-pipeline-num-layers, the
+    account_for_* flags, the virtual-stage flags and --pipeline-model-parallel-layout, which it refuses beside them).
+    """
+    assert model.hybrid_pattern is not None
+    return "|".join(hybrid_segments(model, layout))
+
+
+def hybrid_segments(model: ModelSpec, layout: Layout) -> list[str]:
+    """The hybrid pattern cut into the pp x vp virtual stages of `hybrid_layer_pattern`, in layer order."""
+    pattern = model.hybrid_pattern
+    assert pattern is not None
+    if layout.pp == 1:
+        return [pattern]
+    chunks = rank_chunks(stages_of(layout, model.num_layers), layout.vp)
+    segments, start = [], 0
+    for v in range(layout.vp):
+        for r in range(layout.pp):
+            segments.append(pattern[start : start + chunks[r][v]])
+            start += chunks[r][v]
+    assert start == len(pattern)
+    return segments
 
 
 def layout_stages(text: str) -> list[str]:

@@ -35,6 +35,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_hybrid_notes,
     torchtitan_moe_dispatch_notes,
     torchtitan_mtp_notes,
     torchtitan_offload_notes,
@@ -193,6 +194,7 @@ def _v02_launch(
         notes=[
             *_data_notes(inputs),
             *model_notes(model),
+            *torchtitan_hybrid_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),

@@ -36,6 +36,7 @@ from planner.launch.common import (
     torchrun_command,
     torchtitan_block_recompute_notes,
     torchtitan_fp8_notes,
+    torchtitan_hybrid_notes,
     torchtitan_moe_dispatch_notes,
     torchtitan_mtp_notes,
     torchtitan_offload_notes,
@@ -207,6 +208,7 @@ def torchtitan_v03_launch(
         notes=[
             *_notes(training, inputs, shipped),
             *model_notes(model),
+            *torchtitan_hybrid_notes(model),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),

@@ -1,7 +1,7 @@
 """The layout rules, each defined once: `core` (the planner's default) and per-framework rule sets.
 
 `rule.py` says what a rule is (named clauses: a vectorised test and a message),
-`core.py` holds the ten core rules, `frameworks.py` the framework rules and the
+`core.py` holds the core rules, `frameworks.py` the framework rules and the
 rule sets. The space, `validate`, the stage checker, the timeline, the baseline
 and the launch modules all evaluate these; none restates the arithmetic.
 """
@@ -14,7 +14,10 @@ from planner.rules.core import (
     CONTEXT_SPLIT,
     CORE_RULES,
     EXPERT_SPLIT,
+    HYBRID_CONTEXT_PARALLEL,
     INTERLEAVE_MICROBATCHES,
+    MAMBA_FP8_WIDTH,
+    MAMBA_SPLIT,
     MOE_A2A_OVERLAP,
     POSITIVE_SIZES,
     RECOMPUTE_BLOCK,
@@ -45,6 +48,7 @@ from planner.rules.rule import (
     Columns,
     Job,
     Rule,
+    SplitClause,
     StageClause,
     layout_columns,
 )
@@ -60,7 +64,10 @@ __all__ = [
     "EXPERT_SPLIT",
     "FRAMEWORK_RULES",
     "Framework",
+    "HYBRID_CONTEXT_PARALLEL",
     "INTERLEAVE_MICROBATCHES",
+    "MAMBA_FP8_WIDTH",
+    "MAMBA_SPLIT",
     "MOE_A2A_OVERLAP",
     "LAYOUT_AXES",
     "LOSS_IN_SPLIT",
@@ -77,6 +84,7 @@ __all__ = [
     "Job",
     "Rule",
     "RuleSet",
+    "SplitClause",
     "StageClause",
     "default_version",
     "interleave_breaks",

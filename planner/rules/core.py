@@ -14,6 +14,7 @@ import numpy as np
 from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
 from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
+from planner.specs import Precision
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
@@ -22,7 +23,10 @@ __all__ = [
     "CONTEXT_SPLIT",
     "CORE_RULES",
     "EXPERT_SPLIT",
+    "HYBRID_CONTEXT_PARALLEL",
     "INTERLEAVE_MICROBATCHES",
+    "MAMBA_FP8_WIDTH",
+    "MAMBA_SPLIT",
     "MOE_A2A_OVERLAP",
     "POSITIVE_SIZES",
     "SEQUENCE_PARALLEL_NEEDS_TP",
@@ -111,6 +115,49 @@ TENSOR_SPLIT = Rule(
     " ranks; key/value groups are split, or replicated when tp exceeds them",
 )
 
+
+def _mamba_heads(j: Job) -> int:
+    """SSM heads of the model's Mamba layers (`ModelSpec.mamba_num_heads`), 0 (divisible by anything) without."""
+    return j.model.mamba_num_heads
+
+
+def _mamba_groups(j: Job) -> int:
+    """B/C groups of the model's Mamba layers, 0 (divisible by anything) without."""
+    return j.model.mamba.num_groups if j.model.mamba is not None else 0
+
+
+def _mamba_heads_text(j: Job) -> str:
+    """`mamba.num_heads(H)`, with the derivation when the spec leaves it to Megatron-Core's expand 2."""
+    mamba = j.model.mamba
+    if mamba is None or mamba.num_heads is not None:
+        return f"mamba.num_heads({_mamba_heads(j)})"
+    return (
+        f"mamba.num_heads({_mamba_heads(j)} = 2 * hidden_size({j.model.hidden_size}) / mamba.head_dim"
+        f"({mamba.head_dim}))"
+    )
+
+
+_MAMBA_MIXER = "megatron/core/ssm/mamba_mixer.py MambaMixer.__init__"
+
+MAMBA_SPLIT = Rule(
+    name="mamba_split",
+    axes=("tp",),
+    clauses=(
+        Clause(
+            lambda c, j: _mamba_heads(j) % c["tp"] != 0,
+            lambda x, j: f"{_mamba_heads_text(j)} % tp({x.tp}) = {_mamba_heads(j) % x.tp}, must be 0",
+        ),
+        Clause(
+            lambda c, j: _mamba_groups(j) % c["tp"] != 0,
+            lambda x, j: f"mamba.num_groups({_mamba_groups(j)}) % tp({x.tp}) = {_mamba_groups(j) % x.tp}, must be 0",
+        ),
+    ),
+    source="Megatron-LM core_v0.15.0, core_v0.16.1 and core_v0.19.0 (and main at d98e8a64)"
+    f" {_MAMBA_MIXER}: 'nheads must be evenly divisble by tp_size' and 'ngroups must be evenly divisible by"
+    " tp_size' (each tensor rank holds whole SSM heads and whole B/C groups; d_inner = nheads * headdim then"
+    " splits too). The hybrid pattern's attention and MLP layers keep tensor_split's rules",
+)
+
 BATCH_DIVISIBLE = Rule(
     name="batch_divisible",
     axes=("dp", "micro_batch_size"),
@@ -140,6 +187,29 @@ CONTEXT_SPLIT = Rule(
     ),
     source="Megatron-LM megatron/core/utils.py get_batch_on_this_cp_rank: the sequence is cut into 2 * cp chunks"
     " (load-balanced causal context parallelism)",
+)
+
+
+def _has_mamba(j: Job) -> bool:
+    return j.model.num_mamba_layers > 0
+
+
+HYBRID_CONTEXT_PARALLEL = Rule(
+    name="hybrid_context_parallel",
+    axes=("cp",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["cp"] > 1) & _has_mamba(j),
+            lambda x, j: (
+                f"cp({x.cp}) > 1 with Mamba layers (model.hybrid_pattern has {j.model.num_mamba_layers} M): this"
+                " planner does not price context parallelism over Mamba layers; use cp = 1"
+            ),
+        ),
+    ),
+    source="A modelling limit, not a framework's: Megatron-Core runs a Mamba layer under cp > 1 by all-to-alls"
+    " that trade the sequence split for a split of the SSM heads and groups (megatron/core/ssm/"
+    "mamba_context_parallel.py MambaContextParallel, core_v0.15.0 on), communication and a head split the cost"
+    " model does not price (`costmodel` prices context parallelism over attention layers only)",
 )
 
 
@@ -515,12 +585,49 @@ MOE_A2A_OVERLAP = Rule(
     " when enabling overlap_moe_expert_parallel_comm')",
 )
 
+
+def _mamba_in_proj_width(j: Job) -> int:
+    """The Mamba input projection's output width, z x B C dt: 2 d_inner + 2 groups state + heads (0 without)."""
+    mamba = j.model.mamba
+    if mamba is None:
+        return 0
+    return 2 * j.model.mamba_inner_size + 2 * mamba.num_groups * mamba.state_dim + j.model.mamba_num_heads
+
+
+def _fp8_width_breaks(j: Job) -> bool:
+    return j.training.precision is Precision.FP8 and _mamba_in_proj_width(j) % 16 != 0
+
+
+def _fp8_width_message(x: Layout, j: Job) -> str:
+    m, width = j.model.mamba, _mamba_in_proj_width(j)
+    assert m is not None
+    return (
+        f"mamba in_proj width 2 * d_inner({j.model.mamba_inner_size}) + 2 * num_groups({m.num_groups}) * state_dim"
+        f"({m.state_dim}) + num_heads({j.model.mamba_num_heads}) = {width}, must be a multiple of 16 in fp8 training"
+    )
+
+
+MAMBA_FP8_WIDTH = Rule(
+    name="mamba_fp8_width",
+    axes=("pp",),
+    clauses=(
+        Clause(
+            lambda c, j: np.full(np.shape(c["pp"]), _fp8_width_breaks(j), dtype=np.bool_),
+            _fp8_width_message,
+        ),
+    ),
+    source=f"Megatron-LM core_v0.15.0, core_v0.16.1 and core_v0.19.0 {_MAMBA_MIXER} (with config.fp8: 'For FP8,"
+    " the innermost dimension of the Mamba layer input projection output tensor must be a multiple of 16')",
+)
+
 CORE_RULES = (
     POSITIVE_SIZES,
     WORLD_SIZE,
     TENSOR_SPLIT,
+    MAMBA_SPLIT,
     BATCH_DIVISIBLE,
     CONTEXT_SPLIT,
+    HYBRID_CONTEXT_PARALLEL,
     EXPERT_SPLIT,
     STAGE_SPLIT,
     INTERLEAVE_MICROBATCHES,
@@ -528,5 +635,6 @@ CORE_RULES = (
     ACTIVATION_OFFLOAD,
     RECOMPUTE_BLOCK,
     MOE_A2A_OVERLAP,
+    MAMBA_FP8_WIDTH,
 )
 """Today's rules, in the order their violations are reported."""

@@ -12,16 +12,25 @@ carries megatron/training/arguments.py); core_v0.16.1 is the newest the framewor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 
-from planner.costmodel.candidates import BoolArray, IntArray
+from planner.costmodel.candidates import BoolArray, IntArray, split_stage_layers, stages_of
 from planner.layout import Layout
 from planner.rules.core import CORE_RULES
-from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, layout_columns
+from planner.rules.rule import (
+    EMBEDDING_IN_SPLIT,
+    LOSS_IN_SPLIT,
+    Clause,
+    Columns,
+    Job,
+    Rule,
+    SplitClause,
+    layout_columns,
+)
 from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoeDispatcher, Precision, TrainingSpec
 
 __all__ = [
@@ -29,6 +38,12 @@ __all__ = [
     "PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER",
     "FRAMEWORK_RULES",
     "Framework",
+    "HYBRID_EVEN_STAGES",
+    "HYBRID_NO_FULL_RECOMPUTE",
+    "HYBRID_NO_INTERLEAVING",
+    "MEGATRON_15_HYBRID_FEATURES",
+    "MEGATRON_HYBRID_FEATURES",
+    "NEMO_25_HYBRID_FEATURES",
     "MEGATRON_GRADIENT_LAYOUT",
     "MEGATRON_FSDP_NEEDS_NO_PP",
     "MEGATRON_15_NO_ACTIVATION_OFFLOAD",
@@ -48,6 +63,7 @@ __all__ = [
     "TORCHTITAN_NO_BLOCK_RECOMPUTE",
     "TORCHTITAN_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
+    "TORCHTITAN_NO_HYBRID",
     "TORCHTITAN_SEQ_LEN_DIVISIBLE",
     "VERSIONS",
     "RuleSet",
@@ -93,6 +109,9 @@ _NEMO = "NeMo main (commit 8cfedd720346) with Megatron-LM b615e731080e"
 _NEMO_27 = "NeMo 2.7.3 with megatron-core 0.16.1"
 _TORCHTITAN = "TorchTitan v0.2.2"
 _TORCHTITAN_03 = "TorchTitan v0.3.0"
+_MAMBA_STACK = "megatron/core/ssm/mamba_block.py MambaStack"
+"""Megatron-Core's hybrid layer stack up to core_v0.16 (Megatron-LM pretrain_mamba.py, NeMo 2's SSMConfig);
+core_v0.19 moved it to megatron/core/models/hybrid/hybrid_block.py HybridStack (pretrain_hybrid.py)."""
 
 MEGATRON_FSDP_NEEDS_NO_PP = Rule(
     name="megatron_fsdp_needs_pp_1",
@@ -573,6 +592,200 @@ TORCHTITAN_MOE_DISPATCH = Rule(
     " deepep (DeepEP's kernels, not HybridEP) is not what the planner launches (a launch limit, not TorchTitan's)",
 )
 
+
+def _hybrid(j: Job) -> bool:
+    return j.model.hybrid_pattern is not None
+
+
+def _every_hybrid_layout(c: Columns, broken: bool) -> BoolArray:
+    """`broken` for every layout of the columns (read through pp): a rule on the model or the training."""
+    out: BoolArray = np.full(np.shape(c["pp"]), broken, dtype=np.bool_)
+    return out
+
+
+_OLD_MAMBA_STACK = (
+    f"Megatron-LM core_v0.15.0 and core_v0.16.1, and b615e731080e (what {_NEMO} pins; {_NEMO_27} runs megatron-core"
+    f" 0.16.1's): {_MAMBA_STACK}"
+)
+
+HYBRID_NO_INTERLEAVING = Rule(
+    name="hybrid_no_interleaving",
+    axes=("vp",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["vp"] > 1) & _hybrid(j),
+            lambda x, j: (
+                f"vp({x.vp}) > 1 with model.hybrid_pattern: this release's hybrid stack (Megatron-Core MambaStack)"
+                " has no interleaved pipeline; use vp = 1"
+            ),
+        ),
+    ),
+    source=f"{_OLD_MAMBA_STACK}._select_layers_for_pipeline_parallel ('The Mamba hybrid model does not currently"
+    " support virtual/interleaved pipeline parallelism'); NeMo 8cfedd7 and 2.7.3 nemo/collections/llm/gpt/model/"
+    "ssm.py SSMConfig.configure_model asserts the same. core_v0.19.0 interleaves a hybrid model through '|'"
+    " segments of --hybrid-layer-pattern (megatron/core/models/hybrid/hybrid_layer_allocation.py"
+    " select_pipeline_segment; megatron/training/arguments.py validate_args derives vp from them)",
+)
+
+
+def _uneven_default_split(c: Columns, j: Job) -> BoolArray:
+    """Where a hybrid model's default split (the embedding/loss counted where the columns say) is not even."""
+    first, middle, last = split_stage_layers(j.model.num_layers, c["pp"], c[EMBEDDING_IN_SPLIT], c[LOSS_IN_SPLIT])
+    even = (first == last) & ((c["pp"] <= 2) | (middle == first))
+    broken: BoolArray = (c["pp"] > 1) & _hybrid(j) & ~even
+    return broken
+
+
+def _uneven_message(x: Layout, j: Job) -> str:
+    stages = list(stages_of(x, j.model.num_layers))
+    return (
+        f"layers per stage {stages} with model.hybrid_pattern: this release's hybrid stack gives every stage"
+        f" num_layers // pp layers, so the stages must be equal (num_layers({j.model.num_layers}) % pp({x.pp}) = 0,"
+        " the embedding and the loss not counted)"
+    )
+
+
+def _even_split_breaks(stages: Sequence[int], j: Job) -> bool:
+    return _hybrid(j) and len(set(stages)) > 1
+
+
+HYBRID_EVEN_STAGES = Rule(
+    name="hybrid_even_stages",
+    axes=("pp", EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT),
+    clauses=(Clause(_uneven_default_split, _uneven_message, default_split_only=True),),
+    split_clauses=(
+        SplitClause(
+            _even_split_breaks,
+            lambda s, j: (
+                f"layers_per_stage {list(s)} with model.hybrid_pattern: this release's hybrid stack gives every"
+                " stage num_layers // pp layers, so the stages must be equal"
+            ),
+        ),
+    ),
+    source="Megatron-LM core_v0.15.0 and b615e731080e (what NeMo 8cfedd7 pins)"
+    f" {_MAMBA_STACK}._select_layers_for_pipeline_parallel: each rank takes layers [rank * num_layers // pp, ...)"
+    " of the pattern, whatever --decoder-first/last-pipeline-num-layers or account_for_embedding/loss_in_pipeline_"
+    "split say (core_v0.16.1 reads the first/last counts, which is how the launches write any split)",
+)
+
+HYBRID_NO_FULL_RECOMPUTE = Rule(
+    name="hybrid_no_full_recompute",
+    axes=("recompute",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["recompute"] == 2) & _hybrid(j),
+            lambda x, j: (
+                "recompute(full) with model.hybrid_pattern: this release's hybrid stack (Megatron-Core MambaStack)"
+                " runs its layers without activation checkpointing, so every activation would be kept; use none"
+                " or selective"
+            ),
+        ),
+    ),
+    source=f"{_OLD_MAMBA_STACK}.forward: a plain loop over the layers, no recompute_granularity 'full' branch"
+    " (TransformerBlock's _checkpointed_forward); core_v0.19.0 megatron/core/models/hybrid/hybrid_block.py"
+    " HybridStack.forward checkpoints through megatron/core/recompute.py checkpointed_forward (uniform and block)",
+)
+
+
+MEGATRON_MAMBA_CONV = 4
+"""Megatron-Core's Mamba convolution width: MambaMixer's d_conv=4, which no layer spec or config field changes."""
+
+
+def _conv_kernel(j: Job) -> int:
+    return j.model.mamba.conv_kernel if j.model.mamba is not None else MEGATRON_MAMBA_CONV
+
+
+def _hybrid_features_rule(release: str, *, moe_layers: bool, offload: bool) -> Rule:
+    """What Megatron-Core's hybrid model lacks at a release, on the model and the training (no layout changes
+    it): one rule, its clauses chosen per release. `moe_layers`: the pattern may hold E layers; `offload`: the
+    release would offload activations otherwise (core_v0.15.0 has no flag for it: rule
+    megatron_no_activation_offload already refuses it)."""
+    clauses = [
+        Clause(
+            lambda c, j: _every_hybrid_layout(c, _hybrid(j) and _conv_kernel(j) != MEGATRON_MAMBA_CONV),
+            lambda x, j: (
+                f"model.mamba.conv_kernel({_conv_kernel(j)}): Megatron-Core's MambaMixer convolves over"
+                f" {MEGATRON_MAMBA_CONV} positions (d_conv, no config field); use {MEGATRON_MAMBA_CONV}"
+            ),
+        ),
+        Clause(
+            lambda c, j: _every_hybrid_layout(
+                c, _hybrid(j) and j.model.moe is not None and j.training.runtime.moe_a2a_overlap
+            ),
+            lambda x, j: (
+                "training.runtime.moe_a2a_overlap with model.hybrid_pattern: the combined 1F1B schedule builds its"
+                " plan from GPTModel.build_schedule_plan, which Megatron-Core's hybrid model lacks; use false"
+            ),
+        ),
+    ]
+    if offload:
+        clauses.append(
+            Clause(
+                lambda c, j: _every_hybrid_layout(c, _hybrid(j) and j.training.activation_offload_layers > 0),
+                lambda x, j: (
+                    f"training.activation_offload_layers({j.training.activation_offload_layers}) > 0 with"
+                    " model.hybrid_pattern: Megatron-Core's hybrid stack enters no CPU-offload context"
+                    " (TransformerBlock's), so nothing would be offloaded; use 0"
+                ),
+            )
+        )
+    if not moe_layers:
+        clauses.append(
+            Clause(
+                lambda c, j: _every_hybrid_layout(
+                    c, j.model.hybrid_pattern is not None and "E" in j.model.hybrid_pattern
+                ),
+                lambda x, j: (
+                    f"model.hybrid_pattern has {j.model.num_moe_layers} MoE layers (E): this release's hybrid layer"
+                    " allocation knows only M, * and - (Symbols.VALID); use a release with megatron-core 0.16 or"
+                    " later"
+                ),
+            )
+        )
+    return Rule(
+        name="megatron_hybrid_features",
+        axes=("pp",),
+        clauses=tuple(clauses),
+        source=f"{release}: megatron/core/ssm/mamba_mixer.py MambaMixer.__init__ (d_conv=4; no layer spec passes"
+        " another), megatron/core/pipeline_parallel/combined_1f1b.py (core_v0.15.0, core_v0.16.1: 'only GPTModel is"
+        " supported for EP A2A overlapping'; core_v0.19.0 looks up build_schedule_plan, which"
+        " megatron/core/models/hybrid/hybrid_model.py HybridModel lacks, and pretrain_hybrid.py's forward_step has"
+        " no return_schedule_plan), megatron/core/transformer/transformer_block.py (the CPU-offload context is"
+        f" TransformerBlock's; {_MAMBA_STACK} and core_v0.19.0 HybridStack enter none), and"
+        " megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols.VALID (core_v0.15.0 and b615e731080e: M, *"
+        " and -; core_v0.16.1 adds E)",
+    )
+
+
+MEGATRON_HYBRID_FEATURES = _hybrid_features_rule(
+    f"{_MEGATRON_16} and core_v0.19.0 (core_v0.19.2 taken to keep it), {_NEMO_27} (megatron-core 0.16.1)",
+    moe_layers=True,
+    offload=True,
+)
+MEGATRON_15_HYBRID_FEATURES = _hybrid_features_rule(_MEGATRON, moe_layers=False, offload=False)
+NEMO_25_HYBRID_FEATURES = _hybrid_features_rule(f"{_NEMO} (Megatron-LM b615e731080e)", moe_layers=False, offload=True)
+
+TORCHTITAN_NO_HYBRID = Rule(
+    name="torchtitan_no_hybrid",
+    axes=("pp",),
+    clauses=(
+        Clause(
+            lambda c, j: _every_hybrid_layout(c, _hybrid(j)),
+            lambda x, j: (
+                "model.hybrid_pattern: TorchTitan has no Mamba-2 layers (nor a per-layer hybrid stack), so it cannot"
+                " train a hybrid model; plan it for Megatron-LM or NeMo"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} torchtitan/models/__init__.py and its model folders (deepseek_v3, flux, gpt_oss, llama3,"
+    " llama3_ft, llama4, moe, qwen3: no file under torchtitan/ names Mamba or an SSM) and"
+    f" {_TORCHTITAN_03} (torchtitan-0.3.0 wheel sha256 5563ccf9a295: models common, deepseek_v3, flux, gpt_oss,"
+    " kimi_k2_7, llama3, muse_glimmer, qwen3, qwen3_5, none with a Mamba mixer); the launches name a model's"
+    " registered flavor (planner/launch/torchtitan.py, torchtitan_v03.py)",
+)
+
+_MAMBA_STACK_RULES = (HYBRID_NO_INTERLEAVING, HYBRID_NO_FULL_RECOMPUTE)
+"""What Megatron-Core's MambaStack (up to core_v0.16) refuses or ignores of a hybrid model's layout."""
 _MEGATRON_15_RULES = (
     MEGATRON_FSDP_NEEDS_NO_PP,
     MEGATRON_15_NO_HYBRIDEP,
@@ -582,12 +795,24 @@ _MEGATRON_15_RULES = (
     FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
     MEGATRON_15_NO_ACTIVATION_OFFLOAD,
     PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    *_MAMBA_STACK_RULES,
+    HYBRID_EVEN_STAGES,
+    MEGATRON_15_HYBRID_FEATURES,
 )
 _MEGATRON_16_RULES = (
     MEGATRON_FSDP_NEEDS_NO_PP,
     MEGATRON_GRADIENT_LAYOUT,
     FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
     PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    *_MAMBA_STACK_RULES,
+    MEGATRON_HYBRID_FEATURES,
+)
+_MEGATRON_19_RULES = (
+    MEGATRON_FSDP_NEEDS_NO_PP,
+    MEGATRON_GRADIENT_LAYOUT,
+    FP8_PARAM_GATHER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+    MEGATRON_HYBRID_FEATURES,
 )
 _TORCHTITAN_RULES = (
     TORCHTITAN_DDP_ONE_DIMENSIONAL,
@@ -601,6 +826,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_ADAM_MOMENTS,
     TORCHTITAN_EXPERT_TENSOR_PARALLEL,
     TORCHTITAN_MOE_DISPATCH,
+    TORCHTITAN_NO_HYBRID,
 )
 _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL,
@@ -611,12 +837,13 @@ _TORCHTITAN_03_RULES = (
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
     TORCHTITAN_ADAM_MOMENTS,
     TORCHTITAN_MOE_DISPATCH,
+    TORCHTITAN_NO_HYBRID,
 )
 
 VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
     "core": {"planner": ("planner", ())},
     "megatron": {
-        "core_v0.19.2": (_MEGATRON_19, _MEGATRON_16_RULES),
+        "core_v0.19.2": (_MEGATRON_19, _MEGATRON_19_RULES),
         "core_v0.16.1": (_MEGATRON_16, _MEGATRON_16_RULES),
         "core_v0.15.0": (_MEGATRON, _MEGATRON_15_RULES),
     },
@@ -627,6 +854,8 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
                 MEGATRON_FSDP_NEEDS_NO_PP,
                 MEGATRON_GRADIENT_LAYOUT,
                 PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+                *_MAMBA_STACK_RULES,
+                MEGATRON_HYBRID_FEATURES,
             ),
         ),
         "2.5.0rc0+8cfedd7": (
@@ -638,6 +867,9 @@ VERSIONS: dict[str, dict[str, tuple[str, tuple[Rule, ...]]]] = {
                 QUERY_GROUPS_SPLIT,
                 MEGATRON_GRADIENT_LAYOUT,
                 PRECISION_AWARE_OPTIMIZER_NEEDS_DISTRIBUTED_OPTIMIZER,
+                *_MAMBA_STACK_RULES,
+                HYBRID_EVEN_STAGES,
+                NEMO_25_HYBRID_FEATURES,
             ),
         ),
     },
@@ -667,7 +899,15 @@ The flex dispatcher's HybridEP backend needs core_v0.16's moe_flex_dispatcher_ba
 the NeMo commit on Megatron-LM b615e731 too); the TorchTitan launch runs the plain all-to-all without the MoE
 overlap (torchtitan_moe_dispatch). Activation offloading (`TrainingSpec.activation_offload_layers`) is
 Megatron-Core's: the core rule activation_offload states its limits, Megatron-LM core_v0.15.0 has no flag for it and
-TorchTitan none at all (the two *_no_activation_offload rules); NeMo sets the TransformerConfig fields directly."""
+TorchTitan none at all (the two *_no_activation_offload rules); NeMo sets the TransformerConfig fields directly.
+Hybrid models (`ModelSpec.hybrid_pattern`) train on Megatron-Core's Mamba stack: up to core_v0.16 (Megatron-LM
+core_v0.15.0 and core_v0.16.1, both NeMo releases) its MambaStack refuses interleaving and has no full recompute
+(hybrid_no_interleaving, hybrid_no_full_recompute); core_v0.15.0's and Megatron-LM b615e731's also split only
+evenly and know no MoE layers (hybrid_even_stages, megatron_hybrid_features); the launches write any split as
+layer counts, never as the embedding/loss counted in it, which no hybrid stack reads. Every release convolves over
+4 positions, offloads no hybrid activations and overlaps no MoE all-to-all in a hybrid model
+(megatron_hybrid_features). core_v0.19's HybridStack interleaves (through '|' segments of the pattern) and
+recomputes. TorchTitan has no Mamba layers (torchtitan_no_hybrid)."""
 
 FRAMEWORK_RULES: dict[str, tuple[Rule, ...]] = {name: next(iter(v.values()))[1] for name, v in VERSIONS.items()}
 """Rules each framework's default (newest targeted) release adds to the core."""

@@ -26,6 +26,7 @@ __all__ = [
     "Columns",
     "Job",
     "Rule",
+    "SplitClause",
     "StageClause",
     "layout_columns",
 ]
@@ -89,6 +90,19 @@ class StageClause:
 
 
 @dataclass(frozen=True, slots=True)
+class SplitClause:
+    """One condition on an explicit layers-per-stage list that also reads the job (a model whose layers differ in
+    kind: a hybrid pattern's split is the framework's, not the transformer stage split's).
+
+    (stages, job) -> broken, message. Like a stage clause it replaces the rule's default-split clauses when a
+    layout names its layers per stage.
+    """
+
+    broken: Callable[[Sequence[int], Job], bool]
+    message: Callable[[Sequence[int], Job], str]
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """A named layout rule, defined once: the axes it reads, its clauses, and where it comes from."""
 
@@ -97,11 +111,13 @@ class Rule:
     clauses: tuple[Clause, ...]
     source: str
     stage_clauses: tuple[StageClause, ...] = ()
+    split_clauses: tuple[SplitClause, ...] = ()
 
     @property
     def reads_the_split(self) -> bool:
         """Whether an explicit layers-per-stage list changes what this rule says about a layout."""
-        return bool(self.stage_clauses) or any(clause.default_split_only for clause in self.clauses)
+        explicit = bool(self.stage_clauses) or bool(self.split_clauses)
+        return explicit or any(clause.default_split_only for clause in self.clauses)
 
     def broken(self, columns: Columns, job: Job) -> BoolArray:
         """Where any clause fails, over broadcast columns (the default stage split)."""
@@ -136,6 +152,8 @@ class Rule:
             messages += self.stage_problems(
                 layout.layers_per_stage, job.model.num_layers, layout.pp, layout.vp, in_split
             )
+            stages = layout.layers_per_stage
+            messages += [clause.message(stages, job) for clause in self.split_clauses if clause.broken(stages, job)]
         return messages
 
     def stage_problems(

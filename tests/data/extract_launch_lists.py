@@ -54,7 +54,7 @@ HERE = Path(__file__).resolve().parent
 
 MEGATRON_REF = "core_v0.15.0"  # last Megatron-Core release whose arguments.py spells out every flag
 TORCHTITAN_REF = "v0.2.2"  # last TorchTitan release with the TOML JobConfig (job_config.py)
-NEMO_REF = "HEAD"
+NEMO_REF = "8cfedd7203462cb251a914e700e5605444277561"  # NeMo main after v2.5.0rc0 (2025-09-20)
 # NeMo's requirements/manifest.json pins Megatron-LM at this commit: its dataclasses are NeMo's model.config etc.
 NEMO_MEGATRON_REF = "b615e731080e83703ff3e93b11d3a9bc5bb281c3"
 LIGHTNING_REF = "2.4.0"  # NeMo's requirements_lightning.txt: lightning>2.2.1,<=2.4.0
@@ -145,6 +145,8 @@ _NEMO_PARTS: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     ("mcore", f"{_MCORE}/optimizer/optimizer_config.py", "OptimizerConfig", "optim.config.", "fields"),
     ("nemo", "nemo/collections/llm/gpt/model/base.py", "GPTConfig", "model.config.", "fields"),
+    # SSMConfig: the config class of NeMo's hybrid (Mamba) recipes, e.g. nemotronh_8b's NemotronHConfig8B.
+    ("nemo", "nemo/collections/llm/gpt/model/ssm.py", "SSMConfig", "model.config.", "fields"),
     ("nemo", "nemo/collections/llm/gpt/data/mock.py", "MockDataModule", "data.", "init"),
     ("nemo", "nemo/lightning/pytorch/plugins/mixed_precision.py", "MegatronMixedPrecision", "trainer.plugins.", "init"),
     ("lightning", "lightning/pytorch/trainer/trainer.py", "Trainer", "trainer.", "init"),

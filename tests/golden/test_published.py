@@ -58,6 +58,15 @@ GPT_OSS_BARS = {
     "B200": 0.42,  # +38.5% (ep 8, micro-batch 4)
     "GB200": 0.77,  # +72.9% (ep 64, micro-batch 4, all-to-all overlap)
 }
+HYBRID_2604 = "MegatronBridge_PerfSummary_26.04.01_Hybrid"
+"""Megatron-Bridge 26.04.01's Nemotron 3 Nano 30B-A3B rows (Mamba-2 / attention / MoE hybrid): predictions in no fit,
+held to `HYBRID_BARS`."""
+HYBRID_BARS = {
+    # GPU kind: signed error bounds (lowest, highest), regression bars (today's figure in the comment), not targets
+    "H100": (-0.05, 0.05),  # -2.1% (FP8 on 16, the MoE-module recompute sent as full recompute: predicted slow)
+    "B200": (0.0, 0.22),  # +18.7% (MXFP8 on 8: predicted fast, like the other Blackwell MoE rows)
+    "GB200": (0.0, 0.28),  # +24.6% (MXFP8 on 8)
+}
 CARD_2026 = "MegatronBridge_Qwen3_30B_Card_2026"
 """Megatron-Bridge's Qwen3 30B-A3B bf16 runs on 16 H100 (model and workflow cards), with and without the all-to-all
 overlap: predictions in no fit, held to `CARD_BARS`."""
@@ -173,6 +182,7 @@ def test_every_published_row_is_reported() -> None:
     assert len(_rows(MOSAICML, gpu_kind="A100")) == 61 + 78 and len(_rows(MOSAICML, gpu_kind="H100")) == 52
     assert [len(_rows(MOE_2604, gpu_kind=k)) for k in ("H100", "GB200", "B200")] == [2, 2, 3]
     assert [len(_rows(GPT_OSS_2604, gpu_kind=k)) for k in ("H100", "GB200", "B200")] == [1, 1, 1]
+    assert [len(_rows(HYBRID_2604, gpu_kind=k)) for k in ("H100", "GB200", "B200")] == [1, 1, 1]
     assert [k.gpu_kind for k in report().kinds] == ["A100", "H100", "GB200", "B200"]
 
 
@@ -291,7 +301,7 @@ def test_b200_rows_on_gb200_constants_within_5_percent(row: RunRow) -> None:
     b200, gb200 = report().kind("B200"), report().kind("GB200")
     assert b200.calibration.transferred_from is not None and b200.calibration.transferred_from.startswith("GB200")
     assert b200.calibration.gemm_peak_efficiency == gb200.calibration.gemm_peak_efficiency
-    assert not row.in_fit and {h.source for h in b200.holdouts} == {MOE_2604, GPT_OSS_2604}  # dense: never held out
+    assert not row.in_fit and {h.source for h in b200.holdouts} == {MOE_2604, GPT_OSS_2604, HYBRID_2604}  # dense: never
     assert abs(row.error) <= B200_TOLERANCE
 
 
@@ -309,6 +319,14 @@ def test_gpt_oss_rows_within_their_regression_bars(kind: str) -> None:
     """Predicted too fast on every GPU (the sign is part of the finding)."""
     (row,) = _rows(GPT_OSS_2604, gpu_kind=kind)
     assert not row.in_fit and 0 < row.error <= GPT_OSS_BARS[kind]
+
+
+@pytest.mark.parametrize("kind", list(HYBRID_BARS))
+def test_hybrid_rows_within_their_regression_bars(kind: str) -> None:
+    """Nemotron 3 Nano: its Mamba layers priced by `costmodel.mamba`, nothing fitted to them."""
+    (row,) = _rows(HYBRID_2604, gpu_kind=kind)
+    low, high = HYBRID_BARS[kind]
+    assert not row.in_fit and low <= row.error <= high
 
 
 def test_card_rows_within_their_regression_bars() -> None:
@@ -388,7 +406,7 @@ def test_held_out_summary_counts_each_row_once_as_no_fit_saw_it() -> None:
             pytest.approx(expected.max),
         )
     assert by_kind["all"].rows == sum(by_kind[k].rows for k in kinds)
-    assert by_kind["all"].moe_rows == 12  # H100 2 + 2 cards, GB200 2, B200 3, and GPT-OSS on each of the three
+    assert by_kind["all"].moe_rows == 15  # H100 2 + 2 cards, GB200 2, B200 3, GPT-OSS and Nemotron 3 Nano on each
 
 
 MEMORY_KNOWN_MISS: dict[str, str] = {}
@@ -463,6 +481,7 @@ def test_validate_json_carries_the_report() -> None:
         MOSAICML,
         MOE_2604,
         GPT_OSS_2604,
+        HYBRID_2604,
         CARD_2026,
     }
 

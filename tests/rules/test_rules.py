@@ -152,8 +152,10 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "positive_sizes",
         "world_size",
         "tensor_split",
+        "mamba_split",
         "batch_divisible",
         "context_split",
+        "hybrid_context_parallel",
         "expert_split",
         "stage_split",
         "interleave_microbatches",
@@ -161,6 +163,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "activation_offload",
         "recompute_block",
         "moe_a2a_overlap",
+        "mamba_fp8_width",
     )
 
 
@@ -459,15 +462,21 @@ def test_torchtitan_refuses_the_moe_overlap(release: str) -> None:
 
 def test_framework_sets_are_core_plus_their_rules() -> None:
     assert rule_set("megatron").version == "core_v0.19.2"  # the newest targeted is the default
-    assert (
-        rule_set("megatron").names[len(CORE.names) :]
-        == rule_set("megatron", "core_v0.16.1").names[len(CORE.names) :]
-        == (
-            "megatron_fsdp_needs_pp_1",
-            "megatron_gradient_layout",
-            "fp8_param_gather_needs_distributed_optimizer",
-            "precision_aware_optimizer_needs_distributed_optimizer",
-        )
+    mamba_stack = ("hybrid_no_interleaving", "hybrid_no_full_recompute")
+    assert rule_set("megatron").names[len(CORE.names) :] == (
+        "megatron_fsdp_needs_pp_1",
+        "megatron_gradient_layout",
+        "fp8_param_gather_needs_distributed_optimizer",
+        "precision_aware_optimizer_needs_distributed_optimizer",
+        "megatron_hybrid_features",
+    )
+    assert rule_set("megatron", "core_v0.16.1").names[len(CORE.names) :] == (
+        "megatron_fsdp_needs_pp_1",
+        "megatron_gradient_layout",
+        "fp8_param_gather_needs_distributed_optimizer",
+        "precision_aware_optimizer_needs_distributed_optimizer",
+        *mamba_stack,
+        "megatron_hybrid_features",
     )
     assert rule_set("megatron", "core_v0.15.0").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
@@ -478,12 +487,17 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "fp8_param_gather_needs_distributed_optimizer",
         "megatron_no_activation_offload",
         "precision_aware_optimizer_needs_distributed_optimizer",
+        *mamba_stack,
+        "hybrid_even_stages",
+        "megatron_hybrid_features",
     )
     assert rule_set("nemo").version == "2.7.3"
     assert rule_set("nemo").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
         "megatron_gradient_layout",
         "precision_aware_optimizer_needs_distributed_optimizer",
+        *mamba_stack,
+        "megatron_hybrid_features",
     )
     assert rule_set("nemo", "2.5.0rc0+8cfedd7").names[len(CORE.names) :] == (
         "megatron_fsdp_needs_pp_1",
@@ -492,6 +506,9 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "query_groups_split",
         "megatron_gradient_layout",
         "precision_aware_optimizer_needs_distributed_optimizer",
+        *mamba_stack,
+        "hybrid_even_stages",
+        "megatron_hybrid_features",
     )
     assert rule_set("torchtitan").version == "0.3.0"
     assert rule_set("torchtitan").names[len(CORE.names) :] == (
@@ -503,6 +520,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_no_block_recompute",
         "torchtitan_adam_moments",
         "torchtitan_moe_dispatch",
+        "torchtitan_no_hybrid",
     )
     assert rule_set("torchtitan", "0.2.2").names[len(CORE.names) :] == (
         "ddp_one_dimensional",
@@ -516,6 +534,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_adam_moments",
         "torchtitan_expert_tensor_parallel",
         "torchtitan_moe_dispatch",
+        "torchtitan_no_hybrid",
     )
     assert rule_set().rules == CORE.rules
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
