@@ -1,7 +1,8 @@
 """The plans the real-code checks run through the frameworks' own code: the ranked plans and baselines of real
 searches (dense, GQA, MoE with EP, CP, interleaved, uneven, every ZeRO stage and recompute mode, fp16/bf16/fp8,
-partial nodes, NVL72) plus the hand-made cases of conftest.py. Shared by test_framework_check.py (Megatron-Core,
-TorchTitan 0.2.2) and test_torchtitan03_check.py (TorchTitan 0.3.0), which run in different environments.
+partial nodes, NVL72, a hybrid Mamba model) plus the hand-made cases of conftest.py. Shared by
+test_framework_check.py (Megatron-Core, TorchTitan 0.2.2) and test_torchtitan03_check.py (TorchTitan 0.3.0), which
+run in different environments.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ SEARCHES: list[tuple[str, str, int, int, Precision, dict[str, Any]]] = [
     ("llama4-scout", "dgx-h100", 64, 256, Precision.BF16, {"ep": [8, 16]}),
     ("qwen3-30b-a3b", "dgx-h100", 16, 256, Precision.BF16, {"ep": [8, 16]}),
     ("nemotron4-15b", "hgx-h200", 64, 256, Precision.BF16, {"recompute": "none"}),
+    ("nemotron-h-8b", "dgx-h100", 64, 512, Precision.BF16, {"tp": [1, 2, 4], "pp": [1, 2]}),
     ("gpt-neox-20b", "dgx-a100-40gb", 96, 384, Precision.BF16, {}),
     ("bloom-176b", "dgx-a100-80gb", 384, 2048, Precision.BF16, {}),
     ("megatron-1.7b", "dgx-a100-80gb", 40, 320, Precision.FP16, {}),
