@@ -287,7 +287,10 @@ def rank_chunks(stages: Sequence[int], vp: int) -> list[list[int]]:
         if count % vp == 0:
             chunks.append([count // vp] * vp)
             continue
-        size = stages[1] // vp
+        # A middle rank's chunk; without middle ranks (pp <= 2, where rule stage_split needs the embedding or the
+        # loss counted for an end rank's count not to be a multiple of vp) the end rank's own chunk, rounded up:
+        # 26 layers and the embedding in vp 27 chunks of one are [0, 1, ..., 1].
+        size = stages[1] // vp if len(stages) > 2 else -(-count // vp)
         full, rest = [size] * (vp - 1), count - size * (vp - 1)
         chunks.append([rest, *full] if rank == 0 else [*full, rest])
     return chunks

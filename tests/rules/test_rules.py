@@ -9,6 +9,7 @@ from planner.constraints.check import partition_problems
 from planner.constraints.costs import StageCosts
 from planner.constraints.space import build_space
 from planner.costmodel.candidates import RECOMPUTE_CODE
+from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.rules import (
@@ -260,6 +261,34 @@ def test_rank_chunks_leave_one_short_chunk_beside_the_embedding_or_the_loss(
     assert [sum(c) for c in chunks] == list(stages)
     assert chunks_uneven(stages, vp) is any(n % vp for n in stages)
     assert STAGE_SPLIT.stage_problems(stages, sum(stages), len(stages), vp) == []
+
+
+@pytest.mark.parametrize(
+    ("stages", "vp", "chunks"),
+    [
+        ((26, 26), 27, [[0] + [1] * 26, [1] * 26 + [0]]),  # 52 layers, the embedding and the loss: 54 chunks of one
+        ((3, 3), 2, [[1, 2], [2, 1]]),  # 6 layers + 2: chunks of two slots, one beside the embedding, one the loss
+    ],
+)
+def test_rank_chunks_without_middle_ranks_count_the_embedding_and_the_loss(
+    stages: tuple[int, int], vp: int, chunks: list[list[int]]
+) -> None:
+    """pp 2 with the embedding and the loss in the split: each end rank holds vp chunks of its rounded-up size, the
+    short one beside the embedding (first rank) or the loss (last). Until 2026-12-06 the chunk size was read from
+    the other end rank, which gave [26, 0, ..., 0] here and a layout string of 52 empty stages."""
+    assert rank_chunks(stages, vp) == chunks
+    layout = Layout(
+        tp=1, pp=2, dp=1, vp=vp, account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True
+    )
+    model = ModelSpec(num_layers=sum(stages), hidden_size=64, num_attention_heads=4, vocab_size=128, seq_length=32)
+    expected = "|".join(
+        ("E" if (v, r) == (0, 0) else "")
+        + {0: "", 1: "t"}.get(chunks[r][v], f"t*{chunks[r][v]}")
+        + ("L" if (v, r) == (vp - 1, 1) else "")
+        for v in range(vp)
+        for r in range(2)
+    )
+    assert pipeline_layout(model, layout) == expected
 
 
 def test_stage_split_refuses_chunks_it_cannot_read() -> None:
