@@ -7,7 +7,7 @@ checked once, here, with an error that names the field and the rule.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
@@ -30,6 +30,7 @@ __all__ = [
     "MoESpec",
     "Precision",
     "Recompute",
+    "RecomputeModule",
     "RouterLoadBalancing",
     "RouterScoreFunction",
     "RuntimeFeatures",
@@ -67,6 +68,31 @@ class Recompute(StrEnum):
     """Recompute the attention core (softmax, dropout, QK^T, AV) only (Korthikanti Sec. 5)."""
     FULL = "full"
     """Keep each layer's input; recompute the whole layer in backward (Narayanan Sec. 3.5)."""
+
+
+class RecomputeModule(StrEnum):
+    """A submodule selective recomputation reruns in backward instead of keeping its activations (Megatron-Core
+    `TransformerConfig.recompute_modules`, `--recompute-modules`; the seven names every release from core_v0.15.0
+    to core_v0.19.0 accepts). Normal checkpointing keeps the module's input and drops what it saves inside;
+    output-discarding checkpointing (layernorm, moe_act, mla_up_proj) also drops its output. What each drops and
+    reruns is `costmodel.recompute`'s to say and `costmodel.memory` / `costmodel.compute`'s to price."""
+
+    CORE_ATTN = "core_attn"
+    """The attention core (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5): Megatron-Core's default."""
+    MLA_UP_PROJ = "mla_up_proj"
+    """Multi-latent attention's up-projections and RoPE: Q, K and V are rebuilt from the latents."""
+    LAYERNORM = "layernorm"
+    """The norms that are modules of their own (not fused into the next linear layer): an MoE layer's pre-MLP norm,
+    whose output feeds the router and the experts, and under MLA the input norm ahead of the down-projections."""
+    MLP = "mlp"
+    """The dense MLP (fc1, activation, fc2): only its input is kept."""
+    MOE_ACT = "moe_act"
+    """The routed experts' activation function: fc2's input is rebuilt from fc1's output."""
+    MOE = "moe"
+    """The whole MoE layer: router, dispatch, experts and combine rerun from the layer's input, all-to-alls
+    included."""
+    SHARED_EXPERTS = "shared_experts"
+    """The MoE layer's shared experts."""
 
 
 class RouterScoreFunction(StrEnum):
@@ -789,11 +815,28 @@ class RuntimeFeatures(BaseModel):
         " FSDP BACKWARD_POST, MosaicML Composer's default) or none (no prefetch: each gather also waits behind the"
         " unit above's reduce-scatter, so the backward pays both). Ignored below zero_stage 3.",
     )
+    recompute_modules: tuple[Annotated[RecomputeModule, Field(strict=False)], ...] | None = Field(
+        default=None,
+        strict=False,
+        min_length=1,
+        description="What recompute selective reruns (`RecomputeModule`; Megatron-Core `--recompute-modules`):"
+        " any of core_attn, mla_up_proj, layernorm, mlp, moe_act, moe, shared_experts, each at most once, every one"
+        " a part the model has (rule recompute_modules). null (default): core_attn, and with multi-latent attention"
+        " also mla_up_proj. Ignored by plans with recompute none or full.",
+    )
     ring_rails: bool = Field(
         default=True,
         description="A ring collective that leaves the NVLink domain runs over the NICs of all its members"
         " there (NCCL channels on separate rails); off: at one rank's NIC share (the 2021 ZeRO-3 runs).",
     )
+
+    @model_validator(mode="after")
+    def _recompute_modules_once(self) -> Self:
+        modules = self.recompute_modules or ()
+        repeated = sorted({m.value for m in modules if modules.count(m) > 1})
+        if repeated:
+            raise ValueError(f"recompute_modules names {', '.join(repeated)} more than once; name each module once")
+        return self
 
 
 class GradientLayout(StrEnum):

@@ -82,7 +82,14 @@ Scalability') names --overlap-grad-reduce --overlap-param-gather and default PP
 overlap; TP overlap (--tp-comm-overlap) is per row (`runtime.tp_comm_overlap`).
 """
 
-MODERN_RUNTIME_KEYS = ("tp_comm_overlap", "cuda_graphs", "overlap_param_gather", "moe_dispatcher", "moe_a2a_overlap")
+MODERN_RUNTIME_KEYS = (
+    "tp_comm_overlap",
+    "cuda_graphs",
+    "overlap_param_gather",
+    "moe_dispatcher",
+    "moe_a2a_overlap",
+    "recompute_modules",
+)
 """The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row; the
 MoE token dispatcher and all-to-all overlap where a Megatron-Bridge MoE recipe sets them)."""
 

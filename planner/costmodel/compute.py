@@ -40,10 +40,10 @@ from planner.costmodel.gemms import (
 )
 from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
 from planner.costmodel.mamba import mixer_time_s
-from planner.costmodel.recompute import selective_recomputes_up_projections
+from planner.costmodel.recompute import selective_reruns
 from planner.numerics import Numerics
 from planner.profiles import Hardware
-from planner.specs import AttentionKernel, ModelSpec, RuntimeFeatures
+from planner.specs import AttentionKernel, ModelSpec, RecomputeModule, RuntimeFeatures
 
 __all__ = [
     "LayerTimes",
@@ -56,9 +56,12 @@ __all__ = [
     "tensor_core_time_s",
 ]
 
-RESIDUAL_PATH_BYTES_PER_ELEMENT = 22
-"""Forward bytes per (token x hidden) outside the TP-split region: two norms (read 2 + write 2
-each) and two bias-dropout-add (read 2 + 2, write 2, mask 1 each). Korthikanti 2022 Table 2."""
+NORM_FORWARD_BYTES_PER_ELEMENT = 4
+"""A norm's forward reads its 16-bit input and writes its 16-bit output. Korthikanti 2022 Table 2."""
+DROPOUT_ADD_BYTES_PER_ELEMENT = 7
+"""A fused bias-dropout-add reads the branch and the residual (2 + 2), writes the sum (2) and its 1-byte mask."""
+RESIDUAL_PATH_BYTES_PER_ELEMENT = 2 * (NORM_FORWARD_BYTES_PER_ELEMENT + DROPOUT_ADD_BYTES_PER_ELEMENT)
+"""Forward bytes per (token x hidden) outside the TP-split region: two norms and two bias-dropout-adds (22)."""
 TRANSFORMER_BLOCKS = 2
 """Blocks of a transformer layer, each with its norm and residual (attention and MLP): what
 `RESIDUAL_PATH_BYTES_PER_ELEMENT` counts; a hybrid's layer has `ModelSpec.blocks_per_layer` (one)."""
@@ -308,8 +311,26 @@ def _attention_core_s(
     return fwd, 2 * (fwd - share * memory) + BACKWARD_BYTES_FACTOR * share * memory
 
 
-def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
-    """Forward seconds of the memory-bound kernels outside attention: the residual path, the MLP activation
+@dataclass(frozen=True, slots=True)
+class _ElementwiseBytes:
+    """Forward HBM bytes of the average layer's memory-bound kernels outside attention, one GPU and micro-batch,
+    by part, each weighted by the share of layers holding it (`_elementwise_bytes`)."""
+
+    residual: FloatArray
+    dense_activation: FloatArray | float
+    routed_activation: FloatArray | float
+    shared_activation: FloatArray | float
+    permute: FloatArray | float
+    attention: FloatArray
+
+    @property
+    def total(self) -> FloatArray:
+        mlp = self.dense_activation + self.routed_activation + self.shared_activation + self.permute
+        return np.asarray(self.residual + mlp + self.attention, dtype=np.float64)
+
+
+def _elementwise_bytes(model: ModelSpec, c: Candidates) -> _ElementwiseBytes:
+    """Forward bytes of the memory-bound kernels outside attention: the residual path, the MLP activation
     (and, in an MoE layer, the routed and shared experts' activations and the token permutation,
     `PERMUTE_BYTES_PER_COPY`), the attention's rotary embeddings and latent norms (`_attention_elementwise_bytes`)."""
     h = model.hidden_size
@@ -317,19 +338,25 @@ def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> Flo
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
     blocks = model.blocks_per_layer / TRANSFORMER_BLOCKS  # a hybrid's layer holds one block, its norm and residual
     residual = blocks * RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
-    act_bytes = 6 if model.gated_mlp else 4
-    width: FloatArray | float = model.dense_mlp_share * model.ffn_hidden_size
+    per_width = (6 if model.gated_mlp else 4) * tokens / c.tp  # activation bytes per unit of MLP width
+    dense = model.dense_mlp_share * model.ffn_hidden_size * per_width
+    routed: FloatArray | float = 0.0
+    shared: FloatArray | float = 0.0
     permute: FloatArray | float = 0.0
     if model.moe is not None:
-        share = model.moe_layer_share
-        routed = model.moe.top_k + model.moe.num_shared_experts
-        width = np.asarray(width + share * routed * model.moe.expert_ffn_hidden_size, dtype=np.float64)
+        share, ffn = model.moe_layer_share, model.moe.expert_ffn_hidden_size
+        routed = share * model.moe.top_k * ffn * per_width
+        shared = share * model.moe.num_shared_experts * ffn * per_width
         # The permuted copies are whole rows (h wide) on each of an expert's etp ranks (`_local_gemm`).
         copies = PERMUTE_BYTES_PER_COPY * model.moe.top_k + PERMUTE_BYTES_PER_TOKEN
-        permute = np.asarray(share * copies * h * c.etp, dtype=np.float64)
-    activation = (act_bytes * width + permute) * tokens / c.tp
+        permute = share * copies * h * c.etp * tokens / c.tp
     attention = model.attention_layer_share * _attention_elementwise_bytes(model, c) * tokens
-    return (residual + activation + attention) / hw.hbm_bandwidth_bytes_per_s
+    return _ElementwiseBytes(residual, dense, routed, shared, permute, np.asarray(attention, dtype=np.float64))
+
+
+def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+    """Forward seconds of the memory-bound kernels outside attention (`_elementwise_bytes`) over HBM."""
+    return _elementwise_bytes(model, c).total / hw.hbm_bandwidth_bytes_per_s
 
 
 def _attention_elementwise_bytes(model: ModelSpec, c: Candidates) -> FloatArray:
@@ -354,8 +381,7 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     Each pass takes max(GPU time, host launch floor) (`costmodel.host`): the
     host enqueues kernels while the GPU runs, so the two overlap. The floor
     is compared with compute only (TP/CP/EP communication is added by the
-    caller). Selective recomputation reruns the attention core, and under MLA the
-    up-projections (`recompute.selective_modules`; GPU-bound).
+    caller). Selective recomputation reruns the forward of the modules it covers (`_selective_rerun_s`).
     """
     roles = _gemm_role_seconds(model, c, hw, rt)
     gemm_fwd = _average_layer_gemm_s(roles)
@@ -370,7 +396,7 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     host = layer_host_s(model, c, rt)
     forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, host.forward)
     backward = np.maximum(2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd, host.backward)
-    selective = attention_fwd + _up_projection_s(model, c, hw)
+    selective = _selective_rerun_s(model, c, hw, rt, roles, attention_fwd)
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
     if model.moe is None:
         return LayerTimes(forward, backward, recompute)
@@ -382,11 +408,61 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
     return LayerTimes(forward, backward, recompute, experts, rest_forward, rest_backward)
 
 
+def _selective_rerun_s(
+    model: ModelSpec,
+    c: Candidates,
+    hw: Hardware,
+    rt: RuntimeFeatures,
+    roles: dict[GemmRole, tuple[FloatArray, float]],
+    attention_fwd: FloatArray,
+) -> FloatArray:
+    """Forward seconds selective recompute reruns in the average layer, one GPU and micro-batch: the forward of
+    each module it covers (`recompute.selective_modules`; GPU-bound, the host's launches not floored).
+
+    core_attn: the attention core. mla_up_proj: MLA's up-projections and RoPE (`_up_projection_s`). layernorm: each
+    norm that is a module of its own (`recompute` docstring), `NORM_FORWARD_BYTES_PER_ELEMENT`. mlp: the dense MLP's
+    GEMMs, activation and fused norm. moe: the MoE layer's router, expert and shared-expert GEMMs, activations and
+    token permutation (its all-to-alls are the caller's, `shared.layer_quantities`). moe_act: the routed experts'
+    activation. shared_experts: the shared experts' GEMMs and activation.
+    """
+
+    def reruns(module: RecomputeModule) -> bool:
+        return selective_reruns(model, rt, module)
+
+    def gemms(*held: GemmRole) -> FloatArray | float:
+        return sum(share * seconds for role, (seconds, share) in roles.items() if role in held)
+
+    tokens = tokens_per_microbatch(model, c)
+    norm = NORM_FORWARD_BYTES_PER_ELEMENT * model.hidden_size * tokens / np.where(c.sequence_parallel, c.tp, 1)
+    parts = _elementwise_bytes(model, c)
+    seconds: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
+    memory: FloatArray | float = 0.0
+    if reruns(RecomputeModule.CORE_ATTN):
+        seconds = seconds + attention_fwd
+    if reruns(RecomputeModule.MLA_UP_PROJ):
+        seconds = seconds + _up_projection_s(model, c, hw)
+    if reruns(RecomputeModule.LAYERNORM):
+        memory = memory + (model.moe_layer_share + (model.attention_layer_share if model.mla else 0.0)) * norm
+    if reruns(RecomputeModule.MLP):
+        seconds = seconds + gemms(GemmRole.DENSE_MLP)
+        memory = memory + parts.dense_activation + model.dense_mlp_share * norm
+    if reruns(RecomputeModule.MOE):
+        seconds = seconds + gemms(GemmRole.ROUTER, GemmRole.ROUTED_EXPERT, GemmRole.SHARED_EXPERT)
+        memory = memory + parts.routed_activation + parts.shared_activation + parts.permute
+    else:
+        if reruns(RecomputeModule.MOE_ACT):
+            memory = memory + parts.routed_activation
+        if reruns(RecomputeModule.SHARED_EXPERTS):
+            seconds = seconds + gemms(GemmRole.SHARED_EXPERT)
+            memory = memory + parts.shared_activation
+    return np.asarray(seconds + memory / hw.hbm_bandwidth_bytes_per_s, dtype=np.float64)
+
+
 def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray | float:
-    """Forward seconds of what selective recompute reruns besides the core (`recompute.selective_modules`): MLA's
-    up-projection GEMMs and its RoPE (`_attention_elementwise_bytes` counts the latent norms too, which this
-    slightly over-prices); zero without MLA."""
-    if not selective_recomputes_up_projections(model):
+    """Forward seconds of MLA's up-projection GEMMs and its RoPE, what mla_up_proj recompute reruns
+    (`_attention_elementwise_bytes` counts the latent norms too, which this slightly over-prices); zero without
+    MLA."""
+    if model.mla is None:
         return 0.0
     gemms = sum(gemm_time_s(*_gemm_rows_n_k(model, c, g), hw, fp8_eligible=g.fp8) for g in up_projection_gemms(model))
     tokens = tokens_per_microbatch(model, c)

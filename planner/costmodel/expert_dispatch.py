@@ -128,7 +128,7 @@ def ep_comm_per_layer_s(
     reruns: FloatArray,
 ) -> EpComm:
     """All-to-all of one average layer and micro-batch: dispatch and combine, forward and backward (and the
-    forward's again per recomputed forward, `reruns`: `recompute.full_recompute_reruns`), averaged over all
+    forward's again per recomputed forward, `reruns`: `recompute.dispatch_reruns`), averaged over all
     layers (the MoE layers' share of them); with `rt.moe_a2a_overlap` each pass beside its compute slot (module
     docstring)."""
     zeros = np.zeros(np.broadcast(c.ep, c.tp).shape)

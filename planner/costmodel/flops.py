@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from planner.costmodel.candidates import FULL, SELECTIVE
 from planner.costmodel.gemms import (
+    GemmRole,
     attention_core_flop,
     attention_gemms,
     attention_score_flop,
@@ -30,7 +31,8 @@ from planner.costmodel.gemms import (
     up_projection_gemms,
 )
 from planner.costmodel.mamba import ssd_scan_flop
-from planner.specs import ModelSpec
+from planner.costmodel.recompute import default_selective_modules
+from planner.specs import ModelSpec, RecomputeModule
 
 __all__ = [
     "attention_core_flop",
@@ -97,27 +99,48 @@ def model_flop_per_sequence(model: ModelSpec, full_attention: bool = False) -> f
 
 
 def hardware_flop_per_sequence(model: ModelSpec, mode: int, full_attention: bool = False) -> float:
-    """Hardware flop per sequence: model flop plus what recompute `mode` adds (Narayanan 2021 Sec. 5.1).
+    """Hardware flop per sequence: model flop plus what recompute `mode` adds (Narayanan 2021 Sec. 5.1), selective
+    recompute over its default modules.
 
     With `full_attention` and full recompute on a GPT this is Narayanan Eq. 3 / B (`narayanan_eq3_flop`).
     """
     return model_flop_per_sequence(model, full_attention) + recompute_flop_per_sequence(model, mode, full_attention)
 
 
-def recompute_flop_per_sequence(model: ModelSpec, mode: int, full_attention: bool = False) -> float:
+_SELECTIVE_GEMM_ROLES = {
+    RecomputeModule.MLP: (GemmRole.DENSE_MLP,),
+    RecomputeModule.MOE: (GemmRole.ROUTER, GemmRole.ROUTED_EXPERT, GemmRole.SHARED_EXPERT),
+    RecomputeModule.SHARED_EXPERTS: (GemmRole.SHARED_EXPERT,),
+}
+"""The weight GEMMs each module of selective recompute reruns besides the attention's (`costmodel.recompute`)."""
+
+
+def recompute_flop_per_sequence(
+    model: ModelSpec,
+    mode: int,
+    full_attention: bool = False,
+    modules: tuple[RecomputeModule, ...] | None = None,
+) -> float:
     """Extra forward flop per sequence that recomputation adds (hardware flop minus model flop).
 
-    `mode` is a recompute code (`candidates.NONE`, `SELECTIVE`, `FULL`).
+    `mode` is a recompute code (`candidates.NONE`, `SELECTIVE`, `FULL`); `modules` what selective recompute reruns
+    (`recompute.selective_modules`; None: `recompute.default_selective_modules`).
     Full: every layer's forward again (Narayanan Eq. 3's 96 = 72 + 24).
-    Selective: the attention core's forward again (and under MLA the up-projections, `recompute.selective_modules`),
-    4 s^2 h per layer (full matrix), so the s/(6h) term of
-    Korthikanti 2022 App. A becomes 2s/(9h); the paper prints s/(3h), a typo its authors
-    confirmed (NVIDIA/Megatron-LM issue #523).
+    Selective: the forward flop of each module it reruns: core_attn the attention core, 4 s^2 h per layer (full
+    matrix), so the s/(6h) term of Korthikanti 2022 App. A becomes 2s/(9h) (the paper prints s/(3h), a typo its
+    authors confirmed, NVIDIA/Megatron-LM issue #523); mla_up_proj MLA's up-projections; mlp, moe and
+    shared_experts their weight GEMMs (`_SELECTIVE_GEMM_ROLES`; moe_act and layernorm rerun no GEMM).
     """
     layers = model.num_layers + model.mtp_num_layers  # each MTP module's layer recomputes like the others
     if mode == FULL:
         return layers * layer_forward_flop(model, 1, full_attention)
-    if mode == SELECTIVE:
-        up = sum(g.flop(model.seq_length) for g in up_projection_gemms(model))  # MLA's up-projections rerun too
-        return layers * (_core_flop(model, 1, full_attention) + up)
-    return 0.0
+    if mode != SELECTIVE:
+        return 0.0
+    chosen = default_selective_modules(model) if modules is None else modules
+    tokens = model.seq_length
+    rerun = _core_flop(model, 1, full_attention) if RecomputeModule.CORE_ATTN in chosen else 0.0
+    if RecomputeModule.MLA_UP_PROJ in chosen:
+        rerun += sum(g.flop(tokens) for g in up_projection_gemms(model))
+    roles = {role for m in chosen for role in _SELECTIVE_GEMM_ROLES.get(m, ())}
+    rerun += sum(g.layer_share * g.copies_per_token * g.flop(tokens) for g in layer_gemms(model) if g.role in roles)
+    return layers * rerun

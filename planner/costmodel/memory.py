@@ -38,11 +38,11 @@ from planner.costmodel.mamba import mixer_activation_bytes_per_token
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import stage_in_flight, stage_in_flight_microbatches
-from planner.costmodel.recompute import recomputed_layers, selective_recomputes_up_projections
+from planner.costmodel.recompute import recomputed_layers, selective_reruns
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
-from planner.specs import ModelSpec, RuntimeFeatures, TrainingSpec
+from planner.specs import ModelSpec, RecomputeModule, RuntimeFeatures, TrainingSpec
 from planner.units import GIB
 
 __all__ = [
@@ -89,13 +89,13 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     """Bytes one layer keeps for backward, per micro-batch, on one GPU (Korthikanti 2022 Table 2).
 
     GPT with ffn = 4h, no CP and dropout on gives s b h (10 + 24/t + 5 a s/(h t))
-    without SP, s b h (34/t + 5 a s/(h t)) with SP; selective drops the 5as/(ht)
-    term (so does flash attention), and under MLA Q, K and V (`recompute.selective_modules`);
-    full recompute keeps only the layer input,
+    without SP, s b h (34/t + 5 a s/(h t)) with SP; selective recompute of the core drops the 5as/(ht)
+    term (so does flash attention); full recompute keeps only the layer input,
     s b h activations of `num.activation_bytes` (2 s b h in 16-bit). The table's
     other coefficients mix 16-bit tensors and 1-byte dropout masks and stay as
     published. Without dropout the two hidden masks (1 s b h each) are not kept
     and the scores keep only the softmax output (`Numerics.attention_score_bytes`: 5 -> 2).
+    Selective recompute drops what its modules rebuild (`recompute.selective_modules`, `_selective_dropped`).
 
     A hybrid's layer (`ModelSpec.hybrid_pattern`) holds one block behind one norm: the norm and GEMM-input terms
     count once, the attention's tensors in its attention layers' share, the MLP's in its MLP layers' and a Mamba
@@ -120,20 +120,60 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
         2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
     )
     replicated = norms_and_inputs * h / sp_split + _latent_bytes_per_token(model, num) / sp_split
-    # Q (query_width), K and V (key_value_width) as the core reads them, the attention output (q) and its copy;
-    # selective recompute under MLA reruns the up-projections instead of keeping Q, K and V.
-    qkv = _query_key_value_bytes_per_token(model, num)
-    rerun = (c.recompute == SELECTIVE) & selective_recomputes_up_projections(model)
-    attention = np.where(rerun, 0.0, qkv) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
+    # Q (query_width), K and V (key_value_width) as the core reads them, the attention output (q) and its copy.
+    attention = _query_key_value_bytes_per_token(model, num) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
     attention = attention + num.activation_bytes * model.qk_norm_width  # the QK norms' inputs
     share = model.attention_layer_share
     mixer = model.mamba_layer_share * mixer_activation_bytes_per_token(model, num) if model.mamba else 0.0
     split = (share * attention + mixer) / tp + _mlp_bytes_per_token(model, c, num)
     scores = share * num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
-    keep_scores = (c.recompute == NONE) & (not rt.flash_attention)
-    full_layer = tokens * (replicated + split + np.where(keep_scores, scores, 0.0))
+    kept_scores = 0.0 if rt.flash_attention else scores
+    no_recompute = tokens * (replicated + split + kept_scores)
+    selective = no_recompute - tokens * _selective_dropped(model, c, rt, num, kept_scores)
     layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
-    return np.where(c.recompute == FULL, layer_input, full_layer)
+    return np.where(c.recompute == FULL, layer_input, np.where(c.recompute == SELECTIVE, selective, no_recompute))
+
+
+def _selective_dropped(
+    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics, kept_scores: FloatArray | float
+) -> FloatArray:
+    """Bytes per token of one average layer that selective recompute does not keep, by module
+    (`recompute.selective_modules`; what each keeps and drops: `costmodel.recompute`'s docstring), out of the
+    terms `activation_bytes_per_layer` counts.
+
+    core_attn: the attention scores an unfused core keeps (none under flash attention). mla_up_proj: Q, K and V.
+    layernorm: the output of each norm that is a module of its own (an MoE layer's pre-MLP norm; under MLA the
+    input norm), one saved GEMM input of h. mlp: the dense MLP's tensors and its fused norm's output. moe_act:
+    the routed experts' activation outputs (fc2's inputs). moe: every MoE-layer tensor behind its input (the routed
+    copies, their expert tensors and the shared experts'). shared_experts: the shared experts' tensors.
+    """
+    h = model.hidden_size
+    tp = c.tp.astype(np.float64)
+    sp_split = np.where(c.sequence_parallel, tp, 1.0)
+    norm_output = num.saved_gemm_input_bytes * h / sp_split
+    parts = _mlp_parts_per_token(model, c, num)
+
+    def reruns(module: RecomputeModule) -> bool:
+        return selective_reruns(model, rt, module)
+
+    dropped: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
+    if reruns(RecomputeModule.CORE_ATTN):
+        dropped = dropped + kept_scores
+    if reruns(RecomputeModule.MLA_UP_PROJ):
+        dropped = dropped + model.attention_layer_share * _query_key_value_bytes_per_token(model, num) / tp
+    if reruns(RecomputeModule.LAYERNORM):
+        separate_norms = model.moe_layer_share + (model.attention_layer_share if model.mla is not None else 0.0)
+        dropped = dropped + separate_norms * norm_output
+    if reruns(RecomputeModule.MLP):
+        dropped = dropped + parts.dense + model.dense_mlp_share * norm_output
+    if reruns(RecomputeModule.MOE):
+        dropped = dropped + parts.routed + parts.shared
+    else:
+        if reruns(RecomputeModule.MOE_ACT):
+            dropped = dropped + parts.routed_activation_outputs
+        if reruns(RecomputeModule.SHARED_EXPERTS):
+            dropped = dropped + parts.shared
+    return np.asarray(dropped, dtype=np.float64)
 
 
 def _query_key_value_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
@@ -155,7 +195,19 @@ def _latent_bytes_per_token(model: ModelSpec, num: Numerics) -> float:
     return (num.activation_bytes + num.saved_gemm_input_bytes) * latents + rope_key
 
 
-def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> FloatArray:
+@dataclass(frozen=True, slots=True)
+class _MlpParts:
+    """MLP tensors one GPU keeps per token of its micro-batch, by part, each weighted by the share of layers holding
+    it (`_mlp_parts_per_token`)."""
+
+    dense: FloatArray
+    routed: FloatArray
+    routed_activation_outputs: FloatArray
+    """Of `routed`: the experts' activation outputs, fc2's saved inputs (what moe_act recompute drops)."""
+    shared: FloatArray
+
+
+def _mlp_parts_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> _MlpParts:
     """MLP tensors one GPU keeps per token of its micro-batch: 4 ffn (GeLU input and output) or 6 ffn (gate,
     up, SwiGLU output) in 16-bit, over tp; the activation's output is fc2's input, kept as
     `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn).
@@ -167,14 +219,23 @@ def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> Floa
     activation_input = (2 if model.gated_mlp else 1) * num.activation_bytes
     per_ffn = activation_input + num.saved_gemm_input_bytes
     tp = c.tp.astype(np.float64)
-    dense = per_ffn * model.ffn_hidden_size / tp
+    dense = np.asarray(model.dense_mlp_share * per_ffn * model.ffn_hidden_size / tp, dtype=np.float64)
+    zero = np.zeros(c.shape, dtype=np.float64)
     if model.moe is None:
-        return np.asarray(model.dense_mlp_share * dense, dtype=np.float64)
-    moe = model.moe
-    routed = moe.top_k * (per_ffn * moe.expert_ffn_hidden_size + 2 * model.hidden_size * c.etp) / tp
-    shared = moe.num_shared_experts * per_ffn * moe.expert_ffn_hidden_size / tp
-    share = model.moe_layer_share
-    return np.asarray(model.dense_mlp_share * dense + share * (routed + shared), dtype=np.float64)
+        return _MlpParts(dense, zero, zero, zero)
+    moe, share = model.moe, model.moe_layer_share
+    ffn = moe.expert_ffn_hidden_size
+    routed = share * moe.top_k * (per_ffn * ffn + 2 * model.hidden_size * c.etp) / tp
+    outputs = share * moe.top_k * num.saved_gemm_input_bytes * ffn / tp
+    shared = share * moe.num_shared_experts * per_ffn * ffn / tp
+    as_array = np.asarray
+    return _MlpParts(dense, as_array(routed, dtype=np.float64), as_array(outputs + zero), as_array(shared + zero))
+
+
+def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> FloatArray:
+    """Every MLP tensor one GPU keeps per token of its micro-batch (`_mlp_parts_per_token`, summed)."""
+    parts = _mlp_parts_per_token(model, c, num)
+    return np.asarray(parts.dense + parts.routed + parts.shared, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,21 +254,20 @@ class MemoryBreakdown:
 
 
 def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:
-    """Bytes of the one layer being recomputed in backward.
+    """Bytes of the one layer being recomputed in backward: what it rebuilds beside what it keeps.
 
-    Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5);
-    selective recompute without flash attention that layer's attention scores, and under MLA its Q, K and V
-    (`recompute.selective_modules`).
+    Full recompute rebuilds a whole layer's activations (Korthikanti 2022 Sec. 5); selective recompute the
+    tensors its modules dropped (`_selective_dropped`: without flash attention the attention scores, under MLA
+    Q, K and V, and whatever else `RuntimeFeatures.recompute_modules` names), the scores those of one attention
+    layer (in a hybrid, not its average over the layers).
     """
-    working = np.where(c.recompute == FULL, _kept_bytes_per_layer(model, c, rt, num), 0.0)
     tokens = tokens_per_microbatch(model, c)
-    selective: FloatArray | float = 0.0
-    if not rt.flash_attention and model.num_attention_layers:  # the one attention layer being recomputed
-        selective = num.attention_score_bytes * model.num_attention_heads * model.seq_length * tokens / c.tp
-    if selective_recomputes_up_projections(model):
-        selective = selective + _query_key_value_bytes_per_token(model, num) * tokens / c.tp
-    working = np.where(c.recompute == SELECTIVE, selective, working)
-    return np.asarray(working, dtype=np.float64)
+    one_layer_scores: FloatArray | float = 0.0
+    if not rt.flash_attention and model.num_attention_layers:
+        one_layer_scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / c.tp
+    rebuilt = tokens * _selective_dropped(model, c, rt, num, one_layer_scores)
+    kept = _kept_bytes_per_layer(model, c, rt, num)
+    return np.asarray(np.where(c.recompute == FULL, kept, np.where(c.recompute == SELECTIVE, rebuilt, 0.0)))
 
 
 def _kept_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics) -> FloatArray:

@@ -1,11 +1,26 @@
 """What recomputation reruns: which modules selective recompute covers, and which layers full recomputation reruns
 (every layer, or the first k of each pipeline stage, block).
 
-Selective recompute is Megatron-Core's `recompute_granularity = selective` over `selective_modules`: the attention
-core (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5), and with multi-latent attention also MLA's up-projections
-and RoPE ("mla_up_proj", output-discarding checkpointing: Q, K and V are not kept, only the latents they come
-from; `TransformerConfig.recompute_modules`, core_v0.15.0), as 22 of the 28 selective DeepSeek-V3 recipes of NeMo
-and Megatron-Bridge list it (tests/data/nvidia_moe_recipes.json; the others list mlp or core_attn alone).
+Selective recompute is Megatron-Core's `recompute_granularity = selective` over `recompute_modules`
+(`RuntimeFeatures.recompute_modules`; `selective_modules` is the one place that resolves it). Unset, the planner
+reruns the attention core (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 5), and with multi-latent attention also
+MLA's up-projections and RoPE ("mla_up_proj", output-discarding checkpointing: Q, K and V are not kept, only the
+latents they come from; `TransformerConfig.recompute_modules`, core_v0.15.0), as 22 of the 28 selective DeepSeek-V3
+recipes of NeMo and Megatron-Bridge list it (tests/data/nvidia_moe_recipes.json; the others list mlp or core_attn
+alone). The other modules (core_v0.15.0 to core_v0.19.0 `TransformerConfig.recompute_modules` docstring;
+`transformer_layer.py`, `moe/moe_layer.py`, `moe/experts.py`):
+
+- layernorm: the norms that are modules of their own (`TransformerLayer.recompute_input_layernorm` and
+  `recompute_pre_mlp_layernorm` are set only where the norm is not an `IdentityOp`, i.e. not fused into the next
+  Transformer Engine linear layer): an MoE layer's pre-MLP norm, and under MLA the input norm. Output-discarding:
+  the norm's output is dropped and rebuilt from its input, which the residual keeps anyway.
+- mlp: the dense MLP under normal checkpointing: its input is kept, its fused norm's output and its inner tensors
+  are not.
+- moe_act: the routed experts' activation (`TEGroupedMLP`, output-discarding): fc2's input is rebuilt from fc1's
+  output.
+- moe: the whole MoE layer under normal checkpointing (`MoELayer`, `tensor_parallel.checkpoint`): only its input is
+  kept; the backward reruns the router, the dispatch and combine all-to-alls and the experts.
+- shared_experts: the shared experts under normal checkpointing.
 
 Source: Megatron-Core `TransformerConfig.recompute_method` (core_v0.16.1
 `transformer_config.py`: "block will recompute the input activations for only a
@@ -21,28 +36,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.costmodel.candidates import FULL, Candidates, FloatArray, IntArray
+from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, IntArray
 from planner.costmodel.params import stage_kinds
-from planner.specs import ModelSpec
+from planner.specs import ModelSpec, RecomputeModule, RuntimeFeatures
 
 __all__ = [
     "recomputed_layers",
     "recomputed_layers_in_model",
     "recomputed_share",
     "full_recompute_reruns",
+    "dispatch_reruns",
+    "default_selective_modules",
     "selective_modules",
-    "selective_recomputes_up_projections",
+    "selective_reruns",
 ]
 
 
-def selective_recomputes_up_projections(model: ModelSpec) -> bool:
-    """Whether selective recompute also reruns the attention's up-projections (MLA's "mla_up_proj")."""
-    return model.mla is not None
+def default_selective_modules(model: ModelSpec) -> tuple[RecomputeModule, ...]:
+    """What selective recompute reruns when `RuntimeFeatures.recompute_modules` is unset: the attention core, and
+    under MLA the up-projections too (module docstring)."""
+    core = (RecomputeModule.CORE_ATTN,)
+    return (*core, RecomputeModule.MLA_UP_PROJ) if model.mla is not None else core
 
 
-def selective_modules(model: ModelSpec) -> tuple[str, ...]:
-    """Megatron-Core `recompute_modules` of the planner's selective recompute for this model (module docstring)."""
-    return ("core_attn", "mla_up_proj") if selective_recomputes_up_projections(model) else ("core_attn",)
+def selective_modules(model: ModelSpec, rt: RuntimeFeatures) -> tuple[RecomputeModule, ...]:
+    """The modules selective recompute reruns for this model and runtime, in `RecomputeModule`'s order: the one
+    resolution of `RuntimeFeatures.recompute_modules` (its default: `default_selective_modules`)."""
+    chosen = rt.recompute_modules or default_selective_modules(model)
+    return tuple(m for m in RecomputeModule if m in chosen)
+
+
+def selective_reruns(model: ModelSpec, rt: RuntimeFeatures, module: RecomputeModule) -> bool:
+    """Whether selective recompute reruns `module` (`selective_modules`)."""
+    return module in selective_modules(model, rt)
 
 
 def recomputed_layers(c: Candidates, layers: IntArray, block: int | None) -> IntArray:
@@ -72,3 +98,11 @@ def full_recompute_reruns(model: ModelSpec, c: Candidates, block: int | None) ->
     (TP, CP, EP and ZeRO-3 gathers): the share of layers it reruns (`recomputed_share`, 1 without block
     recompute); none under selective recompute (its core rerun moves nothing) or without recompute."""
     return np.asarray(np.where(c.recompute == FULL, recomputed_share(model, c, block), 0.0), dtype=np.float64)
+
+
+def dispatch_reruns(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, block: int | None) -> FloatArray:
+    """Forward reruns of one average layer's MoE dispatch and combine per micro-batch: a full recompute's
+    (`full_recompute_reruns`), or one where selective recompute covers the whole MoE layer (moe; module docstring)."""
+    whole_moe = selective_reruns(model, rt, RecomputeModule.MOE)
+    selective = np.where((c.recompute == SELECTIVE) & whole_moe, 1.0, 0.0)
+    return np.asarray(full_recompute_reruns(model, c, block) + selective, dtype=np.float64)

@@ -23,7 +23,12 @@ from planner.costmodel.expert_dispatch import ep_comm_per_layer_s
 from planner.costmodel.memory import StageTerms, activation_bytes_per_layer, all_stage_terms
 from planner.costmodel.offload import exposed_offload_s
 from planner.costmodel.params import ParamCounts, largest_stage_params, stage_kinds, stage_params
-from planner.costmodel.recompute import full_recompute_reruns, recomputed_layers, recomputed_layers_in_model
+from planner.costmodel.recompute import (
+    dispatch_reruns,
+    full_recompute_reruns,
+    recomputed_layers,
+    recomputed_layers_in_model,
+)
 from planner.costmodel.topology import Placement, place
 from planner.numerics import training_numerics
 from planner.profiles import Hardware
@@ -107,13 +112,14 @@ def _layer_seconds(
     rt, num = training.runtime, training_numerics(training, hw)
     layer = compute.layer_times(model, c, hw, rt)
     layer_compute = layer.forward_s + layer.backward_s
-    reruns = full_recompute_reruns(model, c, training.recompute_num_layers)
+    block = training.recompute_num_layers
+    reruns = full_recompute_reruns(model, c, block)
     tp = tp_collectives_s(model, c, placement, hw, rt, num, reruns)
     tp_comm = exposed_tp_comm_s(
         tp.total_s, tp.dgrad_s, layer_compute, layer.backward_s / 2, c, rt, placement.tp.crosses_network
     )
     tp_comm = tp_comm + exposed_s(tp.sp_gather_s, layer.backward_s / 2)
-    ep = ep_comm_per_layer_s(model, c, placement, hw, rt, num, layer, reruns)
+    ep = ep_comm_per_layer_s(model, c, placement, hw, rt, num, layer, dispatch_reruns(model, c, rt, block))
     return LayerSeconds(
         compute=layer_compute,
         recompute=layer.recompute_s,

@@ -23,7 +23,7 @@ from planner.costmodel.data_parallel import DpCollectives, data_parallel_times, 
 from planner.costmodel.memory import MemoryBreakdown, memory_by_stage, peak_stage
 from planner.costmodel.params import ParamCounts
 from planner.costmodel.pipeline import average_stage_forward_s, bubble_s, exposed_sends_s, unpaired_microbatches
-from planner.costmodel.recompute import recomputed_share
+from planner.costmodel.recompute import recomputed_share, selective_modules
 from planner.costmodel.shared import LayerQuantities, LayerSeconds, layer_quantities
 from planner.costmodel.topology import Placement
 from planner.costmodel.zero import ModelState, held_params, sharded_params
@@ -201,7 +201,9 @@ def estimate_steps(
     sequences = float(training.global_batch_size)
     per_sequence = flops.model_flop_per_sequence(model)
     model_flop = np.full(len(c), sequences * per_sequence)
-    rerun = np.array([flops.recompute_flop_per_sequence(model, mode) for mode in RECOMPUTE_CODES])[c.recompute]
+    modules = selective_modules(model, training.runtime)
+    rerun = np.array([flops.recompute_flop_per_sequence(model, m, modules=modules) for m in RECOMPUTE_CODES])
+    rerun = rerun[c.recompute]
     share = recomputed_share(model, c, training.recompute_num_layers)
     return StepEstimates(
         time_s=_step_times_s(model, training, c, hw, q),

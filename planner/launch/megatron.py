@@ -43,7 +43,16 @@ from planner.launch.pipeline_layout import hybrid_layer_pattern, pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version, rule_set
 from planner.rules.frameworks import HYBRID_NO_INTERLEAVING, MEGATRON_15_NO_ACTIVATION_OFFLOAD
-from planner.specs import AdamMoments, ExpertGemm, MLASpec, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import (
+    AdamMoments,
+    ExpertGemm,
+    MLASpec,
+    ModelSpec,
+    Precision,
+    Recompute,
+    RecomputeModule,
+    TrainingSpec,
+)
 
 __all__ = [
     "HYBRID_RELEASES",
@@ -198,8 +207,8 @@ def _batch_recompute_flags(model: ModelSpec, training: TrainingSpec, layout: Lay
         flags += ["--recompute-granularity", "full", "--recompute-method", method, "--recompute-num-layers", str(count)]
     elif layout.recompute is Recompute.SELECTIVE:
         flags += ["--recompute-granularity", "selective"]
-        modules = selective_modules(model)  # more than the default core_attn under MLA
-        flags += [] if modules == ("core_attn",) else ["--recompute-modules", *modules]
+        modules = selective_modules(model, training.runtime)  # Megatron-Core's own default is core_attn alone
+        flags += [] if modules == (RecomputeModule.CORE_ATTN,) else ["--recompute-modules", *(m.value for m in modules)]
     return flags
 
 

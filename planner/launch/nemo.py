@@ -57,7 +57,7 @@ from planner.launch.inputs import LaunchInputs
 from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.rules import default_version
-from planner.specs import AdamMoments, ExpertGemm, ModelSpec, Precision, Recompute, TrainingSpec
+from planner.specs import AdamMoments, ExpertGemm, ModelSpec, Precision, Recompute, RecomputeModule, TrainingSpec
 
 __all__ = ["NEMO_RELEASES", "NEMO_VERSION", "NEMO_VERSIONS", "NemoRelease", "equal_nodes", "nemo_launch", "nemo_recipe"]
 
@@ -191,18 +191,18 @@ def _batch_recompute(model: ModelSpec, training: TrainingSpec, layout: Layout) -
             "model.config.recompute_method": ("uniform" if block is None else "block") if full else None,
             "model.config.recompute_num_layers": (1 if block is None else block) if full else None,
         }
-        | _selective_modules(model, layout)
+        | _selective_modules(model, training, layout)
         | _activation_offload(training)
     )
 
 
-def _selective_modules(model: ModelSpec, layout: Layout) -> dict[str, Override]:
-    """TransformerConfig.recompute_modules where selective recompute covers more than its default core_attn
-    (`recompute.selective_modules`: MLA's up-projections); left at the default otherwise."""
-    modules = selective_modules(model)
-    if layout.recompute is not Recompute.SELECTIVE or modules == ("core_attn",):
+def _selective_modules(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    """TransformerConfig.recompute_modules where selective recompute covers more or other than its default
+    core_attn (`recompute.selective_modules`); left at the default otherwise."""
+    modules = selective_modules(model, training.runtime)
+    if layout.recompute is not Recompute.SELECTIVE or modules == (RecomputeModule.CORE_ATTN,):
         return {}
-    return {"model.config.recompute_modules": list(modules)}
+    return {"model.config.recompute_modules": [m.value for m in modules]}
 
 
 def _activation_offload(training: TrainingSpec) -> dict[str, Override]:

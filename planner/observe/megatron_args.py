@@ -14,7 +14,7 @@ from typing import Any
 from planner.launch.pipeline_layout import layout_chunks
 from planner.observe.observation import refuse
 from planner.rules.core import rank_chunks
-from planner.specs import HYBRID_LAYER_SYMBOLS, Fp8Recipe, RouterLoadBalancing
+from planner.specs import HYBRID_LAYER_SYMBOLS, Fp8Recipe, RecomputeModule, RouterLoadBalancing
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
 
@@ -277,6 +277,7 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     if training["precision"] == "fp8":
         training |= _fp8(args, where)
     training |= _offload(args, where) | _recompute_block(args, where)
+    runtime |= _recompute_modules(args, where)
     return training
 
 
@@ -368,6 +369,26 @@ def _recompute(args: Mapping[str, Any]) -> str:
     if granularity == "full":
         return "full"
     return "selective" if granularity == "selective" else "none"
+
+
+def _recompute_modules(args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """What selective recompute reran (`RuntimeFeatures.recompute_modules`): `--recompute-modules`, else Megatron-Core's
+    default core_attn, stated wherever it differs from the planner's own default (which adds mla_up_proj under
+    MLA). Names the planner does not model (GatedDeltaNet's, hyper-connections') are refused."""
+    if args.get("recompute_granularity") != "selective":
+        return {}
+    given = args.get("recompute_modules") or ["core_attn"]
+    names = [given] if isinstance(given, str) else [str(m) for m in given]
+    known = {m.value for m in RecomputeModule}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        refuse(
+            f"--recompute-modules {' '.join(unknown)} in the {where}: the planner models only"
+            f" {', '.join(m.value for m in RecomputeModule)}"
+        )
+    if names == [RecomputeModule.CORE_ATTN.value] and not _on(args, "multi_latent_attention"):
+        return {}  # the planner's default for this model
+    return {"recompute_modules": names}
 
 
 def _recompute_block(args: Mapping[str, Any], where: str) -> dict[str, Any]:

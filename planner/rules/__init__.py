@@ -21,6 +21,7 @@ from planner.rules.core import (
     MOE_A2A_OVERLAP,
     POSITIVE_SIZES,
     RECOMPUTE_BLOCK,
+    RECOMPUTE_MODULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     SIZE_AXES,
     STAGE_SPLIT,
@@ -56,6 +57,7 @@ from planner.rules.rule import (
 __all__ = [
     "ACTIVATION_OFFLOAD",
     "RECOMPUTE_BLOCK",
+    "RECOMPUTE_MODULES",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE",

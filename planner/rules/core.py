@@ -14,11 +14,12 @@ import numpy as np
 from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
 from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
-from planner.specs import Precision
+from planner.specs import Fp8Recipe, Precision, RecomputeModule
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
     "RECOMPUTE_BLOCK",
+    "RECOMPUTE_MODULES",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
     "CORE_RULES",
@@ -554,6 +555,69 @@ RECOMPUTE_BLOCK = Rule(
 )
 
 
+def _named_modules(j: Job) -> tuple[RecomputeModule, ...]:
+    """The modules the request names for selective recompute (`RuntimeFeatures.recompute_modules`; none when unset)."""
+    return j.training.runtime.recompute_modules or ()
+
+
+def _absent_module(j: Job) -> str | None:
+    """Why the first named module the model lacks cannot be recomputed, or None."""
+    model, named = j.model, _named_modules(j)
+    needs = (
+        (RecomputeModule.MLA_UP_PROJ, model.mla is None, "model.mla is unset (no multi-latent attention)"),
+        (RecomputeModule.MLP, model.num_dense_layers == 0, "the model has no dense MLP layer"),
+        (RecomputeModule.MOE, model.moe is None, "model.moe is unset (no MoE layer)"),
+        (RecomputeModule.MOE_ACT, model.moe is None, "model.moe is unset (no MoE layer)"),
+        (
+            RecomputeModule.SHARED_EXPERTS,
+            model.moe is None or not model.moe.num_shared_experts,
+            "the model has no shared expert",
+        ),
+        (
+            RecomputeModule.LAYERNORM,
+            model.moe is None and model.mla is None,
+            "every norm of the model is fused into its next linear layer (no MoE layer, no multi-latent attention)",
+        ),
+    )
+    for module, missing, why in needs:
+        if module in named and missing:
+            return f"training.runtime.recompute_modules names {module.value}, but {why}"
+    return None
+
+
+def _output_discarding_under_delayed_fp8(j: Job) -> bool:
+    named = _named_modules(j)
+    discarding = RecomputeModule.MOE_ACT in named or RecomputeModule.LAYERNORM in named
+    recipe = j.training.fp8_recipe
+    return j.training.precision is Precision.FP8 and discarding and recipe in (None, Fp8Recipe.DELAYED)
+
+
+RECOMPUTE_MODULES = Rule(
+    name="recompute_modules",
+    axes=("recompute",),
+    clauses=(
+        Clause(
+            lambda c, j: np.zeros(np.shape(c["recompute"]), dtype=np.bool_) | (_absent_module(j) is not None),
+            lambda x, j: f"{_absent_module(j)}; name only modules the model has",
+        ),
+        Clause(
+            lambda c, j: (c["recompute"] == 1) & _output_discarding_under_delayed_fp8(j),
+            lambda x, j: (
+                "training.runtime.recompute_modules with moe_act or layernorm under FP8 needs current or block"
+                " scaling: delayed scaling cannot recompute them; set training.fp8_recipe to tensorwise, mxfp8 or"
+                " blockwise"
+            ),
+        ),
+    ),
+    source="Megatron-LM core_v0.15.0 to core_v0.19.0 megatron/core/transformer/transformer_config.py"
+    " TransformerConfig.__post_init__ ('mla_up_proj in recompute_modules is only supported with"
+    " multi_latent_attention', 'Delayed scaling does not support moe_act and layernorm recompute for fp8') and"
+    " transformer_layer.py (layernorm recompute applies only to a norm that is not an IdentityOp, i.e. not fused into"
+    " Transformer Engine's LayerNormLinear; mlp only where the layer's MLP is dense, moe and moe_act only in MoE"
+    " layers): a module the model lacks would be accepted and do nothing, so the planner refuses the name",
+)
+
+
 def _a2a_overlap(j: Job) -> bool:
     return j.model.moe is not None and j.training.runtime.moe_a2a_overlap
 
@@ -575,6 +639,13 @@ MOE_A2A_OVERLAP = Rule(
             lambda x, j: "training.runtime.moe_a2a_overlap needs recompute none or selective; got recompute(full)",
         ),
         Clause(
+            lambda c, j: (c["recompute"] == 1) & _a2a_overlap(j) & (RecomputeModule.MOE in _named_modules(j)),
+            lambda x, j: (
+                "training.runtime.moe_a2a_overlap cannot recompute the whole MoE layer; drop moe from"
+                " training.runtime.recompute_modules"
+            ),
+        ),
+        Clause(
             lambda c, j: np.zeros(np.shape(c["ep"]), dtype=np.bool_) | (_a2a_overlap(j) and j.model.mtp_num_layers > 1),
             lambda x, j: (
                 f"training.runtime.moe_a2a_overlap needs model.mtp_num_layers <= 1; got {j.model.mtp_num_layers}"
@@ -585,7 +656,9 @@ MOE_A2A_OVERLAP = Rule(
     " TransformerConfig.__post_init__ ('overlap_moe_expert_parallel_comm is only supported with expert model"
     " parallelism', 'virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1',"
     " 'disable full recomputation when enabling overlap_moe_expert_parallel_comm', 'MTP supports at most one layer"
-    " when enabling overlap_moe_expert_parallel_comm')",
+    " when enabling overlap_moe_expert_parallel_comm'); core_v0.19.0 also 'disable moe in recompute_modules when"
+    " enabling overlap_moe_expert_parallel_comm' (the combined schedule splits the MoE layer into callables a"
+    " whole-layer checkpoint would wrap)",
 )
 
 
@@ -637,6 +710,7 @@ CORE_RULES = (
     SEQUENCE_PARALLEL_NEEDS_TP,
     ACTIVATION_OFFLOAD,
     RECOMPUTE_BLOCK,
+    RECOMPUTE_MODULES,
     MOE_A2A_OVERLAP,
     MAMBA_FP8_WIDTH,
 )

@@ -61,6 +61,7 @@ __all__ = [
     "TORCHTITAN_MOE_DISPATCH",
     "TORCHTITAN_NO_ACTIVATION_OFFLOAD",
     "TORCHTITAN_NO_BLOCK_RECOMPUTE",
+    "TORCHTITAN_NO_RECOMPUTE_MODULES",
     "TORCHTITAN_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_NO_EXPERT_TENSOR_PARALLEL",
     "TORCHTITAN_NO_HYBRID",
@@ -321,6 +322,24 @@ TORCHTITAN_NO_BLOCK_RECOMPUTE = Rule(
     ),
     source=f"{_TORCHTITAN} and {_TORCHTITAN_03}: activation_checkpoint.mode full checkpoints every transformer block;"
     " selective_ac_option picks op-level or every n-th layer, not the first n of a stage",
+)
+
+
+TORCHTITAN_NO_RECOMPUTE_MODULES = Rule(
+    name="torchtitan_no_recompute_modules",
+    axes=("recompute",),
+    clauses=(
+        Clause(
+            lambda c, j: (c["recompute"] == 1) & (j.training.runtime.recompute_modules is not None),
+            lambda x, j: (
+                "training.runtime.recompute_modules: TorchTitan's selective activation checkpointing picks ops"
+                " (selective_ac_option op) or every n-th layer, not modules by name; use null"
+            ),
+        ),
+    ),
+    source=f"{_TORCHTITAN} and {_TORCHTITAN_03}: activation_checkpoint.mode selective with selective_ac_option"
+    " 'op' (per-op: matmul outputs kept, the rest recomputed) or an integer (every n-th block), the whole choice;"
+    " no per-module list",
 )
 
 
@@ -823,6 +842,7 @@ _TORCHTITAN_RULES = (
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
+    TORCHTITAN_NO_RECOMPUTE_MODULES,
     TORCHTITAN_ADAM_MOMENTS,
     TORCHTITAN_EXPERT_TENSOR_PARALLEL,
     TORCHTITAN_MOE_DISPATCH,
@@ -835,6 +855,7 @@ _TORCHTITAN_03_RULES = (
     TORCHTITAN_FP8,
     TORCHTITAN_NO_ACTIVATION_OFFLOAD,
     TORCHTITAN_NO_BLOCK_RECOMPUTE,
+    TORCHTITAN_NO_RECOMPUTE_MODULES,
     TORCHTITAN_ADAM_MOMENTS,
     TORCHTITAN_MOE_DISPATCH,
     TORCHTITAN_NO_HYBRID,

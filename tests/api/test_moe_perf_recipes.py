@@ -1,16 +1,16 @@
-"""Every mixture-of-experts pre-training layout of NVIDIA's performance recipes is accepted, fits, and is found
-when pinned; the DeepSeek-V3 splits with uneven interleaved chunks launch with the recipe's own pipeline layout.
+"""Every mixture-of-experts pre-training layout of NVIDIA's performance recipes is accepted, fits, and is found when
+pinned; the DeepSeek-V3 splits with uneven interleaved chunks launch with the recipe's own pipeline layout.
 
 The layouts are `tests/data/nvidia_moe_recipes.json`, regenerated from the recipes' own source by
 `tests/data/extract_moe_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and 8cfedd7,
 Megatron-Bridge's DeepSeek-V3 and Qwen3 workload configs of NeMo 25.11 and 26.04.01) for Mixtral 8x7B / 8x22B,
-DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B and Llama 4 Scout / Maverick on H100, B200 and GB200. Each is judged as
-the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp / vp, the recipe's
-pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (module lists mapped
-to the closest mode), bf16 Adam moments where the DeepSeek-V3 recipes use the precision-aware optimizer, CUDA
-graphs and 16-bit gradient reduction, on the whole HBM (`memory_headroom` 0). What the planner cannot express
-(partial CUDA-graph scopes, module recompute lists, layouts it cannot express) each source lists in its
-`not_expressed`; FP8 sub-channel scaling goes as the blockwise recipe.
+DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B and Llama 4 Scout / Maverick on H100, B200 and GB200. Each is judged as the
+recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp / vp, the recipe's pipeline
+split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (selective with the recipe's module
+list, `training.runtime.recompute_modules`), bf16 Adam moments where the DeepSeek-V3 recipes use the precision-aware
+optimizer, CUDA graphs and 16-bit gradient reduction, on the whole HBM (`memory_headroom` 0). What the planner
+cannot express (partial CUDA-graph scopes, layouts it cannot express) each source lists in its `not_expressed`; FP8
+sub-channel scaling goes as the blockwise recipe.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def _id(recipe: dict[str, Any]) -> str:
     extras += f"-{runtime['moe_dispatcher']}" if "moe_dispatcher" in runtime else ""
     extras += "-a2a" if runtime.get("moe_a2a_overlap") else ""
     extras += "-adam16" if tr.get("adam_moments") == "bf16" else ""
+    extras += f"-rm.{'.'.join(runtime['recompute_modules'])}" if "recompute_modules" in runtime else ""
     if lay.get("layers_per_stage"):  # the recipe's split: first and last stage
         extras += f"-lps{lay['layers_per_stage'][0]}.{lay['layers_per_stage'][-1]}"
     return (

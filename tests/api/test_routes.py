@@ -493,3 +493,34 @@ def test_zero3_backward_prefetch_over_the_api(client: TestClient) -> None:
     bad = base | {"training": {"global_batch_size": 64, "runtime": {"zero3_backward_prefetch": "sideways"}}}
     body = _problem(client.post("/v1/plan", json=bad), 422)
     assert body["errors"][0]["loc"][-1] == "zero3_backward_prefetch"
+
+
+def test_recompute_modules_over_the_api(client: TestClient) -> None:
+    """Over HTTP: recomputing the experts' activation keeps less than keeping everything and costs time over the
+    default; a repeated or unknown name, or a module the model lacks, is a 422 or a violation naming the field."""
+    base: dict[str, Any] = {
+        "model": {"preset": "qwen3-30b-a3b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 16},
+        "layout": {"tp": 1, "pp": 1, "dp": 16, "ep": 16, "recompute": "selective", "zero_stage": 1},
+    }
+
+    def estimate(runtime: dict[str, Any]) -> dict[str, Any]:
+        r = client.post("/v1/estimate", json=base | {"training": {"global_batch_size": 256, "runtime": runtime}})
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    default, act = estimate({}), estimate({"recompute_modules": ["core_attn", "moe_act"]})
+    assert act["violations"] == [] and act["estimate"]["step_time_s"] > default["estimate"]["step_time_s"]
+    assert (
+        act["estimate"]["memory"]["breakdown_gib"]["activations"]
+        < default["estimate"]["memory"]["breakdown_gib"]["activations"]
+    )
+    lacking = estimate({"recompute_modules": ["mla_up_proj"]})
+    assert [v["rule"] for v in lacking["violations"]] == ["recompute_modules"]
+    for bad, words in ((["moe", "moe"], "moe more than once"), (["attention"], "core_attn")):
+        r = client.post(
+            "/v1/estimate", json=base | {"training": {"global_batch_size": 256, "runtime": {"recompute_modules": bad}}}
+        )
+        assert r.status_code == 422 and words in r.text
+        assert r.json()["errors"][0]["loc"][:3] == ["body", "training", "runtime"] and "recompute_modules" in r.text

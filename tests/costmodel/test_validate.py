@@ -204,6 +204,7 @@ def test_moe_a2a_overlap_rule(layout: Layout, model: ModelSpec, messages: list[s
 def test_every_rule_has_a_crafted_case() -> None:
     crafted = {"activation_offload", "recompute_block", "moe_a2a_overlap"}
     crafted |= {"mamba_split", "hybrid_context_parallel", "mamba_fp8_width"}  # tests/rules/test_hybrid_rules.py
+    crafted |= {"recompute_modules"}  # tests/rules/test_recompute_modules.py
     assert {row[0] for row in ROWS} | crafted == set(CORE.names)
 
 

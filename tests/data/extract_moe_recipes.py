@@ -31,9 +31,8 @@ git helpers it shares):
 A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
 recipe fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short
 chunk beside the embedding or the loss), and a note says so where the recipe's chunks differ from that.
-`recompute_modules` map to the closest planner mode: `selective` (the attention core, and the other small per-layer
-pieces: `core_attn`, `mla_up_proj`, `layernorm`, `moe_act`, the dense `mlp` of DeepSeek's first three layers) or
-`full` when the MoE layers themselves are recomputed (`moe`), noted in `not_expressed` with every other setting the
+`recompute_modules` are sent as `training.runtime.recompute_modules` with selective recompute (left out where
+they are the planner's default for the model); `not_expressed` notes every other setting the
 planner has no field for (layouts it cannot express, partial CUDA-graph scopes). FP8 sub-channel scaling (`FP8_SC`)
 is sent as the blockwise recipe. The token
 dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
@@ -96,7 +95,6 @@ BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     "FP8_MX": ("fp8", "mxfp8", None),
     "FP8_SC": ("fp8", "blockwise", None),
 }
-RECOMPUTED_MOE = {"moe"}  # module recompute that takes the MoE layer's activations: closest to full
 
 
 def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
@@ -121,17 +119,14 @@ def _per_rank(layout: str, pp: int, vp: int) -> list[int]:
     return [sum(c) for c in chunks]
 
 
-def _recompute(modules: list[str] | None) -> tuple[str, str | None]:
+def _recompute(modules: list[str] | None, key: tuple[str, str]) -> tuple[str, list[str] | None]:
+    """The planner's recompute mode and `training.runtime.recompute_modules` for a recipe's module list (selective
+    granularity); the list is left out where it is the planner's default for the model (core_attn, and with
+    DeepSeek-V3's multi-latent attention also mla_up_proj)."""
     if not modules:
         return "none", None
-    mode = "full" if RECOMPUTED_MOE & set(modules) else "selective"
-    if modules == ["core_attn"]:
-        return mode, None
-    why = "the MoE layers, most of the activations, are recomputed" if mode == "full" else "no MoE layer is"
-    return (
-        mode,
-        f"recompute_modules {modules} (module recompute, selective granularity): sent as {mode}, the closest ({why})",
-    )
+    default = ["core_attn", "mla_up_proj"] if key == ("deepseek", "v3") else ["core_attn"]
+    return "selective", None if sorted(modules) == sorted(default) else modules
 
 
 def _request(
@@ -149,6 +144,7 @@ def _request(
     layers_per_stage: list[int] | None,
     dispatcher: str | None = None,
     a2a_overlap: bool = False,
+    recompute_modules: list[str] | None = None,
 ) -> dict[str, Any]:
     tp, pp, cp = par["tp"], par["pp"], par["cp"]
     layout: dict[str, Any] = {
@@ -178,6 +174,8 @@ def _request(
         runtime["moe_dispatcher"] = dispatcher
     if a2a_overlap:
         runtime["moe_a2a_overlap"] = True
+    if recompute_modules:
+        runtime["recompute_modules"] = recompute_modules
     if runtime:
         training["runtime"] = runtime
     return {
@@ -220,8 +218,8 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 par = {"tp": num("tp_size"), "pp": num("pp_size"), "cp": num("cp_size"), "ep": num("ep_size")}
                 par |= {"etp": etp, "vp": num("vp_size") or 1, "mbs": num("mbs")}
                 modules = [m for m in (r.get("recompute_modules") or "").strip().split("/") if m]
-                recompute, note = _recompute(modules)
-                notes = [note] if note else []
+                recompute, recompute_modules = _recompute(modules, key)
+                notes: list[str] = []
                 layers_per_stage = None
                 adam_bf16 = False
                 dispatcher = None
@@ -252,6 +250,7 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     adam_bf16,
                     layers_per_stage,
                     dispatcher,
+                    recompute_modules=recompute_modules,
                 )
                 columns = "tp pp cp ep vp mbs gbs etp".split()
                 values = [r[c if c in ("mbs", "gbs") else f"{c}_size"] or "-" for c in columns]
@@ -292,8 +291,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 notes = [precision_note] if precision_note else []
                 layers_per_stage = None
                 if key == ("deepseek", "v3"):
-                    recompute, note = _recompute(cfg.recompute_modules or ["core_attn"])  # granularity selective
-                    notes += [note] if note else []
+                    # granularity selective: Megatron-Core's default list is core_attn alone
+                    recompute, recompute_modules = _recompute(cfg.recompute_modules or ["core_attn"], key)
                     own = cfg.pp_layout if gpu != "B200" else None  # B200 takes the (pp, vp) map
                     if ref == BRIDGE_REFS[0][0] and gpu == "H100":
                         own = "Et|(tt|)*30mL"  # 25.11's deepseek_v3_pretrain_config_h100 passes this layout
@@ -302,8 +301,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     layers_per_stage, note = _layout_fields(layout, pp, vp, origin)
                     notes += [note] if note else []
                 else:
-                    recompute, note = _recompute(cfg.recompute_modules)
-                    notes += [note] if note else []
+                    recompute, recompute_modules = _recompute(cfg.recompute_modules, key)
                 graphs = cfg.cuda_graph_impl not in (None, "none")
                 if graphs and cfg.cuda_graph_scope:
                     notes.append(
@@ -325,6 +323,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     layers_per_stage,
                     cfg.moe_flex_dispatcher_backend,  # the flex dispatcher over this backend
                     bool(cfg.moe_a2a_overlap),  # overlap_moe_expert_parallel_comm (with delay_wgrad_compute)
+                    recompute_modules,
                 )
                 out.append((row, f"NVIDIA-NeMo/Megatron-Bridge@{commit[:10]} ({release}) {path}: {name}", notes))
     return out

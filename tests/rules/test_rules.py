@@ -163,6 +163,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "sequence_parallel_needs_tp",
         "activation_offload",
         "recompute_block",
+        "recompute_modules",
         "moe_a2a_overlap",
         "mamba_fp8_width",
     )
@@ -547,6 +548,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_no_recompute_modules",
         "torchtitan_adam_moments",
         "torchtitan_moe_dispatch",
         "torchtitan_no_hybrid",
@@ -560,6 +562,7 @@ def test_framework_sets_are_core_plus_their_rules() -> None:
         "torchtitan_fp8",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_no_recompute_modules",
         "torchtitan_adam_moments",
         "torchtitan_expert_tensor_parallel",
         "torchtitan_moe_dispatch",
