@@ -204,6 +204,18 @@ CASES = [
         8,
     ),
     Case(
+        # Module recompute as NVIDIA's MoE recipes name it (GPT-OSS: layernorm, moe_act), with the dense layers' MLP.
+        "custom-moe-recompute-modules",
+        CUSTOM_MOE,
+        TrainingSpec(
+            global_batch_size=64,
+            runtime=RuntimeFeatures.model_validate({"recompute_modules": ["layernorm", "moe_act", "mlp"]}),
+        ),
+        Layout(tp=2, pp=2, dp=4, ep=2, micro_batch_size=2, sequence_parallel=True, zero_stage=1, recompute=SEL),
+        16,
+        gpus_per_node=4,
+    ),
+    Case(
         "custom-moe-freq2-first1",
         CUSTOM_MOE,
         _train(64),
