@@ -183,16 +183,17 @@ def _hybrid(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     `--hybrid-layer-pattern` (its deprecated spelling `--hybrid-override-pattern`, which validate_args copies
     over; Megatron-Bridge's `hybrid_layer_pattern`) and `--mamba-state-dim`, `--mamba-head-dim`,
     `--mamba-num-groups` (defaults 128, 64, 8) and `--mamba-num-heads`; empty for a transformer. Megatron
-    derives num_layers from the pattern. Pipeline separators (|), MTP segments (/) and layer kinds other than
-    M, *, - and E (GDN, ...) are refused: not modelled."""
-    pattern = args.get("hybrid_layer_pattern") or args.get("hybrid_override_pattern")
-    if pattern is None:
+    derives num_layers from the pattern. Pipeline separators (|, core_v0.19) are the stage split, read by
+    `_layout`; MTP segments (/) and layer kinds other than M, *, - and E (GDN, ...) are refused: not modelled."""
+    piped = _hybrid_pattern(args)
+    if piped is None:
         return {}
     symbols = set(HYBRID_LAYER_SYMBOLS)
-    if not isinstance(pattern, str) or not pattern or not set(pattern) <= symbols:
+    pattern = piped.replace(HYBRID_STAGE_SEPARATOR, "")
+    if not pattern or not set(pattern) <= symbols:
         refuse(
-            f"hybrid layer pattern {pattern!r} in the {where} is not modelled: only {''.join(sorted(symbols))} layers"
-            " (no pipeline separators, MTP segments or other layer kinds)"
+            f"hybrid layer pattern {piped!r} in the {where} is not modelled: only {''.join(sorted(symbols))} layers"
+            f" and {HYBRID_STAGE_SEPARATOR!r} between pipeline stages (no MTP segments or other layer kinds)"
         )
     hybrid: dict[str, Any] = {"hybrid_pattern": pattern, "num_layers": len(pattern)}
     if "M" in pattern:
@@ -205,6 +206,41 @@ def _hybrid(args: Mapping[str, Any], where: str) -> dict[str, Any]:
             mamba["num_heads"] = _int(args, "mamba_num_heads", where)
         hybrid["mamba"] = mamba
     return hybrid
+
+
+HYBRID_STAGE_SEPARATOR = "|"
+"""Megatron-LM core_v0.19's separator between the pipeline's virtual stages in `--hybrid-layer-pattern`."""
+
+
+def _hybrid_pattern(args: Mapping[str, Any]) -> str | None:
+    """The hybrid layer pattern as the run states it (either spelling), separators included; None for a
+    transformer."""
+    pattern = args.get("hybrid_layer_pattern") or args.get("hybrid_override_pattern")
+    return None if pattern is None else str(pattern)
+
+
+def _hybrid_split(piped: str, pp: int, where: str) -> tuple[list[int], int] | None:
+    """(layers per stage, vp) of a hybrid pattern cut by "|" into pp x vp virtual stages, virtual stage i being
+    model chunk i // pp of pipeline rank i mod pp (Megatron-LM core_v0.19.0 `hybrid_layer_allocation.py`
+    select_pipeline_segment; validate_args: vp = segments / pp); None without separators. Refused unless the
+    segments are a multiple of pp and the ranks' chunks are the planner's (`planner.rules.core.rank_chunks`)."""
+    if HYBRID_STAGE_SEPARATOR not in piped:
+        return None
+    segments = piped.split(HYBRID_STAGE_SEPARATOR)
+    if pp == 1 or len(segments) % pp:
+        refuse(
+            f"hybrid layer pattern {piped!r} in the {where} has {len(segments)} pipeline segments, not a multiple of"
+            f" pipeline_model_parallel_size {pp} > 1"
+        )
+    vp = len(segments) // pp
+    chunks = [[len(segments[v * pp + r]) for v in range(vp)] for r in range(pp)]
+    stages = [sum(c) for c in chunks]
+    if chunks != rank_chunks(stages, vp):
+        refuse(
+            f"hybrid layer pattern {piped!r} in the {where} gives the ranks model chunks {chunks}; the planner holds"
+            f" {stages} layers per stage as {rank_chunks(stages, vp)}"
+        )
+    return stages, vp
 
 
 def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, Any]:
@@ -425,9 +461,15 @@ def _layout(args: Mapping[str, Any], where: str, world_size: int) -> dict[str, A
     if (etp := _int(args, "expert_tensor_parallel_size", where, layout["tp"])) != layout["tp"]:
         layout["etp"] = etp
     text = args.get("pipeline_model_parallel_layout")
-    stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"]) if not text else None
-    if text:
+    piped = _hybrid_pattern(args)
+    hybrid_split = _hybrid_split(piped, layout["pp"], where) if piped is not None else None
+    stages = None
+    if hybrid_split is not None:  # validate_args refuses the other split flags beside the pipes
+        layout["layers_per_stage"], layout["vp"] = hybrid_split
+    elif text:
         layout["layers_per_stage"], layout["vp"] = _layout_split(str(text), layout["pp"], where)
+    else:
+        stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"])
     if stages is not None:
         layout["layers_per_stage"] = stages
     for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):

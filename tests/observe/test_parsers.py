@@ -14,6 +14,7 @@ import pytest
 from api.convert import answer_estimate
 from api.schemas import EstimateRequest
 from planner.errors import InvalidSpecError
+from planner.launch import launch_args
 from planner.launch.pipeline_layout import pipeline_layout
 from planner.layout import Layout
 from planner.observe import Interval, LogFormat, Observation, detect_format, observe_log, steady_state
@@ -22,8 +23,9 @@ from planner.observe.megatron_args import megatron_request, padded_vocab_size
 from planner.observe.observation import log_lines
 from planner.observe.torchtitan import llama_ffn_hidden_size
 from planner.observe.torchtitan_v03 import LLAMA3_FLAVORS, compute_ffn_hidden_dim
+from planner.presets import get_preset
 from planner.profiles import load_profiles
-from planner.specs import ModelSpec
+from planner.specs import ModelSpec, TrainingSpec
 
 DATA = Path(__file__).parent / "data"
 LLAMA8B = {
@@ -213,7 +215,39 @@ def test_hybrid_pattern_and_mamba_read_back(spelling: str) -> None:
     assert ModelSpec.model_validate(model).num_mamba_layers == 6
 
 
-@pytest.mark.parametrize("pattern", ["M*|M-", "M*M-/*", "MG*-"])
+def test_a_piped_hybrid_pattern_reads_back_as_the_planned_split() -> None:
+    """core_v0.19's launch cuts the pattern into pp x vp virtual stages with "|" (`hybrid_layer_pattern`): read back,
+    it gives the plan's model, layers per stage and vp."""
+    model = get_preset("nemotron-h-8b").model
+    layout = Layout(tp=1, pp=2, dp=4, vp=2, zero_stage=1)
+    training = TrainingSpec(global_batch_size=64)
+    launch = launch_args(model, training, layout, 8, 8, versions={"megatron": "core_v0.19.2"}).megatron.args
+    piped = launch[launch.index("--hybrid-layer-pattern") + 1]
+    assert piped.count("|") == 3
+    mamba = {"mamba_num_heads": model.mamba.num_heads} if model.mamba and model.mamba.num_heads else {}
+    args = _args(hybrid_layer_pattern=piped, pipeline_model_parallel_size=2, **mamba)
+    request, _ = megatron_request(args, where="argument dump", world_size=8, vocab_size=50304, framework="megatron")
+    assert request["model"]["hybrid_pattern"] == model.hybrid_pattern
+    assert request["layout"]["vp"] == 2 and request["layout"]["layers_per_stage"] == [26, 26]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "pp", "words"),
+    [
+        ("M*|M-|M*", 2, "3 pipeline segments, not a multiple of pipeline_model_parallel_size 2"),
+        ("M*|M-", 1, "2 pipeline segments, not a multiple of pipeline_model_parallel_size 1"),
+        ("M*M|-|M|*", 2, "gives the ranks model chunks [[3, 1], [1, 1]]"),
+    ],
+)
+def test_piped_hybrid_patterns_the_planner_cannot_hold_are_refused(pattern: str, pp: int, words: str) -> None:
+    with pytest.raises(InvalidSpecError, match=re.escape(words)):
+        megatron_request(
+            _args(hybrid_layer_pattern=pattern, pipeline_model_parallel_size=pp),
+            where="argument dump", world_size=8, vocab_size=50304, framework="core",
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", ["M*M-/*", "MG*-"])
 def test_unmodelled_hybrid_patterns_are_refused(pattern: str) -> None:
     with pytest.raises(InvalidSpecError, match="hybrid layer pattern .* is not modelled"):
         megatron_request(
