@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -38,7 +39,7 @@ from planner.profiles import DEFAULT_MEMORY_HEADROOM, load_profiles
 from planner.rules import Framework
 from planner.search.compare import heuristic_rows, published_rows
 from planner.search.rank import Objective
-from planner.specs import AdamMoments, Fp8Recipe, ModelSpec, Precision, Recompute
+from planner.specs import AdamMoments, Fp8Recipe, ModelSpec, Precision, Recompute, RuntimeFeatures
 from planner.store import LiveProfiles, Store, open_store
 from planner.timeline import schedule_svg
 
@@ -229,16 +230,29 @@ def _job_body(
 
 
 def _runtime_body(items: list[str]) -> dict[str, Any]:
-    """`--runtime KEY=VALUE` options as the API's `training.runtime` object: true/false become switches, other
-    values stay text; the request's validation checks the keys and values, naming the field."""
+    """`--runtime KEY=VALUE` options as the API's `training.runtime` object: true/false become switches, a list
+    field's value (`recompute_modules=moe_act,layernorm`) its comma-separated items, other values stay text; the
+    request's validation checks the keys and values, naming the field."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InvalidSpecError("runtime", f"expected KEY=VALUE, got {item!r}")
-        lowered = value.strip().lower()
-        out[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
+        key, value = key.strip(), value.strip()
+        if _is_list_field(key):
+            out[key] = [part.strip() for part in value.split(",")]
+            continue
+        out[key] = {"true": True, "false": False}.get(value.lower(), value)
     return out
+
+
+def _is_list_field(key: str) -> bool:
+    """Whether `training.runtime.<key>` takes a list (its annotation holds a tuple), read off `RuntimeFeatures`."""
+    field = RuntimeFeatures.model_fields.get(key)
+    if field is None:
+        return False
+    kinds = typing.get_args(field.annotation) or (field.annotation,)
+    return any(typing.get_origin(kind) is tuple for kind in kinds)
 
 
 def _with_job_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -377,3 +377,33 @@ def test_runtime_option_sends_the_apis_runtime_features(api: TestClient) -> None
     _one_line_error(["estimate", *job, "--runtime", "moe_dispatcher=nccl", *layout], "moe_dispatcher")
     _one_line_error(["estimate", *job, "--runtime", "no_such_feature=true", *layout], "no_such_feature")
     _one_line_error(["estimate", *job, "--runtime", "moe_a2a_overlap", *layout], "runtime", "KEY=VALUE")
+
+
+def test_runtime_list_fields_take_comma_separated_items(api: TestClient) -> None:
+    """--runtime recompute_modules=a,b is the API's list; a module the model lacks is a violation naming the rule."""
+    job = [
+        "--model",
+        "qwen3-30b-a3b",
+        "--seq-length",
+        "4096",
+        "--gpus",
+        "16",
+        "--batch",
+        "256",
+        "--profile",
+        "dgx-h100",
+    ]
+    layout = ["--tp", "1", "--pp", "1", "--dp", "16", "--ep", "16", "--recompute", "selective", "--zero-stage", "1"]
+    body = _cli_json(["estimate", *job, "--runtime", "recompute_modules=layernorm, moe_act", *layout])
+    request = {
+        "model": {"preset": "qwen3-30b-a3b", "seq_length": 4096},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 16},
+        "training": {"global_batch_size": 256, "runtime": {"recompute_modules": ["layernorm", "moe_act"]}},
+        "layout": {
+            "tp": 1, "pp": 1, "dp": 16, "cp": 1, "ep": 16, "micro_batch_size": 1, "recompute": "selective",
+            "sequence_parallel": False, "zero_stage": 1,
+        },
+    }  # fmt: skip
+    assert body == _api_body(api, "/v1/estimate", request)
+    single = _cli_json(["estimate", *job, "--runtime", "recompute_modules=moe_act", *layout])
+    assert single["violations"] == [] and single["estimate"]["step_time_s"] < body["estimate"]["step_time_s"]
