@@ -40,7 +40,7 @@ from planner.costmodel.gemms import (
 )
 from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
 from planner.costmodel.mamba import mixer_time_s
-from planner.costmodel.recompute import selective_reruns
+from planner.costmodel.recompute import selective_reruns, separate_norms_per_layer
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import AttentionKernel, ModelSpec, RecomputeModule, RuntimeFeatures
@@ -442,7 +442,7 @@ def _selective_rerun_s(
     if reruns(RecomputeModule.MLA_UP_PROJ):
         seconds = seconds + _up_projection_s(model, c, hw)
     if reruns(RecomputeModule.LAYERNORM):
-        memory = memory + (model.moe_layer_share + (model.attention_layer_share if model.mla else 0.0)) * norm
+        memory = memory + separate_norms_per_layer(model) * norm
     if reruns(RecomputeModule.MLP):
         seconds = seconds + gemms(GemmRole.DENSE_MLP)
         memory = memory + parts.dense_activation + model.dense_mlp_share * norm

@@ -38,7 +38,7 @@ from planner.costmodel.mamba import mixer_activation_bytes_per_token
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import stage_in_flight, stage_in_flight_microbatches
-from planner.costmodel.recompute import recomputed_layers, selective_reruns
+from planner.costmodel.recompute import recomputed_layers, selective_reruns, separate_norms_per_layer
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
@@ -162,8 +162,7 @@ def _selective_dropped(
     if reruns(RecomputeModule.MLA_UP_PROJ):
         dropped = dropped + model.attention_layer_share * _query_key_value_bytes_per_token(model, num) / tp
     if reruns(RecomputeModule.LAYERNORM):
-        separate_norms = model.moe_layer_share + (model.attention_layer_share if model.mla is not None else 0.0)
-        dropped = dropped + separate_norms * norm_output
+        dropped = dropped + separate_norms_per_layer(model) * norm_output
     if reruns(RecomputeModule.MLP):
         dropped = dropped + parts.dense + model.dense_mlp_share * norm_output
     if reruns(RecomputeModule.MOE):

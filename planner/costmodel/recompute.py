@@ -49,6 +49,7 @@ __all__ = [
     "default_selective_modules",
     "selective_modules",
     "selective_reruns",
+    "separate_norms_per_layer",
 ]
 
 
@@ -69,6 +70,15 @@ def selective_modules(model: ModelSpec, rt: RuntimeFeatures) -> tuple[RecomputeM
 def selective_reruns(model: ModelSpec, rt: RuntimeFeatures, module: RecomputeModule) -> bool:
     """Whether selective recompute reruns `module` (`selective_modules`)."""
     return module in selective_modules(model, rt)
+
+
+def separate_norms_per_layer(model: ModelSpec) -> float:
+    """Norms per average layer that are modules of their own, what layernorm recompute reruns (module docstring): an
+    MoE layer's pre-MLP norm, in the MoE layers' share, and under MLA the attention's input norm, in the attention
+    layers' share; the others are fused into Transformer Engine's LayerNormLinear / LayerNormMLP. Zero: layernorm
+    recompute would do nothing (rule recompute_modules refuses it)."""
+    attention = model.attention_layer_share if model.mla is not None else 0.0
+    return float(model.moe_layer_share + attention)
 
 
 def recomputed_layers(c: Candidates, layers: IntArray, block: int | None) -> IntArray:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
+from planner.costmodel.recompute import separate_norms_per_layer
 from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
 from planner.specs import Fp8Recipe, Precision, RecomputeModule
@@ -575,7 +576,7 @@ def _absent_module(j: Job) -> str | None:
         ),
         (
             RecomputeModule.LAYERNORM,
-            model.moe is None and model.mla is None,
+            separate_norms_per_layer(model) == 0,
             "every norm of the model is fused into its next linear layer (no MoE layer, no multi-latent attention)",
         ),
     )
