@@ -11,16 +11,28 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
+from planner.costmodel import compute
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import activation_bytes_per_layer
 from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.numerics import numerics
 from planner.profiles import ClusterSpec, HardwareProfile, load_profiles
-from planner.specs import BackwardPrefetch, ModelSpec, MoESpec, Precision, Recompute, RuntimeFeatures, TrainingSpec
+from planner.rules import CORE
+from planner.specs import (
+    BackwardPrefetch,
+    ModelSpec,
+    MoESpec,
+    Precision,
+    Recompute,
+    RecomputeModule,
+    RuntimeFeatures,
+    TrainingSpec,
+)
+from planner.validate import layout_violations
 
 PROFILES = load_profiles()
 SETTINGS = settings(
@@ -241,3 +253,38 @@ def test_more_recomputation_never_keeps_more_activations(model: ModelSpec, layou
     none, selective, full = (float(x) for x in activation_bytes_per_layer(model, c, rt, numerics(Precision.BF16)))
     assert np.isfinite([none, selective, full]).all()
     assert none >= selective >= full > 0, (none, selective, full)
+
+
+@SETTINGS
+@given(models(), layouts(), st.booleans(), st.sets(st.sampled_from(list(RecomputeModule))), st.data())
+def test_recomputing_more_modules_keeps_less_and_reruns_more(
+    model: ModelSpec, layout: Layout, flash: bool, wider: set[RecomputeModule], data: st.DataObject
+) -> None:
+    """Selective recompute over a module set S inside T keeps no fewer activation bytes than over T and reruns no
+    more forward time, between no recompute and full recompute; modules the model lacks are left out (rule
+    recompute_modules refuses them at the edge)."""
+    wider = {m for m in wider if _has_module(model, m)}
+    assume(wider)
+    narrower = data.draw(st.sets(st.sampled_from(sorted(wider)), min_size=1))
+    selective = replace(layout, recompute=Recompute.SELECTIVE)
+    variants = [replace(layout, recompute=r) for r in (Recompute.NONE, Recompute.FULL)] + [selective] * 2
+    c = Candidates.from_layouts(variants, model.num_layers, global_batch_size=layout.dp * layout.micro_batch_size)
+    num, hw = numerics(Precision.BF16), PROFILES["dgx-h100"].hardware(Precision.BF16)
+
+    def measured(modules: set[RecomputeModule]) -> tuple[float, float]:
+        rt = RuntimeFeatures(flash_attention=flash, recompute_modules=tuple(sorted(modules)))
+        kept = activation_bytes_per_layer(model, c, rt, num)
+        rerun = compute.layer_times(model, c, hw, rt).recompute_s
+        none, full = float(kept[0]), float(kept[1])
+        assert none >= float(kept[2]) >= full > 0
+        return float(kept[2]), float(rerun[2])
+
+    (kept_s, rerun_s), (kept_t, rerun_t) = measured(narrower), measured(wider)
+    assert kept_s >= kept_t * (1 - 1e-12) and rerun_s <= rerun_t * (1 + 1e-12), (narrower, wider)
+
+
+def _has_module(model: ModelSpec, module: RecomputeModule) -> bool:
+    """Whether the model has the part `module` reruns (rule recompute_modules, read through its own check)."""
+    training = TrainingSpec(global_batch_size=8, runtime=RuntimeFeatures(recompute_modules=(module,)))
+    layout = Layout(tp=1, pp=1, dp=1)
+    return not any(v.rule == "recompute_modules" for v in layout_violations(layout, model, training, 1, CORE))
