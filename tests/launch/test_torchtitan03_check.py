@@ -105,6 +105,7 @@ def test_the_refused_cases_are_refused_for_a_torchtitan_rule(p: Planned) -> None
         "torchtitan_seq_len_divisible",
         "torchtitan_no_activation_offload",
         "torchtitan_no_block_recompute",
+        "torchtitan_no_recompute_modules",
         "torchtitan_moe_dispatch",
         "torchtitan_fp8",  # an FP8 recipe other than the float8 converter's tensorwise (the blockwise case)
     }
