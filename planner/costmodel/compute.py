@@ -391,12 +391,13 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
         mixer_fwd, mixer_bwd = mixer_time_s(model, c, hw)
         core_fwd = core_fwd + model.mamba_layer_share * mixer_fwd
         core_bwd = core_bwd + model.mamba_layer_share * mixer_bwd
-    elementwise_fwd = _elementwise_forward_s(model, c, hw)
+    elementwise = _elementwise_bytes(model, c)
+    elementwise_fwd = elementwise.total / hw.hbm_bandwidth_bytes_per_s
     cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
     host = layer_host_s(model, c, rt)
     forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, host.forward)
     backward = np.maximum(2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd, host.backward)
-    selective = _selective_rerun_s(model, c, hw, rt, roles, attention_fwd)
+    selective = _selective_rerun_s(model, c, hw, rt, roles, attention_fwd, elementwise)
     recompute = np.where(c.recompute == FULL, forward, np.where(c.recompute == SELECTIVE, selective, 0.0))
     if model.moe is None:
         return LayerTimes(forward, backward, recompute)
@@ -415,6 +416,7 @@ def _selective_rerun_s(
     rt: RuntimeFeatures,
     roles: dict[GemmRole, tuple[FloatArray, float]],
     attention_fwd: FloatArray,
+    parts: _ElementwiseBytes,
 ) -> FloatArray:
     """Forward seconds selective recompute reruns in the average layer, one GPU and micro-batch: the forward of
     each module it covers (`recompute.selective_modules`; GPU-bound, the host's launches not floored).
@@ -434,7 +436,6 @@ def _selective_rerun_s(
 
     tokens = tokens_per_microbatch(model, c)
     norm = NORM_FORWARD_BYTES_PER_ELEMENT * model.hidden_size * tokens / np.where(c.sequence_parallel, c.tp, 1)
-    parts = _elementwise_bytes(model, c)
     seconds: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
     memory: FloatArray | float = 0.0
     if reruns(RecomputeModule.CORE_ATTN):

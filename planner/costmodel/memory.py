@@ -107,7 +107,7 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     V (2 kv each; under MLA Q, K and V as up-projected, `ModelSpec.query_width` and `key_value_width`, and the
     latents, `_latent_bytes_per_token`), with `qk_layernorm` Q and K once more as the norms' saved inputs
     (`ModelSpec.qk_norm_width`; TE's norm backward reads its input), and the MLP's tensors
-    (`_mlp_bytes_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
+    (`_mlp_parts_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
     (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
     by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
     """
@@ -125,17 +125,23 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     attention = attention + num.activation_bytes * model.qk_norm_width  # the QK norms' inputs
     share = model.attention_layer_share
     mixer = model.mamba_layer_share * mixer_activation_bytes_per_token(model, num) if model.mamba else 0.0
-    split = (share * attention + mixer) / tp + _mlp_bytes_per_token(model, c, num)
+    mlp = _mlp_parts_per_token(model, c, num)
+    split = (share * attention + mixer) / tp + mlp.dense + mlp.routed + mlp.shared
     scores = share * num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     kept_scores = 0.0 if rt.flash_attention else scores
     no_recompute = tokens * (replicated + split + kept_scores)
-    selective = no_recompute - tokens * _selective_dropped(model, c, rt, num, kept_scores)
+    selective = no_recompute - tokens * _selective_dropped(model, c, rt, num, kept_scores, mlp)
     layer_input = num.activation_bytes * tokens * h / np.where(c.sequence_parallel, tp, 1.0)
     return np.where(c.recompute == FULL, layer_input, np.where(c.recompute == SELECTIVE, selective, no_recompute))
 
 
 def _selective_dropped(
-    model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Numerics, kept_scores: FloatArray | float
+    model: ModelSpec,
+    c: Candidates,
+    rt: RuntimeFeatures,
+    num: Numerics,
+    kept_scores: FloatArray | float,
+    parts: _MlpParts | None = None,
 ) -> FloatArray:
     """Bytes per token of one average layer that selective recompute does not keep, by module
     (`recompute.selective_modules`; what each keeps and drops: `costmodel.recompute`'s docstring), out of the
@@ -151,7 +157,7 @@ def _selective_dropped(
     tp = c.tp.astype(np.float64)
     sp_split = np.where(c.sequence_parallel, tp, 1.0)
     norm_output = num.saved_gemm_input_bytes * h / sp_split
-    parts = _mlp_parts_per_token(model, c, num)
+    parts = parts or _mlp_parts_per_token(model, c, num)
 
     def reruns(module: RecomputeModule) -> bool:
         return selective_reruns(model, rt, module)
@@ -229,12 +235,6 @@ def _mlp_parts_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> _Mlp
     shared = share * moe.num_shared_experts * per_ffn * ffn / tp
     as_array = np.asarray
     return _MlpParts(dense, as_array(routed, dtype=np.float64), as_array(outputs + zero), as_array(shared + zero))
-
-
-def _mlp_bytes_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> FloatArray:
-    """Every MLP tensor one GPU keeps per token of its micro-batch (`_mlp_parts_per_token`, summed)."""
-    parts = _mlp_parts_per_token(model, c, num)
-    return np.asarray(parts.dense + parts.routed + parts.shared, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
