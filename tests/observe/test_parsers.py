@@ -111,6 +111,21 @@ def test_bridge_saved_config_file() -> None:
     assert obs.request == observe_log(_log("bridge_llama8b.log"), profile="dgx-h100", num_gpus=8).request
 
 
+def test_bridge_config_reads_the_recompute_modules_back() -> None:
+    """A Bridge config's `recompute_modules` list (selective granularity) is the run's training.runtime list, and the
+    recovered request answers without a violation; the core_attn default of a transformer is left unstated."""
+    log = _log("bridge_llama8b.log")
+    selective = "  recompute_granularity: selective\n  recompute_modules:\n  - core_attn\n  - mlp\n"
+    modules = log.replace("  recompute_granularity: null\n", selective, 1)
+    obs = observe_log(modules, profile="dgx-h100", num_gpus=8)
+    assert obs.request["layout"]["recompute"] == "selective"
+    assert obs.request["training"]["runtime"]["recompute_modules"] == ["core_attn", "mlp"]
+    assert _estimate_violations(obs) == []
+    default = log.replace("  recompute_granularity: null\n", "  recompute_granularity: selective\n", 1)
+    plain = observe_log(default, profile="dgx-h100", num_gpus=8)
+    assert "recompute_modules" not in plain.request["training"]["runtime"]
+
+
 def test_torchtitan_log() -> None:
     obs = observe_log(_log("torchtitan_llama8b.log"), profile="dgx-h100")
     assert obs.log_format is LogFormat.TORCHTITAN
