@@ -40,7 +40,7 @@ from planner.costmodel.gemms import (
 )
 from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
 from planner.costmodel.mamba import mixer_time_s
-from planner.costmodel.recompute import selective_reruns, separate_norms_per_layer
+from planner.costmodel.recompute import selective_modules, separate_norms_per_layer
 from planner.numerics import Numerics
 from planner.profiles import Hardware
 from planner.specs import AttentionKernel, ModelSpec, RecomputeModule, RuntimeFeatures
@@ -428,8 +428,7 @@ def _selective_rerun_s(
     activation. shared_experts: the shared experts' GEMMs and activation.
     """
 
-    def reruns(module: RecomputeModule) -> bool:
-        return selective_reruns(model, rt, module)
+    reruns = selective_modules(model, rt)
 
     def gemms(*held: GemmRole) -> FloatArray | float:
         return sum(share * seconds for role, (seconds, share) in roles.items() if role in held)
@@ -438,22 +437,22 @@ def _selective_rerun_s(
     norm = NORM_FORWARD_BYTES_PER_ELEMENT * model.hidden_size * tokens / np.where(c.sequence_parallel, c.tp, 1)
     seconds: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
     memory: FloatArray | float = 0.0
-    if reruns(RecomputeModule.CORE_ATTN):
+    if RecomputeModule.CORE_ATTN in reruns:
         seconds = seconds + attention_fwd
-    if reruns(RecomputeModule.MLA_UP_PROJ):
+    if RecomputeModule.MLA_UP_PROJ in reruns:
         seconds = seconds + _up_projection_s(model, c, hw)
-    if reruns(RecomputeModule.LAYERNORM):
+    if RecomputeModule.LAYERNORM in reruns:
         memory = memory + separate_norms_per_layer(model) * norm
-    if reruns(RecomputeModule.MLP):
+    if RecomputeModule.MLP in reruns:
         seconds = seconds + gemms(GemmRole.DENSE_MLP)
         memory = memory + parts.dense_activation + model.dense_mlp_share * norm
-    if reruns(RecomputeModule.MOE):
+    if RecomputeModule.MOE in reruns:
         seconds = seconds + gemms(GemmRole.ROUTER, GemmRole.ROUTED_EXPERT, GemmRole.SHARED_EXPERT)
         memory = memory + parts.routed_activation + parts.shared_activation + parts.permute
     else:
-        if reruns(RecomputeModule.MOE_ACT):
+        if RecomputeModule.MOE_ACT in reruns:
             memory = memory + parts.routed_activation
-        if reruns(RecomputeModule.SHARED_EXPERTS):
+        if RecomputeModule.SHARED_EXPERTS in reruns:
             seconds = seconds + gemms(GemmRole.SHARED_EXPERT)
             memory = memory + parts.shared_activation
     return np.asarray(seconds + memory / hw.hbm_bandwidth_bytes_per_s, dtype=np.float64)

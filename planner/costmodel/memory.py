@@ -38,7 +38,7 @@ from planner.costmodel.mamba import mixer_activation_bytes_per_token
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
 from planner.costmodel.pipeline import stage_in_flight, stage_in_flight_microbatches
-from planner.costmodel.recompute import recomputed_layers, selective_reruns, separate_norms_per_layer
+from planner.costmodel.recompute import recomputed_layers, selective_modules, separate_norms_per_layer
 from planner.costmodel.zero import ModelState, held_params, sharded_params
 from planner.numerics import Numerics, training_numerics
 from planner.profiles import ClusterSpec, Hardware
@@ -141,7 +141,7 @@ def _selective_dropped(
     rt: RuntimeFeatures,
     num: Numerics,
     kept_scores: FloatArray | float,
-    parts: _MlpParts | None = None,
+    parts: _MlpParts,
 ) -> FloatArray:
     """Bytes per token of one average layer that selective recompute does not keep, by module
     (`recompute.selective_modules`; what each keeps and drops: `costmodel.recompute`'s docstring), out of the
@@ -157,26 +157,22 @@ def _selective_dropped(
     tp = c.tp.astype(np.float64)
     sp_split = np.where(c.sequence_parallel, tp, 1.0)
     norm_output = num.saved_gemm_input_bytes * h / sp_split
-    parts = parts or _mlp_parts_per_token(model, c, num)
-
-    def reruns(module: RecomputeModule) -> bool:
-        return selective_reruns(model, rt, module)
-
+    reruns = selective_modules(model, rt)
     dropped: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
-    if reruns(RecomputeModule.CORE_ATTN):
+    if RecomputeModule.CORE_ATTN in reruns:
         dropped = dropped + kept_scores
-    if reruns(RecomputeModule.MLA_UP_PROJ):
+    if RecomputeModule.MLA_UP_PROJ in reruns:
         dropped = dropped + model.attention_layer_share * _query_key_value_bytes_per_token(model, num) / tp
-    if reruns(RecomputeModule.LAYERNORM):
+    if RecomputeModule.LAYERNORM in reruns:
         dropped = dropped + separate_norms_per_layer(model) * norm_output
-    if reruns(RecomputeModule.MLP):
+    if RecomputeModule.MLP in reruns:
         dropped = dropped + parts.dense + model.dense_mlp_share * norm_output
-    if reruns(RecomputeModule.MOE):
+    if RecomputeModule.MOE in reruns:
         dropped = dropped + parts.routed + parts.shared
     else:
-        if reruns(RecomputeModule.MOE_ACT):
+        if RecomputeModule.MOE_ACT in reruns:
             dropped = dropped + parts.routed_activation_outputs
-        if reruns(RecomputeModule.SHARED_EXPERTS):
+        if RecomputeModule.SHARED_EXPERTS in reruns:
             dropped = dropped + parts.shared
     return np.asarray(dropped, dtype=np.float64)
 
@@ -224,17 +220,16 @@ def _mlp_parts_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> _Mlp
     activation_input = (2 if model.gated_mlp else 1) * num.activation_bytes
     per_ffn = activation_input + num.saved_gemm_input_bytes
     tp = c.tp.astype(np.float64)
-    dense = np.asarray(model.dense_mlp_share * per_ffn * model.ffn_hidden_size / tp, dtype=np.float64)
-    zero = np.zeros(c.shape, dtype=np.float64)
+    zero = np.zeros(c.shape, dtype=np.float64)  # every part broadcast to the candidates' shape
+    dense = zero + model.dense_mlp_share * per_ffn * model.ffn_hidden_size / tp
     if model.moe is None:
         return _MlpParts(dense, zero, zero, zero)
     moe, share = model.moe, model.moe_layer_share
     ffn = moe.expert_ffn_hidden_size
-    routed = share * moe.top_k * (per_ffn * ffn + 2 * model.hidden_size * c.etp) / tp
-    outputs = share * moe.top_k * num.saved_gemm_input_bytes * ffn / tp
-    shared = share * moe.num_shared_experts * per_ffn * ffn / tp
-    as_array = np.asarray
-    return _MlpParts(dense, as_array(routed, dtype=np.float64), as_array(outputs + zero), as_array(shared + zero))
+    routed = zero + share * moe.top_k * (per_ffn * ffn + 2 * model.hidden_size * c.etp) / tp
+    outputs = zero + share * moe.top_k * num.saved_gemm_input_bytes * ffn / tp
+    shared = zero + share * moe.num_shared_experts * per_ffn * ffn / tp
+    return _MlpParts(dense, routed, outputs, shared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +259,7 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     one_layer_scores: FloatArray | float = 0.0
     if not rt.flash_attention and model.num_attention_layers:
         one_layer_scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / c.tp
-    rebuilt = tokens * _selective_dropped(model, c, rt, num, one_layer_scores)
+    rebuilt = tokens * _selective_dropped(model, c, rt, num, one_layer_scores, _mlp_parts_per_token(model, c, num))
     kept = _kept_bytes_per_layer(model, c, rt, num)
     return np.asarray(np.where(c.recompute == FULL, kept, np.where(c.recompute == SELECTIVE, rebuilt, 0.0)))
 

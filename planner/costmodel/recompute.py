@@ -48,7 +48,6 @@ __all__ = [
     "dispatch_reruns",
     "default_selective_modules",
     "selective_modules",
-    "selective_reruns",
     "separate_norms_per_layer",
 ]
 
@@ -65,11 +64,6 @@ def selective_modules(model: ModelSpec, rt: RuntimeFeatures) -> tuple[RecomputeM
     resolution of `RuntimeFeatures.recompute_modules` (its default: `default_selective_modules`)."""
     chosen = rt.recompute_modules or default_selective_modules(model)
     return tuple(m for m in RecomputeModule if m in chosen)
-
-
-def selective_reruns(model: ModelSpec, rt: RuntimeFeatures, module: RecomputeModule) -> bool:
-    """Whether selective recompute reruns `module` (`selective_modules`)."""
-    return module in selective_modules(model, rt)
 
 
 def separate_norms_per_layer(model: ModelSpec) -> float:
@@ -113,6 +107,6 @@ def full_recompute_reruns(model: ModelSpec, c: Candidates, block: int | None) ->
 def dispatch_reruns(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, block: int | None) -> FloatArray:
     """Forward reruns of one average layer's MoE dispatch and combine per micro-batch: a full recompute's
     (`full_recompute_reruns`), or one where selective recompute covers the whole MoE layer (moe; module docstring)."""
-    whole_moe = selective_reruns(model, rt, RecomputeModule.MOE)
+    whole_moe = RecomputeModule.MOE in selective_modules(model, rt)
     selective = np.where((c.recompute == SELECTIVE) & whole_moe, 1.0, 0.0)
     return np.asarray(full_recompute_reruns(model, c, block) + selective, dtype=np.float64)

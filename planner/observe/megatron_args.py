@@ -463,14 +463,11 @@ def _layout(args: Mapping[str, Any], where: str, world_size: int) -> dict[str, A
     text = args.get("pipeline_model_parallel_layout")
     piped = _hybrid_pattern(args)
     hybrid_split = _hybrid_split(piped, layout["pp"], where) if piped is not None else None
-    stages = None
     if hybrid_split is not None:  # validate_args refuses the other split flags beside the pipes
         layout["layers_per_stage"], layout["vp"] = hybrid_split
     elif text:
         layout["layers_per_stage"], layout["vp"] = _layout_split(str(text), layout["pp"], where)
-    else:
-        stages = _stages(args, where, _int(args, "num_layers", where), layout["pp"])
-    if stages is not None:
+    elif (stages := _stages(args, where, _int(args, "num_layers", where), layout["pp"])) is not None:
         layout["layers_per_stage"] = stages
     for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
         if _on(args, name):
