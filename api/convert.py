@@ -33,7 +33,7 @@ from api.schemas import (
 )
 from planner.calibration.published import PublishedRun, gpu_kind_of
 from planner.errors import InvalidSpecError, PlannerError, validator_message
-from planner.estimate import Estimate, estimate
+from planner.estimate import Estimate, estimate, layout_modules
 from planner.launch import LaunchInputs, launch_args
 from planner.layout import Layout
 from planner.observation import Measured, check_measured, relative_error
@@ -140,13 +140,20 @@ _LAYOUT_SIZES = (*LAYOUT_AXES, "recompute")
 def layout_from(layout: LayoutIn) -> Layout:
     stages = tuple(layout.layers_per_stage) if layout.layers_per_stage else None
     sizes = {k: getattr(layout, k) for k in _LAYOUT_SIZES} | {"etp": layout.etp or 0}  # 0: Layout resolves it to tp
-    return Layout(**sizes, layers_per_stage=stages)
+    modules = tuple(layout.recompute_modules) if layout.recompute_modules else None
+    return Layout(**sizes, layers_per_stage=stages, recompute_modules=modules)
 
 
-def _layout_out(layout: Layout, num_microbatches: int) -> LayoutOut:
+def _layout_out(layout: Layout, num_microbatches: int, model: ModelSpec, training: TrainingSpec) -> LayoutOut:
     stages = list(layout.layers_per_stage) if layout.layers_per_stage else None
     sizes = {k: getattr(layout, k) for k in _LAYOUT_SIZES}
-    return LayoutOut(**sizes, num_microbatches=num_microbatches, layers_per_stage=stages)
+    modules = layout_modules(model, training, layout)
+    return LayoutOut(
+        **sizes,
+        num_microbatches=num_microbatches,
+        layers_per_stage=stages,
+        recompute_modules=None if modules is None else list(modules),
+    )
 
 
 def _check_finite(e: Estimate) -> None:
@@ -187,7 +194,7 @@ def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: 
         rank=p.rank,
         num_gpus=p.num_gpus,
         equivalent=p.equivalent,
-        layout=_layout_out(p.layout, p.estimate.num_microbatches),
+        layout=_layout_out(p.layout, p.estimate.num_microbatches, model, training),
         estimate=_estimate_out(p.estimate),
         launch={
             name: FrameworkLaunchOut(**asdict(getattr(launch, name))) for name in ("megatron", "torchtitan", "nemo")
@@ -230,7 +237,10 @@ def plan_response(
         diagnosis=DiagnosisOut(
             message=d.message,
             least_memory_layout=_layout_out(
-                d.least_memory_layout, d.least_memory_layout.num_microbatches(training.global_batch_size)
+                d.least_memory_layout,
+                d.least_memory_layout.num_microbatches(training.global_batch_size),
+                model,
+                training,
             )
             if d.least_memory_layout
             else None,
@@ -252,7 +262,12 @@ def plan_response(
 
 
 def estimate_response(
-    layout: Layout, requested: LayoutIn, e: Estimate, resolved: ResolvedModel, cluster: ClusterSpec
+    layout: Layout,
+    requested: LayoutIn,
+    e: Estimate,
+    resolved: ResolvedModel,
+    cluster: ClusterSpec,
+    training: TrainingSpec,
 ) -> EstimateResponse:
     violations = list(e.violations)
     if requested.num_microbatches is not None and requested.num_microbatches != e.num_microbatches:
@@ -264,7 +279,7 @@ def estimate_response(
             )
         )
     return EstimateResponse(
-        layout=_layout_out(layout, e.num_microbatches),
+        layout=_layout_out(layout, e.num_microbatches, resolved.model, training),
         estimate=_estimate_out(e),
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
@@ -303,7 +318,7 @@ def _estimated(request: EstimateRequest, profiles: Mapping[str, HardwareProfile]
     layout = layout_from(request.layout)
     rules = rule_set(request.framework, request.framework_version)
     e = estimate(resolved.model, cluster, request.training, layout, rules)
-    response = estimate_response(layout, request.layout, e, resolved, cluster)
+    response = estimate_response(layout, request.layout, e, resolved, cluster, request.training)
     return _Estimated(resolved=resolved, cluster=cluster, estimate=e, response=response)
 
 

@@ -56,10 +56,20 @@ def plan_invariants(body: dict[str, Any], num_gpus: int, objective: str = "step_
     return broken
 
 
+def _same(key: str, asked: Any, answered: Any) -> bool:
+    """Whether the answered layout field is the one asked: a module list in any order; an unset one the resolved
+    default (`layout.recompute_modules`)."""
+    if key == "recompute_modules":
+        return asked is None or sorted(asked) == sorted(answered or [])
+    return bool(asked == answered)
+
+
 def estimate_invariants(body: dict[str, Any], layout: dict[str, Any]) -> list[str]:
     """An estimate: the layout it answers is the one asked, fits means no violation, and a fit is in memory."""
     answered = body["layout"]
-    broken = [f"layout.{k}: asked {v}, answered {answered[k]}" for k, v in layout.items() if answered[k] != v]
+    broken = [
+        f"layout.{k}: asked {v}, answered {answered[k]}" for k, v in layout.items() if not _same(k, v, answered[k])
+    ]
     if body["fits"] != (not body["violations"]):
         broken.append(f"fits {body['fits']} with {len(body['violations'])} violations")
     mem = body["estimate"]["memory"]

@@ -36,7 +36,7 @@ from planner.profiles import (
 )
 from planner.rules import VERSIONS, Framework
 from planner.search.rank import Objective
-from planner.specs import MAX_GLOBAL_BATCH, MAX_LAYERS, ModelSpec, Recompute, TrainingSpec
+from planner.specs import MAX_GLOBAL_BATCH, MAX_LAYERS, ModelSpec, Recompute, RecomputeModule, TrainingSpec
 
 __all__ = [
     "ClusterIn",
@@ -315,6 +315,28 @@ class LayoutIn(BaseModel):
         default=False,
         description="Count the output layer and loss as one pipeline layer on the last stage (Megatron-Core flag).",
     )
+    recompute_modules: list[Annotated[RecomputeModule, Field(strict=False)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=len(RecomputeModule),
+        description="What recompute selective reruns in this layout (`RecomputeModule`, Megatron-Core"
+        " `--recompute-modules`), each module at most once; only with recompute selective. null (default): the"
+        " training's (training.runtime.recompute_modules, or its default). A plan's layout states the set it runs.",
+    )
+
+    @model_validator(mode="after")
+    def _modules_with_selective_recompute(self) -> Self:
+        modules = self.recompute_modules
+        if modules is None:
+            return self
+        repeated = sorted({m.value for m in modules if modules.count(m) > 1})
+        if repeated:
+            raise ValueError(f"recompute_modules names {', '.join(repeated)} more than once; name each module once")
+        if self.recompute is not Recompute.SELECTIVE:
+            raise ValueError(
+                f"recompute_modules applies to recompute selective only; got recompute({self.recompute.value})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _at_most_the_largest_cluster(self) -> Self:
@@ -363,6 +385,12 @@ class LayoutOut(BaseModel):
     layers_per_stage: list[int] | None
     account_for_embedding_in_pipeline_split: bool
     account_for_loss_in_pipeline_split: bool
+    recompute_modules: list[RecomputeModule] | None = Field(
+        default=None,
+        description="The modules selective recompute reruns in this layout, the search's choice where the request"
+        " names none (training.runtime.recompute_modules null: the request's default set and the module sets"
+        " NVIDIA's performance recipes run are all searched); null unless recompute is selective.",
+    )
 
 
 class MemoryOut(BaseModel):

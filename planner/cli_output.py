@@ -9,10 +9,11 @@ import math
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from api.schemas import EstimateResponse, LayoutOut, ModelOut, PlanResponse
 from planner.calibration.report import Report
-from planner.layout import Layout
+from planner.layout import Layout, recompute_text
 from planner.observe import Observation
 
 __all__ = ["console", "layout_cell", "print_estimate", "print_observation", "print_plans", "print_report"]
@@ -42,7 +43,7 @@ def print_report(report: Report) -> None:
             r.id + (" (fit)" if r.in_fit else ""),
             r.group,
             r.variant,
-            r.layout,
+            Text(r.layout),  # not markup: selective[layernorm,moe_act] would read as a style tag
             f"{r.published_tflops:.1f}",
             f"{r.predicted_tflops:.1f}",
             f"{r.published_step_s:.2f}",
@@ -153,7 +154,7 @@ def model_line(model: ModelOut) -> str:
 def print_estimate(response: EstimateResponse) -> None:
     e = response.estimate
     console.print(model_line(response.model), highlight=False)
-    console.print(layout_cell(response.layout))
+    console.print(layout_cell(response.layout), markup=False)
     console.print(
         f"step {e.step_time_s:.3f} s | {e.tokens_per_s:,.0f} tokens/s | model {e.model_tflops_per_gpu:.1f} TFLOP/s/GPU"
         f" | MFU {e.mfu:.1%} | bubble {e.bubble_fraction:.1%} | m={response.layout.num_microbatches}"
@@ -187,7 +188,8 @@ def seconds(x: float) -> str:
 def layout_cell(x: Layout | LayoutOut) -> str:
     extra = (f" ep{x.ep}" if x.ep > 1 else "") + (f" etp{x.etp}" if x.etp != x.tp else "")
     return (
-        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size} {x.recompute.value}"
+        f"tp{x.tp} pp{x.pp} dp{x.dp} cp{x.cp}{extra} vp{x.vp} b{x.micro_batch_size}"
+        f" {recompute_text(x.recompute, x.recompute_modules)}"
         f"{' sp' if x.sequence_parallel else ''} zero{x.zero_stage}"
     )
 
@@ -209,7 +211,7 @@ def print_plans(result: PlanResponse) -> None:
         table.add_row(
             label,
             str(p.num_gpus),
-            layout_cell(p.layout),
+            Text(layout_cell(p.layout)),  # not markup (its module list is in brackets)
             shown,
             seconds(e.step_time_s),
             f"{e.tokens_per_s:,.0f}",

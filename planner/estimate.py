@@ -7,16 +7,17 @@ from dataclasses import dataclass, replace
 
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import usable_hardware
+from planner.costmodel.recompute import selective_modules
 from planner.costmodel.step import StepEstimates, estimate_steps
 from planner.costmodel.topology import Crossings, count_crossings
-from planner.layout import Layout
+from planner.layout import Layout, by_training, training_for
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import ModelSpec, Recompute, RecomputeModule, TrainingSpec
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 from planner.validate import Violation, layouts_violations
 
-__all__ = ["Estimate", "MemoryEstimate", "estimate", "estimate_many", "narayanan_eq4_days"]
+__all__ = ["Estimate", "MemoryEstimate", "estimate", "estimate_many", "layout_modules", "narayanan_eq4_days"]
 
 MEMORY_KEYS = ("parameters", "gradients", "optimizer_states", "activations", "other")
 
@@ -51,6 +52,14 @@ class Estimate:
     gpu_hours: float | None = None
 
 
+def layout_modules(model: ModelSpec, training: TrainingSpec, layout: Layout) -> tuple[RecomputeModule, ...] | None:
+    """The modules `layout` reruns under selective recompute (its own set, else the training's, else the default:
+    `planner.layout.training_for`, `recompute.selective_modules`); None when it does not recompute selectively."""
+    if layout.recompute is not Recompute.SELECTIVE:
+        return None
+    return selective_modules(model, training_for(training, layout).runtime)
+
+
 def narayanan_eq4_days(tokens: float, params: float, num_gpus: int, flop_per_s_per_gpu: float) -> float:
     """Training days by Narayanan 2021 Eq. 4: 8 T P / (n X) (full recompute, s << 6h)."""
     return 8 * tokens * params / (num_gpus * flop_per_s_per_gpu) / SECONDS_PER_DAY
@@ -74,10 +83,24 @@ def estimate_many(
     layouts: Sequence[Layout],
     rules: RuleSet = CORE,
 ) -> list[Estimate]:
-    """`estimate` for several layouts on the same cluster, in one vectorised cost-model call.
+    """`estimate` for several layouts on the same cluster, one vectorised cost-model call per training they run
+    (`planner.layout.by_training`: layouts naming their own recompute module set run apart).
 
     `rules`: the rule set the layouts must pass (`planner.rules`; the core rules by default).
     """
+    out: list[Estimate | None] = [None] * len(layouts)
+    for run, indexes in by_training(training, layouts):
+        for i, e in zip(
+            indexes, _estimate_same_training(model, cluster, run, [layouts[i] for i in indexes], rules), strict=True
+        ):
+            out[i] = e
+    return [e for e in out if e is not None]
+
+
+def _estimate_same_training(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: Sequence[Layout], rules: RuleSet
+) -> list[Estimate]:
+    """`estimate_many` for layouts that all run `training`, in one vectorised cost-model call."""
     violations = layouts_violations(layouts, model, training, cluster.num_gpus, rules)
     if any(v.rule == "positive_sizes" for vs in violations for v in vs):
         raise ValueError("layout sizes must be >= 1; validate at the edge before estimating")

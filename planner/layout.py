@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.specs import Recompute
+from planner.specs import Recompute, RecomputeModule, TrainingSpec
 
-__all__ = ["Layout"]
+__all__ = ["Layout", "by_training", "recompute_text", "training_for", "with_modules"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,10 +34,17 @@ class Layout:
     """Megatron-Core counts the input embedding as one layer of the pipeline split (first stage, first chunk)."""
     account_for_loss_in_pipeline_split: bool = False
     """Megatron-Core counts the output layer and loss as one layer of the pipeline split (last stage, last chunk)."""
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
+    """The modules selective recompute reruns in this layout (Megatron-Core `--recompute-modules`), in
+    `RecomputeModule`'s order; None: the request's (`RuntimeFeatures.recompute_modules`, or its default). The search
+    sets it where it tries a recipe's set (`recompute.searched_module_sets`); `training_for` resolves it."""
 
     def __post_init__(self) -> None:
         if self.etp == 0:
             object.__setattr__(self, "etp", self.tp)
+        if self.recompute_modules is not None:
+            chosen = set(self.recompute_modules)
+            object.__setattr__(self, "recompute_modules", tuple(m for m in RecomputeModule if m in chosen))
 
     @property
     def counts_embedding_or_loss(self) -> bool:
@@ -51,3 +59,33 @@ class Layout:
     def num_microbatches(self, global_batch_size: int) -> int:
         """m in the paper: micro-batches per pipeline per step (floor; validity checked elsewhere)."""
         return global_batch_size // (self.micro_batch_size * self.dp)
+
+
+def training_for(training: TrainingSpec, layout: Layout) -> TrainingSpec:
+    """The training `layout` runs: the request's, with the layout's own selective-recompute module set where it
+    names one (`Layout.recompute_modules`). The one place a layout's set reaches the cost model, the rules and the
+    launches."""
+    return training if layout.recompute_modules is None else with_modules(training, layout.recompute_modules)
+
+
+def with_modules(training: TrainingSpec, modules: tuple[RecomputeModule, ...]) -> TrainingSpec:
+    """`training` with selective recompute over `modules` (`RuntimeFeatures.recompute_modules`)."""
+    if modules == training.runtime.recompute_modules:
+        return training
+    return training.model_copy(update={"runtime": training.runtime.model_copy(update={"recompute_modules": modules})})
+
+
+def by_training(training: TrainingSpec, layouts: Sequence[Layout]) -> list[tuple[TrainingSpec, list[int]]]:
+    """The layouts' indexes grouped by the training each runs (`training_for`), in first-seen order: one group,
+    the request's training, unless some layout names its own module set."""
+    groups: dict[tuple[RecomputeModule, ...] | None, list[int]] = {}
+    for i, x in enumerate(layouts):
+        groups.setdefault(x.recompute_modules, []).append(i)
+    return [(training_for(training, layouts[idx[0]]), idx) for idx in groups.values()]
+
+
+def recompute_text(recompute: Recompute, modules: Sequence[RecomputeModule] | None) -> str:
+    """A layout's recompute in one word, selective recompute of named modules with them (`selective[layernorm,moe_act]`,
+    names sorted), as the command line's tables show it."""
+    named = f"[{','.join(sorted(str(m) for m in modules))}]" if modules and recompute == Recompute.SELECTIVE else ""
+    return f"{Recompute(recompute).value}{named}"

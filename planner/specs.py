@@ -822,7 +822,9 @@ class RuntimeFeatures(BaseModel):
         description="What recompute selective reruns (`RecomputeModule`; Megatron-Core `--recompute-modules`):"
         " any of core_attn, mla_up_proj, layernorm, mlp, moe_act, moe, shared_experts, each at most once, every one"
         " a part the model has (rule recompute_modules). null (default): core_attn, and with multi-latent attention"
-        " also mla_up_proj. Ignored by plans with recompute none or full.",
+        " also mla_up_proj; a plan then also tries the module sets NVIDIA's performance recipes run that the model"
+        " has (its layout.recompute_modules says which it runs). Set, it is the only set searched. Ignored by plans"
+        " with recompute none or full.",
     )
     ring_rails: bool = Field(
         default=True,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layout import Layout
+from planner.layout import Layout, by_training
 from planner.rules import CORE, POSITIVE_SIZES, SIZE_AXES, Job, RuleSet, layout_columns
 from planner.specs import ModelSpec, TrainingSpec
 
@@ -33,8 +33,18 @@ def layout_violations(
 def layouts_violations(
     layouts: Sequence[Layout], model: ModelSpec, training: TrainingSpec, num_gpus: int, rules: RuleSet = CORE
 ) -> list[list[Violation]]:
-    """`layout_violations` of each layout: every rule tested once over all of them, explained where broken."""
-    job = Job(model, training, num_gpus)
+    """`layout_violations` of each layout: every rule tested once over all of them (once per training they run,
+    `planner.layout.by_training`), explained where broken."""
+    out: list[list[Violation]] = [[] for _ in layouts]
+    for run, indexes in by_training(training, layouts):
+        own = layouts[indexes[0]].recompute_modules is not None  # the group names its own set: say so in messages
+        job = Job(model, run, num_gpus, "layout.recompute_modules") if own else Job(model, run, num_gpus)
+        for i, found in zip(indexes, _same_job_violations([layouts[i] for i in indexes], job, rules), strict=True):
+            out[i] = found
+    return out
+
+
+def _same_job_violations(layouts: Sequence[Layout], job: Job, rules: RuleSet) -> list[list[Violation]]:
     out: list[list[Violation]] = [[] for _ in layouts]
     checked = []
     for i, layout in enumerate(layouts):

@@ -25,6 +25,16 @@ from planner.presets import get_preset
 runner = CliRunner()
 
 
+def test_plan_table_shows_the_module_set_a_plan_reruns() -> None:
+    """A plan running a recipe's module set says so in the table (the list in brackets is text, not rich markup)."""
+    args = ["plan", "--model", "mixtral-8x7b", "--profile", "dgx-h100", "--gpus", "64", "--batch", "128"]
+    result = runner.invoke(
+        app, [*args, "-c", "tp=2", "-c", "pp=2", "-c", "cp=1", "--top-k", "1"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "selective[core_attn,layernorm,moe,moe_act]" in result.output
+
+
 def test_plan_json_and_svg(tmp_path: Path) -> None:
     svg = tmp_path / "best.svg"
     result = runner.invoke(app, ["plan", "--gpus", "64", "--batch", "64", "--top-k", "2", "--json", "--svg", str(svg)])

@@ -200,7 +200,9 @@ function layoutText(x) {
   if (x.ep > 1) s += ` ep${x.ep}`;
   if (x.etp !== undefined && x.etp !== x.tp) s += ` etp${x.etp}`;
   if (x.vp > 1) s += ` vp${x.vp}`;
-  s += ` b${x.micro_batch_size} ${x.recompute}${x.sequence_parallel ? " sp" : ""} zero${x.zero_stage}`;
+  // selective recompute shows the modules it reruns, names sorted, as the CLI's table does
+  const modules = x.recompute === "selective" && x.recompute_modules ? `[${[...x.recompute_modules].sort().join(",")}]` : "";
+  s += ` b${x.micro_batch_size} ${x.recompute}${modules}${x.sequence_parallel ? " sp" : ""} zero${x.zero_stage}`;
   return s;
 }
 

@@ -12,8 +12,8 @@ from planner.calibration.fit import FIT_SETS, calibration_of, fit_constants, fit
 from planner.calibration.published import PublishedRun, gpu_kind_of, published_runs
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_per_gpu
+from planner.layout import recompute_text
 from planner.profiles import Calibration, HardwareProfile
-from planner.specs import Recompute
 from planner.units import GIB, TERA
 
 __all__ = [
@@ -190,11 +190,10 @@ def layout_text(run: PublishedRun) -> str:
     """The run's layout and training settings in one short line (`tp8 pp4 dp32 vp3 b2 B1792 full fp16`); selective
     recompute of named modules shows them (`selective[layernorm,moe_act]`)."""
     x = run.layout
-    named = run.training.runtime.recompute_modules
-    modules = f"[{','.join(sorted(m.value for m in named))}]" if named and x.recompute is Recompute.SELECTIVE else ""
+    recompute = recompute_text(x.recompute, run.training.runtime.recompute_modules)
     return (
         f"tp{x.tp} pp{x.pp} dp{x.dp}{f' cp{x.cp}' if x.cp > 1 else ''} vp{x.vp} b{x.micro_batch_size}"
-        f" B{run.training.global_batch_size} {x.recompute.value}{modules}{' sp' if x.sequence_parallel else ''}"
+        f" B{run.training.global_batch_size} {recompute}{' sp' if x.sequence_parallel else ''}"
         f"{f' zero{x.zero_stage}' if x.zero_stage else ''} {run.training.precision.value}"
     )
 

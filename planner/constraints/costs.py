@@ -17,7 +17,7 @@ from planner.costmodel.candidates import Candidates
 from planner.costmodel.memory import memory_by_stage
 from planner.costmodel.params import StageKind
 from planner.costmodel.shared import layer_quantities
-from planner.layout import Layout
+from planner.layout import Layout, by_training
 from planner.numerics import training_numerics
 from planner.profiles import Hardware
 from planner.specs import ModelSpec, TrainingSpec
@@ -51,11 +51,22 @@ def _by_kind(a: np.ndarray, i: int) -> tuple[float, float, float]:
 
 
 def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Layout], hw: Hardware) -> list[StageCosts]:
-    """Coefficients of the stage-time and stage-memory lines of each layout (pp >= 2), in one vectorised pass.
+    """Coefficients of the stage-time and stage-memory lines of each layout (pp >= 2), one vectorised pass per
+    training the layouts run (`planner.layout.by_training`: a layout naming its own recompute module set runs apart).
 
     Each stage kind is evaluated at 1 and 2 layers.
     """
     assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
+    out: list[StageCosts | None] = [None] * len(layouts)
+    for run, indexes in by_training(training, layouts):
+        for i, costs in zip(indexes, _same_training_costs(model, run, [layouts[i] for i in indexes], hw), strict=True):
+            out[i] = costs
+    return [x for x in out if x is not None]
+
+
+def _same_training_costs(
+    model: ModelSpec, training: TrainingSpec, layouts: list[Layout], hw: Hardware
+) -> list[StageCosts]:
     k = len(layouts)
     c = Candidates.from_layouts(layouts, model.num_layers, training.global_batch_size)
     twice = c.take(np.concatenate([np.arange(k), np.arange(k)]))

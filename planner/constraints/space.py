@@ -50,7 +50,7 @@ from planner.rules import (
     Rule,
     RuleSet,
 )
-from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.specs import ModelSpec, Recompute, RecomputeModule, TrainingSpec
 
 __all__ = [
     "AXES",
@@ -61,6 +61,7 @@ __all__ = [
     "Space",
     "build_space",
     "divisors",
+    "respace",
 ]
 
 MAX_MICRO_BATCH = 16
@@ -77,7 +78,8 @@ about half of a large MoE space (Qwen3-235B-A22B on 2,048 GPUs under Megatron-LM
 2.3 / 2.3 / 2.5 million); under the core rules alone (framework "core", ZeRO 2/3 with pipelines allowed) the Qwen3
 MoE spaces reach 3.1-4.5 million at 1,024-4,096 GPUs and are refused unless pinned."""
 KEY_MODES = 6
-"""(recompute, sequence_parallel) pairs per row key: layer key = (recompute * 2 + sp) * row keys + row_key
+"""(recompute, sequence_parallel) pairs a row key can have; a space's layer keys hold those its modes use
+(`Space.key_pairs`): layer key = (position of recompute * 2 + sp among them) * row keys + row_key
 (`Space.key_index`)."""
 
 AXES = ("tp", "pp", "dp", "cp", "ep", "etp", "vp", "micro_batch_size", "recompute", "sequence_parallel", "zero_stage")
@@ -111,8 +113,8 @@ class Space:
     modes: IntArray
     row_key: IntArray
     layer_keys: Candidates
-    """The layer-level keys as a grid: the KEY_MODES (recompute, sequence parallel) pairs down (columns
-    (KEY_MODES, 1)), row keys across (columns (1, row keys)); the cost model broadcasts over it, so what
+    """The layer-level keys as a grid: the (recompute, sequence parallel) pairs the modes use down (`key_pairs`;
+    columns (pairs, 1)), row keys across (columns (1, row keys)); the cost model broadcasts over it, so what
     depends on neither is computed once per row key. Row keys run along the last axis because numpy's
     inner loop runs there: a broadcast axis of 6 (or 4 ZeRO stages) last would make every operation a
     loop of 6-element strides, several times slower."""
@@ -122,6 +124,13 @@ class Space:
     row_starts: IntArray
     """(rows + 1): the index of each row's first candidate; the last entry is the candidate count."""
     rejected: Counter[str] = field(default_factory=Counter)
+    key_pairs: IntArray = field(default_factory=lambda: np.arange(KEY_MODES))
+    """The pair codes (recompute * 2 + sp, ascending) `layer_keys` holds, one per row of its grid: those the modes
+    use, so a space pinned to one recompute mode (a module set's, or a request's constraint) prices a third of the
+    keys."""
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
+    """The selective-recompute module set every candidate of this space runs (`Layout.recompute_modules`); None:
+    the request's. The search builds one space per set it tries (`recompute.searched_module_sets`)."""
 
     def __len__(self) -> int:
         return int(self.row_starts[-1])
@@ -176,8 +185,9 @@ class Space:
 
     def key_index(self, row_key: IntArray, pair: IntArray) -> IntArray:
         """The layer-level key (a row of `layer_candidates`) of row key `row_key` under pair code `pair`
-        (recompute * 2 + sp): pair-major, as `layer_keys` flattens. Broadcasts."""
-        return np.asarray(pair * self.layer_keys.shape[1] + row_key, dtype=np.int64)
+        (recompute * 2 + sp, one of `key_pairs`): pair-major, as `layer_keys` flattens. Broadcasts."""
+        position = np.searchsorted(self.key_pairs, pair)
+        return np.asarray(position * self.layer_keys.shape[1] + row_key, dtype=np.int64)
 
     @property
     def layer_index(self) -> IntArray:
@@ -477,19 +487,42 @@ def build_space(
     rows = _columns(model, training, outer[o], options[e, 0], etp_values[o, e], splits[v], mbs_values[b])
     key_splits = np.stack([np.ones_like(kq), kq // 2, kq % 2], axis=1)
     keys = _columns(model, training, outer[ko], options[ke, 0], etp_values[ko, ke], key_splits, mbs_values[kb])
-    key_modes = np.asarray([(r, s) for r in range(3) for s in (0, 1)], dtype=np.int64)
+    key_row = Candidates(**{f: getattr(keys, f)[None, :] for f in Candidates.__slots__})
+    return _with_modes(rows, row_key, key_row, modes, job, levels["pair"], rejected)
+
+
+def respace(space: Space, model: ModelSpec, training: TrainingSpec, allowed: Allowed, rules: RuleSet = CORE) -> Space:
+    """`build_space(model, training, space.num_gpus, allowed, rules)` for a request that differs from the one `space`
+    was built for only in what the modes and the pair-level rules read (a recompute module set; a narrower
+    recompute, sequence-parallel or ZeRO constraint): `space`'s rows, the modes and pairs built anew. No row-level
+    rule reads the recompute mode or its modules (every rule naming the recompute axis is a pair rule)."""
+    rejected: Counter[str] = Counter()
+    modes = np.asarray(_modes(allowed, rejected), dtype=np.int64).reshape(-1, 3)
+    job = Job(model, training, space.num_gpus)
+    return _with_modes(space.rows, space.row_key, space.layer_keys, modes, job, _level_rules(rules)["pair"], rejected)
+
+
+_PAIR_RULES = (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, MOE_A2A_OVERLAP)
+"""The pair-level rules every space applies, before the rule set's own."""
+
+
+def _with_modes(
+    rows: Candidates,
+    row_key: IntArray,
+    key_row: Candidates,
+    modes: IntArray,
+    job: Job,
+    pair_rules: Sequence[Rule],
+    rejected: Counter[str],
+) -> Space:
+    """The space of `rows` times `modes`, the pairs the pair-level rules keep, and the layer-key grid over the
+    (recompute, sequence parallel) pairs the modes use (`key_row`: the row keys' columns, (1, row keys))."""
+    key_pairs = np.unique(modes[:, 0] * 2 + modes[:, 1]) if len(modes) else np.arange(KEY_MODES)
+    key_modes = np.stack([key_pairs // 2, key_pairs % 2], axis=1)
     layer_keys = replace(
-        Candidates(**{f: getattr(keys, f)[None, :] for f in Candidates.__slots__}),
-        recompute=key_modes[:, 0, None],
-        sequence_parallel=key_modes[:, 1, None].astype(np.bool_),
+        key_row, recompute=key_modes[:, 0, None], sequence_parallel=key_modes[:, 1, None].astype(np.bool_)
     )
-    valid = _pairs(
-        rows,
-        modes,
-        job,
-        (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, MOE_A2A_OVERLAP, *levels["pair"]),
-        rejected,
-    )
+    valid = _pairs(rows, modes, job, (*_PAIR_RULES, *pair_rules), rejected)
     count = int(np.count_nonzero(valid))
     if count > MAX_CANDIDATES:  # refused before the cost model runs
         raise _too_many(str(count))
@@ -498,10 +531,11 @@ def build_space(
         modes=modes,
         row_key=row_key,
         layer_keys=layer_keys,
-        num_gpus=num_gpus,
+        num_gpus=job.num_gpus,
         rejected=rejected,
         pairs=valid,
         row_starts=np.concatenate([[0], np.cumsum(np.count_nonzero(valid, axis=1))]),
+        key_pairs=key_pairs,
     )
 
 

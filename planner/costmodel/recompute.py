@@ -38,9 +38,12 @@ import numpy as np
 
 from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, IntArray
 from planner.costmodel.params import stage_kinds
-from planner.specs import ModelSpec, RecomputeModule, RuntimeFeatures
+from planner.specs import ModelSpec, RecomputeModule, RuntimeFeatures, TrainingSpec
 
 __all__ = [
+    "RECIPE_MODULE_SETS",
+    "missing_module",
+    "searched_module_sets",
     "recomputed_layers",
     "recomputed_layers_in_model",
     "recomputed_share",
@@ -64,6 +67,55 @@ def selective_modules(model: ModelSpec, rt: RuntimeFeatures) -> tuple[RecomputeM
     resolution of `RuntimeFeatures.recompute_modules` (its default: `default_selective_modules`)."""
     chosen = rt.recompute_modules or default_selective_modules(model)
     return tuple(m for m in RecomputeModule if m in chosen)
+
+
+RECIPE_MODULE_SETS: tuple[tuple[RecomputeModule, ...], ...] = (
+    (RecomputeModule.CORE_ATTN,),
+    (RecomputeModule.MLA_UP_PROJ,),
+    (RecomputeModule.MLP,),
+    (RecomputeModule.MLA_UP_PROJ, RecomputeModule.MLP),
+    (RecomputeModule.MLA_UP_PROJ, RecomputeModule.MLP, RecomputeModule.MOE),
+    (RecomputeModule.LAYERNORM, RecomputeModule.MOE_ACT),
+    (RecomputeModule.CORE_ATTN, RecomputeModule.LAYERNORM, RecomputeModule.MOE_ACT, RecomputeModule.MOE),
+)
+"""The module sets NVIDIA's performance recipes run selective recompute with, each in `RecomputeModule`'s order:
+DeepSeek-V3's mla_up_proj, mlp, mla_up_proj + mlp, mla_up_proj + mlp + moe and core_attn, GPT-OSS's layernorm +
+moe_act (NeMo 2.3-2.6 and Megatron-Bridge 26.04 perf configs, as `tests/data/nvidia_moe_recipes.json` records them),
+and Nemotron 3 Nano's core_attn + layernorm + moe_act + moe (Megatron-Bridge 26.04.01, the published row's recipe).
+The search tries those of them a model has (`searched_module_sets`)."""
+
+
+def missing_module(model: ModelSpec, module: RecomputeModule) -> str | None:
+    """Why `model` has nothing for `module` to rerun (Megatron-Core would accept the name and do nothing), or None
+    when it has: mla_up_proj needs multi-latent attention, mlp a dense MLP layer, moe and moe_act an MoE layer,
+    shared_experts a shared expert, layernorm a norm that is a module of its own (`separate_norms_per_layer`)."""
+    lacks = {
+        RecomputeModule.MLA_UP_PROJ: (model.mla is None, "model.mla is unset (no multi-latent attention)"),
+        RecomputeModule.MLP: (model.num_dense_layers == 0, "the model has no dense MLP layer"),
+        RecomputeModule.MOE: (model.moe is None, "model.moe is unset (no MoE layer)"),
+        RecomputeModule.MOE_ACT: (model.moe is None, "model.moe is unset (no MoE layer)"),
+        RecomputeModule.SHARED_EXPERTS: (
+            model.moe is None or not model.moe.num_shared_experts,
+            "the model has no shared expert",
+        ),
+        RecomputeModule.LAYERNORM: (
+            separate_norms_per_layer(model) == 0,
+            "every norm of the model is fused into its next linear layer (no MoE layer, no multi-latent attention)",
+        ),
+    }
+    missing, why = lacks.get(module, (False, ""))
+    return why if missing else None
+
+
+def searched_module_sets(model: ModelSpec, training: TrainingSpec) -> tuple[tuple[RecomputeModule, ...], ...]:
+    """Module sets the search tries for selective recompute besides the request's own: the recipes' sets
+    (`RECIPE_MODULE_SETS`) whose every module the model has, other than the default it already searches
+    (`default_selective_modules`). None when the request names its set (`RuntimeFeatures.recompute_modules`):
+    that set is then the only one."""
+    if training.runtime.recompute_modules is not None:
+        return ()
+    default = default_selective_modules(model)
+    return tuple(s for s in RECIPE_MODULE_SETS if s != default and all(missing_module(model, m) is None for m in s))
 
 
 def separate_norms_per_layer(model: ModelSpec) -> float:

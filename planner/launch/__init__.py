@@ -14,7 +14,7 @@ from planner.launch.inputs import LaunchInputs, TokenizerInputs
 from planner.launch.megatron import megatron_launch
 from planner.launch.nemo import nemo_launch
 from planner.launch.torchtitan import torchtitan_launch
-from planner.layout import Layout
+from planner.layout import Layout, training_for
 from planner.specs import ModelSpec, TrainingSpec
 
 __all__ = ["FrameworkLaunch", "LaunchArgs", "LaunchInputs", "TokenizerInputs", "launch_args"]
@@ -34,6 +34,7 @@ def launch_args(
     `inputs`: the request's data and tokenizer (mock data without them). `versions`: framework -> release id
     (`planner.rules.VERSIONS`) for the framework the plan is for; the others use their newest targeted release.
     """
+    training = training_for(training, layout)
     check_inputs(model, training, layout, num_gpus, gpus_per_node)
     nodes = node_count(num_gpus, gpus_per_node)
     inputs, versions = inputs or LaunchInputs(), versions or {}

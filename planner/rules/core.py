@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
-from planner.costmodel.recompute import separate_norms_per_layer
+from planner.costmodel.recompute import missing_module
 from planner.layout import Layout
 from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
 from planner.specs import Fp8Recipe, Precision, RecomputeModule
@@ -562,27 +562,11 @@ def _named_modules(j: Job) -> tuple[RecomputeModule, ...]:
 
 
 def _absent_module(j: Job) -> str | None:
-    """Why the first named module the model lacks cannot be recomputed, or None."""
-    model, named = j.model, _named_modules(j)
-    needs = (
-        (RecomputeModule.MLA_UP_PROJ, model.mla is None, "model.mla is unset (no multi-latent attention)"),
-        (RecomputeModule.MLP, model.num_dense_layers == 0, "the model has no dense MLP layer"),
-        (RecomputeModule.MOE, model.moe is None, "model.moe is unset (no MoE layer)"),
-        (RecomputeModule.MOE_ACT, model.moe is None, "model.moe is unset (no MoE layer)"),
-        (
-            RecomputeModule.SHARED_EXPERTS,
-            model.moe is None or not model.moe.num_shared_experts,
-            "the model has no shared expert",
-        ),
-        (
-            RecomputeModule.LAYERNORM,
-            separate_norms_per_layer(model) == 0,
-            "every norm of the model is fused into its next linear layer (no MoE layer, no multi-latent attention)",
-        ),
-    )
-    for module, missing, why in needs:
-        if module in named and missing:
-            return f"training.runtime.recompute_modules names {module.value}, but {why}"
+    """Why the first named module the model lacks cannot be recomputed (`recompute.missing_module`), or None."""
+    named = _named_modules(j)
+    for module in (m for m in RecomputeModule if m in named):
+        if (why := missing_module(j.model, module)) is not None:
+            return f"{j.modules_field} names {module.value}, but {why}"
     return None
 
 
@@ -604,7 +588,7 @@ RECOMPUTE_MODULES = Rule(
         Clause(
             lambda c, j: (c["recompute"] == 1) & _output_discarding_under_delayed_fp8(j),
             lambda x, j: (
-                "training.runtime.recompute_modules with moe_act or layernorm under FP8 needs current or block"
+                f"{j.modules_field} with moe_act or layernorm under FP8 needs current or block"
                 " scaling: delayed scaling cannot recompute them; set training.fp8_recipe to tensorwise, mxfp8 or"
                 " blockwise"
             ),
@@ -643,7 +627,7 @@ MOE_A2A_OVERLAP = Rule(
             lambda c, j: (c["recompute"] == 1) & _a2a_overlap(j) & (RecomputeModule.MOE in _named_modules(j)),
             lambda x, j: (
                 "training.runtime.moe_a2a_overlap cannot recompute the whole MoE layer; drop moe from"
-                " training.runtime.recompute_modules"
+                f" {j.modules_field}"
             ),
         ),
         Clause(

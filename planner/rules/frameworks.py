@@ -332,7 +332,7 @@ TORCHTITAN_NO_RECOMPUTE_MODULES = Rule(
         Clause(
             lambda c, j: (c["recompute"] == 1) & (j.training.runtime.recompute_modules is not None),
             lambda x, j: (
-                "training.runtime.recompute_modules: TorchTitan's selective activation checkpointing picks ops"
+                f"{j.modules_field}: TorchTitan's selective activation checkpointing picks ops"
                 " (selective_ac_option op) or every n-th layer, not modules by name; use null"
             ),
         ),

@@ -62,6 +62,9 @@ class Job:
     model: ModelSpec
     training: TrainingSpec
     num_gpus: int
+    modules_field: str = "training.runtime.recompute_modules"
+    """Where the request named the selective-recompute module set the rules read (`training.runtime`'s, or the
+    layout's own, `layout.recompute_modules`): what their messages call it."""
 
 
 @dataclass(frozen=True, slots=True)

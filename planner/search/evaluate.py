@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,8 +52,15 @@ class Evaluated:
         return Candidates(**{f: np.concatenate([getattr(p, f) for p in pieces])[order] for f in Candidates.__slots__})
 
     def layout(self, i: int, num_layers: int) -> Layout:
-        """Candidate i as a `Layout`, with its stage split written out."""
-        return self.take(np.asarray([i])).layout(0, num_layers)
+        """Candidate i as a `Layout`, with its stage split written out and its space's recompute module set."""
+        layout = self.take(np.asarray([i])).layout(0, num_layers)
+        modules = self.space_of(i).recompute_modules
+        return layout if modules is None else replace(layout, recompute_modules=modules)
+
+    def space_of(self, i: int) -> Space:
+        """The space candidate i comes from."""
+        starts = np.cumsum([len(s) for s in self.spaces])
+        return self.spaces[int(np.searchsorted(starts, i, side="right"))]
 
 
 def evaluate(

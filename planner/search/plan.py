@@ -14,10 +14,11 @@ import numpy as np
 from planner.constraints.check import partition_problems, slowest_stage_s
 from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
-from planner.constraints.space import Allowed, build_space, divisors
+from planner.constraints.space import Allowed, Space, build_space, divisors, respace
 from planner.costmodel.memory import usable_hardware
+from planner.costmodel.recompute import searched_module_sets
 from planner.estimate import Estimate, estimate_many
-from planner.layout import Layout
+from planner.layout import Layout, with_modules
 from planner.profiles import ClusterSpec, Hardware
 from planner.rules import CORE, RuleSet
 from planner.search.baseline import MODERN, PAPER, Recipe, baseline_candidates
@@ -26,7 +27,7 @@ from planner.search.constraints import parse_constraints
 from planner.search.diagnose import Diagnosis, diagnose, too_slow
 from planner.search.evaluate import Evaluated, concatenate, evaluate
 from planner.search.rank import Objective, rank
-from planner.specs import ModelSpec, Recompute, TrainingSpec
+from planner.specs import ModelSpec, Recompute, RecomputeModule, TrainingSpec
 
 __all__ = [
     "EQUIVALENT_WITHIN",
@@ -59,9 +60,9 @@ class Plan:
 
 def simplicity(layout: Layout) -> tuple[int, ...]:
     """Order among equivalent plans, simplest first: fewer parallel dimensions (tp, pp, cp, ep above 1),
-    then smaller tp, smaller pp, no interleaving (vp), less recomputation (none, selective, full),
-    lower ZeRO stage, no context/expert parallelism, experts split as tp (etp = tp), no sequence parallelism,
-    smaller micro-batch."""
+    then smaller tp, smaller pp, no interleaving (vp), less recomputation (none, selective, full; under selective
+    the request's own module set, then fewer named modules), lower ZeRO stage, no context/expert parallelism,
+    experts split as tp (etp = tp), no sequence parallelism, smaller micro-batch."""
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}[layout.recompute]
     dims = sum(1 for d in (layout.tp, layout.pp, layout.cp, layout.ep) if d > 1)
     return (
@@ -70,6 +71,7 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
         layout.pp,
         layout.vp,
         recompute,
+        len(layout.recompute_modules or ()),
         layout.zero_stage,
         layout.cp,
         layout.ep,
@@ -291,8 +293,10 @@ def plan(
     allowed: Allowed = parse_constraints(constraints)
     hw = usable_hardware(cluster, training)
     parts: list[Evaluated] = []
+    own: list[Evaluated] = []  # the request's own module set: what the baselines and the diagnosis read
     rejected: Counter[str] = Counter()
     counts = gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective, model, training)
+    sets = _module_sets(model, training, allowed)
     for n in counts:
         if parts and budget.candidates == 0:  # spent exactly: the remaining GPU counts are not searched
             budget.truncate(CANDIDATES)
@@ -302,18 +306,25 @@ def plan(
         part = evaluate(model, training, space, hw, budget.candidates)
         budget.spend(part.evaluated)
         parts.append(part)
-        if part.evaluated < len(part):
+        own.append(part)
+        if part.evaluated < len(part) or not _search_module_sets(
+            model, training, space, allowed, sets, hw, rules, budget, parts
+        ):
             budget.truncate(CANDIDATES)
             break
     ev: Evaluated = concatenate(parts)
+    requested: Evaluated = concatenate(own)
     bound = math.inf if max_step_time_s is None else max_step_time_s
     order = rank(ev, hw.hbm_bytes, objective, top=top_k, max_step_s=bound)
     fit = ev.peak_bytes <= hw.hbm_bytes
     feasible = int(np.count_nonzero(fit))
-    reusable = not allowed and objective is Objective.STEP_TIME and len(counts) == 1 and ev.evaluated == len(ev)
+    reusable = (
+        not allowed and objective is Objective.STEP_TIME and len(counts) == 1 and requested.evaluated == len(requested)
+    )
     recipes = (PAPER, MODERN)
     found = [
-        baseline_candidates(model, training, cluster.num_gpus, hw, ev if reusable else None, rules, r) for r in recipes
+        baseline_candidates(model, training, cluster.num_gpus, hw, requested if reusable else None, rules, r)
+        for r in recipes
     ]
     rule_layouts = [None if f is None else f[0].layout(f[1], model.num_layers) for f in found]
     plans, rule_estimates = _top_plans(
@@ -335,7 +346,7 @@ def plan(
         fastest = int(np.argmin(np.where(fit, ev.step_time_s, np.inf)))
         diagnosis = too_slow(max_step_time_s, float(ev.step_time_s[fastest]), int(ev.num_gpus[fastest]), hw)
     elif not plans:
-        diagnosis = diagnose(model, training, cluster, hw, ev, allowed, rejected, budget, rules)
+        diagnosis = diagnose(model, training, cluster, hw, requested, allowed, rejected, budget, rules)
     baseline, modern = _baselines(recipes, rule_layouts, rule_estimates, plans, objective, cluster.num_gpus)
     stats = SearchStats(
         candidates=len(ev),
@@ -358,6 +369,42 @@ def plan(
         idle_gpus=cluster.num_gpus - used,
         idle_reason=idle_reason(cluster.num_gpus, used, objective, hw.gpus_per_node, model, training),
     )
+
+
+def _module_sets(model: ModelSpec, training: TrainingSpec, allowed: Allowed) -> tuple[tuple[RecomputeModule, ...], ...]:
+    """The recipes' module sets the search tries beside the request's own (`recompute.searched_module_sets`); none
+    when the request's constraints rule selective recompute out."""
+    pinned = allowed.get("recompute")
+    if pinned is not None and Recompute.SELECTIVE.value not in pinned:
+        return ()
+    return searched_module_sets(model, training)
+
+
+def _search_module_sets(
+    model: ModelSpec,
+    training: TrainingSpec,
+    own: Space,
+    allowed: Allowed,
+    sets: tuple[tuple[RecomputeModule, ...], ...],
+    hw: Hardware,
+    rules: RuleSet,
+    budget: WorkBudget,
+    parts: list[Evaluated],
+) -> bool:
+    """Evaluate the selective-recompute candidates of the request's own space `own` once per module set in `sets`,
+    each as a space of its own over `own`'s rows (`respace`, `Space.recompute_modules`), appended to `parts`; False
+    when the candidate budget ran out first. What the rules remove there is not counted again: `own` counted it."""
+    for modules in sets:
+        if budget.candidates == 0:
+            return False
+        run = with_modules(training, modules)
+        space = respace(own, model, run, {**allowed, "recompute": [Recompute.SELECTIVE.value]}, rules)
+        part = evaluate(model, run, replace(space, recompute_modules=modules), hw, budget.candidates)
+        budget.spend(part.evaluated)
+        parts.append(part)
+        if part.evaluated < len(part):
+            return False
+    return True
 
 
 def _top_plans(
@@ -385,8 +432,7 @@ def _top_plans(
     scored: list[tuple[float, int, int, Estimate, Layout]] = []
     extra: list[Estimate] = []
     for n, indexes in by_gpus.items():
-        chosen = ev.take(np.asarray(indexes, dtype=np.int64))
-        layouts = [chosen.layout(j, model.num_layers) for j in range(len(indexes))]
+        layouts = [ev.layout(i, model.num_layers) for i in indexes]
         cluster_n = cluster.model_copy(update={"num_gpus": n})
         with_rules = also if n == cluster.num_gpus else ()
         refined, found = _refine_all(model, training, cluster_n, hw, layouts, partition, work, rules, with_rules)

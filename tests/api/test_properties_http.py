@@ -23,6 +23,7 @@ from api.invariants import estimate_invariants, plan_invariants
 from api.localserver import local_service
 from planner.presets import load_presets
 from planner.profiles import load_profiles
+from planner.specs import RecomputeModule
 
 PROFILES = load_profiles()
 PRESETS = sorted(load_presets())
@@ -101,6 +102,9 @@ def estimate_bodies(draw: st.DrawFn) -> dict[str, Any]:
         "sequence_parallel": tp > 1 and draw(st.booleans()),
         "zero_stage": draw(st.sampled_from([0, 1, 2, 3])),
     }
+    if layout["recompute"] == "selective" and draw(st.booleans()):  # a layout's own module set, in any order
+        modules = [m.value for m in RecomputeModule]
+        layout["recompute_modules"] = draw(st.lists(st.sampled_from(modules), min_size=1, max_size=3, unique=True))
     return {
         "model": {"preset": draw(st.sampled_from(PRESETS))},
         "cluster": {"profile": profile, "num_gpus": tp * pp * dp * cp},

@@ -524,3 +524,57 @@ def test_recompute_modules_over_the_api(client: TestClient) -> None:
         )
         assert r.status_code == 422 and words in r.text
         assert r.json()["errors"][0]["loc"][:3] == ["body", "training", "runtime"] and "recompute_modules" in r.text
+
+
+def test_a_layout_names_its_own_module_set_over_the_api(client: TestClient) -> None:
+    """Over HTTP: a plan may run one of the recipes' module sets and says so in its layout; that layout, sent back to
+    /v1/estimate, prices as the plan did and as the training naming the set does; a layout's set needs recompute
+    selective and names each module once (422 naming layout.recompute_modules)."""
+    model = {"preset": "mixtral-8x7b"}
+    cluster = {"profile": "dgx-h100", "num_gpus": 64}
+    training = {"global_batch_size": 128}
+    r = client.post(
+        "/v1/plan",
+        json={
+            "model": model,
+            "cluster": cluster,
+            "training": training,
+            "constraints": {"tp": [2], "pp": [2], "cp": [1]},
+            "top_k": 1,
+        },
+    )
+    assert r.status_code == 200, r.text
+    plan = r.json()["plans"][0]
+    layout = plan["layout"]
+    assert layout["recompute"] == "selective"
+    assert layout["recompute_modules"] == ["core_attn", "layernorm", "moe_act", "moe"]
+    megatron = plan["launch"]["megatron"]["args"]
+    assert megatron[megatron.index("--recompute-modules") + 1 :][:4] == ["core_attn", "layernorm", "moe_act", "moe"]
+    sent = {k: v for k, v in layout.items() if k != "num_microbatches"}
+    back = client.post("/v1/estimate", json={"model": model, "cluster": cluster, "training": training, "layout": sent})
+    assert back.status_code == 200, back.text
+    assert back.json()["fits"] and back.json()["layout"]["recompute_modules"] == layout["recompute_modules"]
+    assert back.json()["estimate"]["step_time_s"] == pytest.approx(plan["estimate"]["step_time_s"], rel=1e-12)
+    named = {**training, "runtime": {"recompute_modules": layout["recompute_modules"]}}
+    plain = {k: v for k, v in sent.items() if k != "recompute_modules"}
+    by_runtime = client.post(
+        "/v1/estimate", json={"model": model, "cluster": cluster, "training": named, "layout": plain}
+    )
+    assert by_runtime.json()["estimate"]["step_time_s"] == pytest.approx(plan["estimate"]["step_time_s"], rel=1e-12)
+    # the default set is stated where the layout names none
+    default = client.post(
+        "/v1/estimate", json={"model": model, "cluster": cluster, "training": training, "layout": plain}
+    )
+    assert default.json()["layout"]["recompute_modules"] == ["core_attn"] and not default.json()["fits"]
+    lacking = {**sent, "recompute_modules": ["mla_up_proj"]}
+    r = client.post("/v1/estimate", json={"model": model, "cluster": cluster, "training": training, "layout": lacking})
+    found = r.json()["violations"]
+    assert r.status_code == 200 and [v["rule"] for v in found][:1] == ["recompute_modules"]  # and it no longer fits
+    assert found[0]["message"].startswith("layout.recompute_modules names mla_up_proj")
+    for bad, words in (
+        ({**sent, "recompute": "full"}, "recompute selective only"),
+        ({**sent, "recompute_modules": ["moe", "moe"]}, "moe more than once"),
+    ):
+        r = client.post("/v1/estimate", json={"model": model, "cluster": cluster, "training": training, "layout": bad})
+        assert r.status_code == 422 and words in r.text, r.text
+        assert r.json()["errors"][0]["loc"][:2] == ["body", "layout"]

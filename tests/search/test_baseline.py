@@ -9,7 +9,7 @@ from planner.profiles import Calibration, ClusterSpec, load_profiles
 from planner.rules import rule_set
 from planner.search.baseline import BASELINE_RULE, MODERN_BASELINE_RULE
 from planner.search.plan import PlanResult, plan
-from planner.specs import Precision, Recompute, TrainingSpec
+from planner.specs import Precision, Recompute, RecomputeModule, TrainingSpec
 from planner.validate import layout_violations
 
 PINNED = Calibration(
@@ -106,10 +106,16 @@ def test_an_moe_model_uses_expert_parallelism() -> None:
     assert result.baseline.plan.estimate.step_time_s == pytest.approx(
         24.5232, rel=1e-3
     )  # the paper's rule keeps ep 1: eight per-expert GEMMs a weight (22.7205 with four at once; 22.3700 grouped)
-    # The experts folded over tp (etp 1) win, as NVIDIA's MoE recipes run them: tp 4, pp 1, ep 8 at 13.1011 s (tp 2,
-    # pp 2 x vp 17, ep 4 led at 13.0905 s while four local experts ran at once).
-    best = result.plans[0].layout
-    assert (best.tp, best.pp, best.vp, best.ep, best.etp) == (4, 1, 1, 8, 1)
+    # The experts folded over tp (etp 1) win, as NVIDIA's MoE recipes run them, and GPT-OSS's recipe module set
+    # (layernorm and moe_act recomputed) lets tp 2, pp 2 x vp 17, ep 8 fit: 12.6948 s (tp 4, pp 1, ep 8 at 13.1011 s
+    # led before the search tried the recipes' module sets; tp 2, pp 2 x vp 17, ep 4 at 13.0905 s while four local
+    # experts ran at once).
+    best = result.plans[0]
+    x = best.layout
+    assert (x.tp, x.pp, x.vp, x.ep, x.etp) == (2, 2, 17, 8, 1)
+    assert x.recompute is Recompute.SELECTIVE
+    assert x.recompute_modules == (RecomputeModule.LAYERNORM, RecomputeModule.MOE_ACT)
+    assert best.estimate.step_time_s == pytest.approx(12.6948, rel=1e-3)
 
 
 @pytest.mark.parametrize("framework", ["core", "megatron"])
@@ -125,8 +131,9 @@ def test_deepseek_v3_has_a_modern_baseline_where_the_papers_finds_nothing(framew
     assert (x.tp, x.pp, x.dp, x.ep) == (8, 1, 256, 256)
     assert (x.etp, modern.plan.estimate.step_time_s) == (8, pytest.approx(14.3677, rel=1e-3))
     # The best plan folds the experts over tp (etp 1, as Megatron-Bridge's DeepSeek-V3 recipes): 1.45x (1.4418
-    # with four experts at once; 1.2822 with one grouped kernel; 1.4706 without MTP; 1.1196 before etp-wide rows)
-    assert modern.speedup_of_best == pytest.approx(1.4495, rel=1e-3)
+    # with four experts at once; 1.2822 with one grouped kernel; 1.4706 without MTP; 1.1196 before etp-wide rows);
+    # 1.4646 with the recipes' module sets searched (1.4495 before)
+    assert modern.speedup_of_best == pytest.approx(1.4646, rel=1e-3)
     assert result.plans[0].layout.etp == 1
 
 

@@ -1,0 +1,123 @@
+"""The search tries the selective-recompute module sets NVIDIA's recipes run, each plan stating the set it runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from planner.constraints.space import build_space, respace
+from planner.costmodel.candidates import Candidates
+from planner.costmodel.recompute import RECIPE_MODULE_SETS, searched_module_sets
+from planner.estimate import estimate
+from planner.launch import launch_args
+from planner.layout import training_for, with_modules
+from planner.presets import get_preset
+from planner.profiles import ClusterSpec, load_profiles
+from planner.rules import rule_set
+from planner.search.plan import PlanResult, plan
+from planner.specs import Recompute, RecomputeModule, RuntimeFeatures, TrainingSpec
+
+PROFILES = load_profiles()
+M = RecomputeModule
+
+
+def _mixtral_plan(**kwargs: Any) -> tuple[PlanResult, ClusterSpec, TrainingSpec]:
+    model = get_preset("mixtral-8x7b").model
+    cluster = ClusterSpec(profile=PROFILES["dgx-h100"], num_gpus=64)
+    training = TrainingSpec(global_batch_size=128)
+    return plan(model, cluster, training, top_k=1, **kwargs), cluster, training
+
+
+@pytest.mark.parametrize(
+    ("preset", "expected"),
+    [
+        ("llama3-8b", [(M.MLP,)]),
+        ("mixtral-8x7b", [(M.LAYERNORM, M.MOE_ACT), (M.CORE_ATTN, M.LAYERNORM, M.MOE_ACT, M.MOE)]),
+        # DeepSeek-V3 has every part: all seven recipe sets but its default (core_attn with mla_up_proj)
+        ("deepseek-v3", list(RECIPE_MODULE_SETS)),
+    ],
+)
+def test_the_sets_tried_are_the_recipes_the_model_can_run(preset: str, expected: list[tuple[M, ...]]) -> None:
+    model = get_preset(preset).model
+    assert list(searched_module_sets(model, TrainingSpec(global_batch_size=8))) == expected
+
+
+def test_a_named_set_is_the_only_one_searched() -> None:
+    model = get_preset("mixtral-8x7b").model
+    pinned = TrainingSpec(global_batch_size=8, runtime=RuntimeFeatures(recompute_modules=(M.MOE_ACT,)))
+    assert searched_module_sets(model, pinned) == ()
+
+
+def test_every_recipe_set_is_in_recompute_module_order() -> None:
+    order = list(RecomputeModule)
+    for s in RECIPE_MODULE_SETS:
+        assert list(s) == sorted(s, key=order.index) and len(set(s)) == len(s)
+
+
+def test_a_module_set_plan_estimates_and_launches_as_its_set() -> None:
+    """Mixtral 8x7B on 64 H100 at tp 2, pp 2, cp 1: keeping every activation does not fit, full recompute is slow,
+    and Nemotron 3 Nano's recipe set (core_attn, layernorm, moe_act, moe) wins. The plan's layout carries the set,
+    re-estimates to the same step as a request naming that set, and launches with it."""
+    result, cluster, training = _mixtral_plan(constraints={"tp": [2], "pp": [2], "cp": [1]})
+    best = result.plans[0]
+    modules = (M.CORE_ATTN, M.LAYERNORM, M.MOE_ACT, M.MOE)
+    assert best.layout.recompute is Recompute.SELECTIVE and best.layout.recompute_modules == modules
+    assert best.estimate.step_time_s == pytest.approx(16.9024, rel=1e-3)
+    model = get_preset("mixtral-8x7b").model
+    again = estimate(model, cluster, training, best.layout)
+    assert again.fits and again.step_time_s == pytest.approx(best.estimate.step_time_s, rel=1e-12)
+    named = training_for(training, best.layout)
+    assert named.runtime.recompute_modules == modules
+    plain = estimate(model, cluster, named, replace(best.layout, recompute_modules=None))
+    assert plain.step_time_s == pytest.approx(best.estimate.step_time_s, rel=1e-12)
+    # the request's default set (core_attn) keeps the experts' activations: the same layout does not fit
+    default = estimate(model, cluster, training, replace(best.layout, recompute_modules=None))
+    assert not default.fits and default.memory.peak_gib > best.estimate.memory.peak_gib
+    launch = launch_args(model, training, best.layout, best.num_gpus, 8)
+    args = launch.megatron.args
+    flag = args.index("--recompute-modules")
+    assert args[flag + 1 : flag + 5] == ["core_attn", "layernorm", "moe_act", "moe"]
+    assert launch.nemo.config["model.config.recompute_modules"] == ["core_attn", "layernorm", "moe_act", "moe"]
+
+
+def test_constraints_without_selective_try_no_set() -> None:
+    result, _, _ = _mixtral_plan(constraints={"tp": [2], "pp": [2], "cp": [1], "recompute": ["none", "full"]})
+    assert result.plans and all(p.layout.recompute_modules is None for p in result.plans)
+
+
+def test_torchtitan_plans_name_no_module_set() -> None:
+    """TorchTitan picks its selective checkpoints by op, not by Megatron's modules: the sets are refused there."""
+    result, _, _ = _mixtral_plan(rules=rule_set("torchtitan"), constraints={"tp": [2], "pp": [2], "cp": [1]})
+    assert result.plans and all(p.layout.recompute_modules is None for p in result.plans)
+
+
+@pytest.mark.parametrize(
+    ("preset", "profile", "gpus", "batch", "framework"),
+    [
+        ("gpt3-175b", "dgx-a100-80gb", 1024, 1536, "core"),
+        ("mixtral-8x7b", "dgx-h100", 64, 128, "megatron"),
+        ("deepseek-v3", "dgx-h100", 256, 1024, "megatron"),
+        ("qwen3-30b-a3b", "dgx-h100", 16, 256, "torchtitan"),
+    ],
+)
+def test_a_module_set_space_over_the_requests_rows_is_the_space_built_for_it(
+    preset: str, profile: str, gpus: int, batch: int, framework: str
+) -> None:
+    """`respace` (the request's rows, the set's modes and pair rules) builds what `build_space` would."""
+    model = get_preset(preset).model
+    training = TrainingSpec(global_batch_size=batch)
+    rules = rule_set(framework)
+    own = build_space(model, training, gpus, {}, rules)
+    for modules in searched_module_sets(model, training):
+        run = with_modules(training, modules)
+        allowed = {"recompute": ["selective"]}
+        fresh, reused = build_space(model, run, gpus, allowed, rules), respace(own, model, run, allowed, rules)
+        assert len(reused) == len(fresh)
+        assert np.array_equal(reused.key_pairs, fresh.key_pairs) and np.array_equal(reused.pairs, fresh.pairs)
+        a, b = reused.candidates, fresh.candidates
+        assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in Candidates.__slots__)
+        x, y = reused.layer_candidates, fresh.layer_candidates
+        assert all(np.array_equal(getattr(x, f), getattr(y, f)) for f in Candidates.__slots__)
