@@ -482,19 +482,25 @@ def _data_notes(inputs: LaunchInputs) -> list[str]:
     return [_MOCK_DATA]
 
 
+LIST_FLAGS = frozenset({"--recompute-modules"})
+"""Flags of `config` that argparse reads as a list (Megatron-LM core_v0.16.1: `--recompute-modules`, a list field of
+TransformerConfig, nargs '*'): `config` gives their values as a list, one value too."""
+
+
 def _config(args: list[str]) -> dict[str, object]:
-    """Flag -> value: True for a switch, the string for one value (also from `--flag=value`), a list for several."""
+    """Flag -> value: True for a switch, the string for one value (also from `--flag=value`), a list for several or
+    for a list flag (`LIST_FLAGS`)."""
     config: dict[str, object] = {}
     flag = ""
     for token in args:
         if token.startswith("--") and "=" in token:
             flag, value = token.split("=", 1)
-            config[flag] = value
+            config[flag] = [value] if flag in LIST_FLAGS else value
         elif token.startswith("--"):
             flag = token
             config[flag] = True
         elif config[flag] is True:
-            config[flag] = token
+            config[flag] = [token] if flag in LIST_FLAGS else token
         else:
             previous = config[flag]
             config[flag] = [*previous, token] if isinstance(previous, list) else [previous, token]

@@ -30,6 +30,7 @@ from planner.specs import (
     MoESpec,
     Precision,
     Recompute,
+    RecomputeModule,
     RouterLoadBalancing,
     RuntimeFeatures,
     TrainingSpec,
@@ -1087,6 +1088,16 @@ def test_data_and_tokenizer_replace_the_mock_data() -> None:
     assert titan["model"]["hf_assets_path"] == "/tok dir"  # type: ignore[index]
     assert launch.torchtitan.notes[0] == "Trains on training.dataset_path and model.hf_assets_path as given."
     assert "not applied here" in launch.nemo.notes[0]
+
+
+def test_list_flags_are_lists_in_the_megatron_config_even_with_one_value() -> None:
+    """argparse reads --recompute-modules as a list: the structured config says so for one value too (a plan
+    recomputing the dense MLP alone: `--recompute-modules mlp`)."""
+    layout = Layout(tp=2, pp=1, dp=4, recompute=Recompute.SELECTIVE, sequence_parallel=True, zero_stage=1)
+    mlp = dataclasses.replace(layout, recompute_modules=(RecomputeModule.MLP,))
+    launch = launch_args(LLAMA3_8B, TrainingSpec(global_batch_size=64), mlp, 8, 8)
+    assert _option(shlex.split(launch.megatron.command), "--recompute-modules") == "mlp"
+    assert launch.megatron.config["--recompute-modules"] == ["mlp"]
 
 
 def test_data_without_tokenizer_names_the_placeholder_left() -> None:
