@@ -32,7 +32,7 @@ def test_plan_table_shows_the_module_set_a_plan_reruns() -> None:
         app, [*args, "-c", "tp=2", "-c", "pp=2", "-c", "cp=1", "--top-k", "1"], env={"COLUMNS": "200"}
     )
     assert result.exit_code == 0, result.output
-    assert "selective[core_attn,layernorm,moe,moe_act]" in result.output
+    assert "selective[layernorm,moe,moe_act]" in result.output
 
 
 def test_plan_json_and_svg(tmp_path: Path) -> None:

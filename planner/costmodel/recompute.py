@@ -110,12 +110,18 @@ def missing_module(model: ModelSpec, module: RecomputeModule) -> str | None:
 def searched_module_sets(model: ModelSpec, training: TrainingSpec) -> tuple[tuple[RecomputeModule, ...], ...]:
     """Module sets the search tries for selective recompute besides the request's own: the recipes' sets
     (`RECIPE_MODULE_SETS`) whose every module the model has, other than the default it already searches
-    (`default_selective_modules`). None when the request names its set (`RuntimeFeatures.recompute_modules`):
+    (`default_selective_modules`). Under flash attention without core_attn: the core keeps no scores there, so
+    rerunning it frees nothing and costs the core's forward, and a set with it never beats the same set without it
+    (a set of core_attn alone is dropped). None when the request names its set (`RuntimeFeatures.recompute_modules`):
     that set is then the only one."""
     if training.runtime.recompute_modules is not None:
         return ()
     default = default_selective_modules(model)
-    return tuple(s for s in RECIPE_MODULE_SETS if s != default and all(missing_module(model, m) is None for m in s))
+    useful = (s for s in RECIPE_MODULE_SETS if all(missing_module(model, m) is None for m in s))
+    if training.runtime.flash_attention:
+        useful = (tuple(m for m in s if m is not RecomputeModule.CORE_ATTN) for s in useful)
+    kept = dict.fromkeys(s for s in useful if s and s != default)  # first-seen order, each set once
+    return tuple(kept)
 
 
 def separate_norms_per_layer(model: ModelSpec) -> float:

@@ -16,7 +16,7 @@ from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
 from planner.constraints.space import Allowed, Space, build_space, divisors, respace
 from planner.costmodel.memory import usable_hardware
-from planner.costmodel.recompute import searched_module_sets
+from planner.costmodel.recompute import default_selective_modules, searched_module_sets
 from planner.estimate import Estimate, estimate_many
 from planner.layout import Layout, with_modules
 from planner.profiles import ClusterSpec, Hardware
@@ -303,7 +303,7 @@ def plan(
             break
         space = build_space(model, training, n, allowed, rules)
         rejected.update(space.rejected)
-        part = evaluate(model, training, space, hw, budget.candidates)
+        part = evaluate(model, training, _undominated(space, model, training, allowed, rules), hw, budget.candidates)
         budget.spend(part.evaluated)
         parts.append(part)
         own.append(part)
@@ -368,6 +368,28 @@ def plan(
         diagnosis=diagnosis,
         idle_gpus=cluster.num_gpus - used,
         idle_reason=idle_reason(cluster.num_gpus, used, objective, hw.gpus_per_node, model, training),
+    )
+
+
+def _undominated(space: Space, model: ModelSpec, training: TrainingSpec, allowed: Allowed, rules: RuleSet) -> Space:
+    """`space` without its selective-recompute candidates where each is dominated by the same layout without
+    recompute: the request names no module set, its default reruns the attention core alone
+    (`recompute.default_selective_modules`) and flash attention is on, so the core keeps no scores and its rerun
+    frees nothing while costing the core's forward (`memory._selective_dropped`, `compute._selective_rerun_s`);
+    only while recompute none is allowed. The recipes' module sets are searched beside it (`_search_module_sets`)."""
+    rt = training.runtime
+    allows = allowed.get("recompute", [r.value for r in Recompute])
+    dominated = (
+        rt.recompute_modules is None
+        and rt.flash_attention
+        and default_selective_modules(model) == (RecomputeModule.CORE_ATTN,)
+        and Recompute.NONE.value in allows
+        and Recompute.SELECTIVE.value in allows
+    )
+    if not dominated:
+        return space
+    return respace(
+        space, model, training, {**allowed, "recompute": [r for r in allows if r != Recompute.SELECTIVE.value]}, rules
     )
 
 
