@@ -88,13 +88,7 @@ def estimate_many(
 
     `rules`: the rule set the layouts must pass (`planner.rules`; the core rules by default).
     """
-    out: list[Estimate | None] = [None] * len(layouts)
-    for run, indexes in by_training(training, layouts):
-        for i, e in zip(
-            indexes, _estimate_same_training(model, cluster, run, [layouts[i] for i in indexes], rules), strict=True
-        ):
-            out[i] = e
-    return [e for e in out if e is not None]
+    return by_training(training, layouts, lambda run, group: _estimate_same_training(model, cluster, run, group, rules))
 
 
 def _estimate_same_training(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from planner.specs import Recompute, RecomputeModule, TrainingSpec
 
 __all__ = ["Layout", "by_training", "recompute_text", "training_for", "with_modules"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,13 +78,19 @@ def with_modules(training: TrainingSpec, modules: tuple[RecomputeModule, ...]) -
     return training.model_copy(update={"runtime": training.runtime.model_copy(update={"recompute_modules": modules})})
 
 
-def by_training(training: TrainingSpec, layouts: Sequence[Layout]) -> list[tuple[TrainingSpec, list[int]]]:
-    """The layouts' indexes grouped by the training each runs (`training_for`), in first-seen order: one group,
-    the request's training, unless some layout names its own module set."""
+def by_training(
+    training: TrainingSpec, layouts: Sequence[Layout], each: Callable[[TrainingSpec, list[Layout]], list[T]]
+) -> list[T]:
+    """`each(run, group)` over the layouts grouped by the training they run (`training_for`; one group, the
+    request's training, unless some layout names its own module set), its results back in the layouts' order."""
     groups: dict[tuple[RecomputeModule, ...] | None, list[int]] = {}
     for i, x in enumerate(layouts):
         groups.setdefault(x.recompute_modules, []).append(i)
-    return [(training_for(training, layouts[idx[0]]), idx) for idx in groups.values()]
+    out: dict[int, T] = {}
+    for indexes in groups.values():
+        group = [layouts[i] for i in indexes]
+        out.update(zip(indexes, each(training_for(training, group[0]), group), strict=True))
+    return [out[i] for i in range(len(layouts))]
 
 
 def recompute_text(recompute: Recompute, modules: Sequence[RecomputeModule] | None) -> str:

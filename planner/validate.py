@@ -35,13 +35,13 @@ def layouts_violations(
 ) -> list[list[Violation]]:
     """`layout_violations` of each layout: every rule tested once over all of them (once per training they run,
     `planner.layout.by_training`), explained where broken."""
-    out: list[list[Violation]] = [[] for _ in layouts]
-    for run, indexes in by_training(training, layouts):
-        own = layouts[indexes[0]].recompute_modules is not None  # the group names its own set: say so in messages
+
+    def each(run: TrainingSpec, group: list[Layout]) -> list[list[Violation]]:
+        own = group[0].recompute_modules is not None  # the group names its own set: say so in messages
         job = Job(model, run, num_gpus, "layout.recompute_modules") if own else Job(model, run, num_gpus)
-        for i, found in zip(indexes, _same_job_violations([layouts[i] for i in indexes], job, rules), strict=True):
-            out[i] = found
-    return out
+        return _same_job_violations(group, job, rules)
+
+    return by_training(training, layouts, each)
 
 
 def _same_job_violations(layouts: Sequence[Layout], job: Job, rules: RuleSet) -> list[list[Violation]]:

@@ -57,11 +57,7 @@ def stage_costs_many(model: ModelSpec, training: TrainingSpec, layouts: list[Lay
     Each stage kind is evaluated at 1 and 2 layers.
     """
     assert all(x.pp >= 2 for x in layouts), "a single stage has nothing to partition"
-    out: list[StageCosts | None] = [None] * len(layouts)
-    for run, indexes in by_training(training, layouts):
-        for i, costs in zip(indexes, _same_training_costs(model, run, [layouts[i] for i in indexes], hw), strict=True):
-            out[i] = costs
-    return [x for x in out if x is not None]
+    return by_training(training, layouts, lambda run, group: _same_training_costs(model, run, group, hw))
 
 
 def _same_training_costs(
