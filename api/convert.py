@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from api.observation_schemas import ObservationOut, ObservationRequest, PredictedOut
 from api.schemas import (
+    AccuracyOut,
     BaselineOut,
     ClusterIn,
     DiagnosisOut,
@@ -31,6 +32,7 @@ from api.schemas import (
     SearchOut,
     ViolationOut,
 )
+from planner.calibration.accuracy import band_for
 from planner.calibration.published import PublishedRun, gpu_kind_of
 from planner.errors import InvalidSpecError, PlannerError, validator_message
 from planner.estimate import Estimate, estimate, layout_modules
@@ -188,6 +190,15 @@ def _estimate_out(e: Estimate) -> EstimateOut:
     )
 
 
+def _accuracy_out(cluster: ClusterSpec, model: ModelSpec, training: TrainingSpec) -> AccuracyOut | None:
+    band = band_for(gpu_kind_of(cluster.profile.gpu.name), model, training)
+    if band is None:
+        return None
+    return AccuracyOut(
+        **{**asdict(band), "workload": band.workload.value, "sources": list(band.sources)}, text=band.text
+    )
+
+
 def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: int, target: LaunchTarget) -> PlanOut:
     launch = launch_args(model, training, p.layout, p.num_gpus, gpus_per_node, target.inputs, target.versions)
     return PlanOut(
@@ -257,6 +268,7 @@ def plan_response(
         idle_reason=result.idle_reason,
         memory_headroom=cluster.memory_headroom,
         equivalent_within=EQUIVALENT_WITHIN,
+        accuracy=_accuracy_out(cluster, model, training),
         model=_model_out(resolved),
     )
 
@@ -284,6 +296,7 @@ def estimate_response(
         fits=not violations,
         violations=[ViolationOut(rule=v.rule, message=v.message) for v in violations],
         memory_headroom=cluster.memory_headroom,
+        accuracy=_accuracy_out(cluster, resolved.model, training),
         model=_model_out(resolved),
     )
 

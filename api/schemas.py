@@ -506,6 +506,27 @@ class ModelOut(BaseModel):
     )
 
 
+class AccuracyOut(BaseModel):
+    """How far the cost model was from published runs like this request (`planner validate`'s accuracy bands)."""
+
+    gpu_kind: str = Field(description="The GPU kind of the request's profile (A100, H100, B200, GB200, ...).")
+    workload: str = Field(
+        description="dense, moe (mixture of experts with CUDA graphs), moe_eager (mixture of experts without CUDA"
+        " graphs) or hybrid (Mamba-2 mixers among the layers)."
+    )
+    rows: int = Field(description="Published runs of this GPU kind and workload the model was checked on.")
+    sources: list[str] = Field(description="The published sources those runs come from (`planner validate`).")
+    mean_error: float = Field(
+        description="Mean of measured step / predicted step - 1 over those runs, each predicted with constants"
+        " fitted on no run of its source: above 0, the runs took longer than predicted."
+    )
+    mean_abs_error: float
+    p90_abs_error: float = Field(description="Nine runs in ten were at most this far off.")
+    min_error: float
+    max_error: float
+    text: str = Field(description="The same in one sentence.")
+
+
 class PlanResponse(BaseModel):
     plans: list[PlanOut]
     baseline: BaselineOut = Field(
@@ -529,6 +550,11 @@ class PlanResponse(BaseModel):
         description="Relative gap to the fastest plan under which plans are marked equivalent (the model's stated"
         " uncertainty: 0.03, the mean step-time error on Narayanan 2021 Table 2 in `planner validate`)."
     )
+    accuracy: AccuracyOut | None = Field(
+        default=None,
+        description="How far the model was from published runs of this GPU kind and workload; null where it was"
+        " checked on none (e.g. H200, MI300X).",
+    )
     model: ModelOut
     cached: bool = False
 
@@ -544,5 +570,10 @@ class EstimateResponse(BaseModel):
     fits: bool
     violations: list[ViolationOut]
     memory_headroom: float = Field(description="The memory headroom the fit test applied (the request's cluster).")
+    accuracy: AccuracyOut | None = Field(
+        default=None,
+        description="How far the model was from published runs of this GPU kind and workload; null where it was"
+        " checked on none (e.g. H200, MI300X).",
+    )
     model: ModelOut
     cached: bool = False

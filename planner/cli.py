@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from api.calibrate import calibrate_stored, calibration_out
 from api.convert import answer_estimate, answer_plan
 from api.schemas import EstimateRequest, HfConfigModel, PlanRequest, PresetModel
+from planner.calibration import accuracy
 from planner.calibration.fit import FIT_SETS
 from planner.calibration.report import VALIDATION_PROFILE, VALIDATION_PROFILES, build_report, refit
 from planner.calibration.write import write_calibration
@@ -285,13 +286,27 @@ def _show(response: Response, as_json: bool, printer: Callable[[Response], None]
 
 
 @app.command()
-def validate(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
-    """Predicted vs published for every published run, per-table error, leave-one-out error, figure checks."""
+def validate(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    write_bands: Annotated[
+        bool,
+        typer.Option(
+            "--write-bands",
+            help="Store the accuracy bands that estimates and plans quote (planner/data/accuracy_bands.json).",
+        ),
+    ] = False,
+) -> None:
+    """Predicted vs published for every published run, per-table error, leave-one-out error, figure checks, and the
+    accuracy band per GPU kind and workload."""
     report = build_report(load_profiles())
+    if write_bands:
+        accuracy.write_bands(report.bands)
     if as_json:
         typer.echo(_json(report))
         return
     print_report(report)
+    if write_bands:
+        typer.echo(f"wrote {len(report.bands)} accuracy bands to {accuracy.BANDS_FILE}")
 
 
 @app.command()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from api.schemas import EstimateResponse, LayoutOut, ModelOut, PlanResponse
+from api.schemas import AccuracyOut, EstimateResponse, LayoutOut, ModelOut, PlanResponse
 from planner.calibration.report import Report
 from planner.layout import Layout, recompute_text
 from planner.observe import Observation
@@ -86,6 +86,25 @@ def print_report(report: Report) -> None:
             f"{accuracy.max_abs_error:.1%}",
         )
     console.print(held_out)
+    bands = Table(
+        title="Accuracy bands: the held-out errors per GPU kind and workload that estimates and plans quote"
+        " (error = measured step / predicted step - 1)"
+    )
+    for col in ("GPU", "workload", "rows", "mean error", "mean |error|", "p90 |error|", "lowest", "highest", "sources"):
+        bands.add_column(col)
+    for band in report.bands:
+        bands.add_row(
+            band.gpu_kind,
+            band.workload.value,
+            str(band.rows),
+            f"{band.mean_error:+.1%}",
+            f"{band.mean_abs_error:.1%}",
+            f"{band.p90_abs_error:.1%}",
+            f"{band.min_error:+.1%}",
+            f"{band.max_error:+.1%}",
+            ", ".join(band.sources),
+        )
+    console.print(bands)
     holdouts = Table(title="Leave one source out: each source predicted with constants fitted on the kind's others")
     for col in ("GPU", "held-out source", "rows", "eta", "t0 us", "mean |error|", "max |error|"):
         holdouts.add_column(col)
@@ -170,12 +189,21 @@ def print_estimate(response: EstimateResponse) -> None:
         f"network: pp hops {n.pp_hops_over_network}/{n.pp_hops}, dp groups {n.dp_groups_over_network}/{n.dp_groups},"
         f" tp groups {n.tp_groups_over_network}"
     )
+    _print_accuracy(response.accuracy)
     if response.fits:
         console.print("fits")
         return
     console.print("DOES NOT FIT or breaks a rule:")
     for v in response.violations:
         console.print(f"  [{v.rule}] {v.message}", markup=False)
+
+
+def _print_accuracy(accuracy: AccuracyOut | None) -> None:
+    """One line on how far the model was from published runs like this one (`planner validate`'s bands)."""
+    if accuracy is None:
+        console.print("checked against no published run of this GPU kind and workload (planner validate)")
+    else:
+        console.print(f"checked against published runs: {accuracy.text}", markup=False)
 
 
 def seconds(x: float) -> str:
@@ -232,6 +260,7 @@ def print_plans(result: PlanResponse) -> None:
             f"≈: within {result.equivalent_within:.0%} of the fastest (the model's uncertainty), simplest first",
             markup=False,
         )
+    _print_accuracy(result.accuracy)
     if result.idle_reason is not None:
         console.print(f"idle GPUs: {result.idle_gpus} ({result.idle_reason})", markup=False)
     if result.diagnosis is not None:

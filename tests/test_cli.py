@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 import planner.cli
 from api.main import create_app
 from api.schemas import HfConfigModel
+from planner.calibration import accuracy
+from planner.calibration.accuracy import load_bands
 from planner.cli import app
 from planner.client import PlannerClient
 from planner.presets import get_preset
@@ -52,6 +54,35 @@ def test_plan_table_and_estimate() -> None:
     assert "baseline on today's runtime" in result.output and "paper's 2021 baseline" in result.output
     result = runner.invoke(app, ["estimate", "--gpus", "64", "--batch", "64", "--tp", "8", "--pp", "8", "--dp", "1"])
     assert result.exit_code == 0 and "step" in result.output and "fits" in result.output
+
+
+def test_plan_and_estimate_say_how_far_the_model_was_from_published_runs() -> None:
+    """Both print the accuracy band's sentence (A100 dense by default); a kind without published runs says so."""
+    dense = next(b for b in load_bands() if (b.gpu_kind, b.workload.value) == ("A100", "dense"))
+    wide = {"COLUMNS": "400"}  # the sentence on one line
+    result = runner.invoke(app, ["plan", "--gpus", "64", "--batch", "64", "--top-k", "1"], env=wide)
+    assert result.exit_code == 0 and f"checked against published runs: {dense.text}" in result.output
+    result = runner.invoke(
+        app, ["estimate", "--gpus", "64", "--batch", "64", "--tp", "8", "--pp", "8", "--dp", "1"], env=wide
+    )
+    assert result.exit_code == 0 and f"checked against published runs: {dense.text}" in result.output
+    h200 = ["estimate", "--profile", "hgx-h200", "--gpus", "64", "--batch", "64", "--tp", "8", "--pp", "8", "--dp", "1"]
+    result = runner.invoke(app, h200, env=wide)
+    assert result.exit_code == 0 and "checked against no published run of this GPU kind and workload" in result.output
+
+
+def test_validate_writes_the_accuracy_bands_answers_quote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`planner validate --write-bands` stores the report's bands where answers read them."""
+    path = tmp_path / "bands.json"
+    monkeypatch.setattr(accuracy, "BANDS_FILE", path)
+    try:
+        result = runner.invoke(app, ["validate", "--write-bands", "--json"])
+        assert result.exit_code == 0, result.output
+        written = json.loads(path.read_text())["bands"]
+        assert written == json.loads(result.output)["bands"]
+        assert load_bands() == load_bands(tmp_path / "bands.json") and len(written) >= 10
+    finally:
+        load_bands.cache_clear()
 
 
 def test_bad_input_exits_2_with_the_field() -> None:

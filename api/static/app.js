@@ -305,6 +305,9 @@ function renderPlans(body) {
     summary += ` ≈ marks plans within ${fmt(100 * body.equivalent_within, 0)}% of the fastest (the model's uncertainty), simplest first.`;
   }
   summary += ` Fits leave ${fmt(100 * body.memory_headroom, 0)}% of GPU memory free (memory headroom).`;
+  summary += body.accuracy
+    ? ` Checked against published runs: ${body.accuracy.text}.`
+    : " The model was checked against no published run of this GPU kind and workload.";
   $("#idle").hidden = !body.idle_reason;
   $("#idle").textContent = body.idle_reason ? `${fmt(body.idle_gpus, 0)} GPUs left idle: ${body.idle_reason}.` : "";
   $("#summary").textContent = summary;

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean, quantiles
 
+from planner.calibration.accuracy import DECIMALS, AccuracyBand, Workload, workload_of
 from planner.calibration.collectives import BusBandwidthRow, bus_bandwidth_rows
 from planner.calibration.figures import FigureCheck, run_figure_checks
 from planner.calibration.fit import FIT_SETS, calibration_of, fit_constants, fit_rows, leave_one_out, predict, with_fit
@@ -29,8 +30,10 @@ __all__ = [
     "Report",
     "RunRow",
     "SourceHoldout",
+    "accuracy_bands",
     "build_report",
     "error_stats",
+    "held_out_error",
     "layout_text",
     "refit",
     "validation_profile_id",
@@ -181,6 +184,8 @@ class Report:
     """Published nccl-tests bus bandwidth against the ring model (`calibration.collectives`)."""
     held_out: list[HeldOutAccuracy] = field(default_factory=list)
     """Per GPU kind and over all kinds, the rows no fit saw (`_held_out`)."""
+    bands: list[AccuracyBand] = field(default_factory=list)
+    """Per GPU kind and workload, the held-out errors an answer quotes (`accuracy_bands`)."""
 
     def kind(self, gpu_kind: str) -> KindReport:
         return next(k for k in self.kinds if k.gpu_kind == gpu_kind)
@@ -278,13 +283,15 @@ def _groups(rows: list[RunRow]) -> list[GroupSummary]:
     return out
 
 
+def held_out_error(row: RunRow) -> float | None:
+    """A row's error with constants fitted on no row of its source: a prediction row's error, a fit row's
+    leave-one-source-out error (None where its kind has no other source)."""
+    return row.loso_error if row.in_fit else row.error
+
+
 def _held_out(rows: list[RunRow], moe_ids: frozenset[str]) -> list[HeldOutAccuracy]:
     """`HeldOutAccuracy` per GPU kind, then over every kind."""
-    errors: list[tuple[RunRow, float]] = []
-    for r in rows:
-        held = r.loso_error if r.in_fit else r.error
-        if held is not None:
-            errors.append((r, held))
+    errors = [(r, e) for r in rows if (e := held_out_error(r)) is not None]
     out = []
     for kind in [*dict.fromkeys(r.gpu_kind for r, _ in errors), "all"]:
         chosen = [(r, e) for r, e in errors if kind in ("all", r.gpu_kind)]
@@ -292,6 +299,34 @@ def _held_out(rows: list[RunRow], moe_ids: frozenset[str]) -> list[HeldOutAccura
         moe = sum(1 for r, _ in chosen if r.id in moe_ids)
         out.append(HeldOutAccuracy(kind, len(chosen), moe, stats.mean, stats.p90, stats.max))
     return out
+
+
+def accuracy_bands(runs: Sequence[PublishedRun], rows: Sequence[RunRow]) -> list[AccuracyBand]:
+    """`AccuracyBand` per GPU kind and workload (`accuracy.workload_of`) over the rows' held-out errors
+    (`held_out_error`), in the rows' order; `runs` are the rows' runs."""
+    workloads = {r.id: workload_of(r.model, r.training) for r in runs}
+    groups: dict[tuple[str, Workload], list[tuple[str, float]]] = {}
+    for row in rows:
+        if (e := held_out_error(row)) is not None:
+            groups.setdefault((row.gpu_kind, workloads[row.id]), []).append((row.group, e))
+    return [_band(kind, workload, errors) for (kind, workload), errors in groups.items()]
+
+
+def _band(gpu_kind: str, workload: Workload, errors: list[tuple[str, float]]) -> AccuracyBand:
+    """The band of one group from its (source, held-out error) pairs; `errors` is not empty."""
+    values = [e for _, e in errors]
+    stats = error_stats(values)
+    return AccuracyBand(
+        gpu_kind=gpu_kind,
+        workload=workload,
+        rows=len(values),
+        sources=tuple(dict.fromkeys(s for s, _ in errors)),
+        mean_error=round(mean(values), DECIMALS),
+        mean_abs_error=round(stats.mean, DECIMALS),
+        p90_abs_error=round(stats.p90, DECIMALS),
+        min_error=round(min(values), DECIMALS),
+        max_error=round(max(values), DECIMALS),
+    )
 
 
 def _gains(rows: list[RunRow]) -> list[GainRow]:
@@ -392,6 +427,7 @@ def build_report(profiles: Mapping[str, HardwareProfile], with_figures: bool = T
         figures=run_figure_checks(profiles[VALIDATION_PROFILE]) if with_figures else [],
         bus_bandwidth=bus_bandwidth_rows(profiles),
         held_out=_held_out(rows, moe_ids),
+        bands=accuracy_bands(runs, rows),
     )
 
 

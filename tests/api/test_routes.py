@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.middleware import MAX_BODY_BYTES
+from planner.calibration.accuracy import load_bands
 
 PLAN = {
     "model": {"preset": "gpt3-175b"},
@@ -578,3 +579,30 @@ def test_a_layout_names_its_own_module_set_over_the_api(client: TestClient) -> N
         r = client.post("/v1/estimate", json={"model": model, "cluster": cluster, "training": training, "layout": bad})
         assert r.status_code == 422 and words in r.text, r.text
         assert r.json()["errors"][0]["loc"][:2] == ["body", "layout"]
+
+
+def test_answers_say_how_far_the_model_was_from_published_runs_like_them(client: TestClient) -> None:
+    """Over HTTP: an estimate and a plan carry the accuracy band of their GPU kind and workload (the stored file,
+    `planner validate --write-bands`); eager MoE on H100 is the kind the model misses (predicted too fast), graphs
+    change the band, and a GPU kind without published runs (H200) has none."""
+    bands = {(b.gpu_kind, b.workload.value): b for b in load_bands()}
+    body = {
+        "model": {"preset": "qwen3-30b-a3b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 16},
+        "training": {"global_batch_size": 1024, "precision": "fp8"},
+        "layout": {"tp": 1, "pp": 1, "dp": 16, "ep": 16, "micro_batch_size": 1, "zero_stage": 1},
+    }
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()["accuracy"]
+    eager = bands[("H100", "moe_eager")]
+    assert (got["gpu_kind"], got["workload"], got["rows"]) == ("H100", "moe_eager", eager.rows)
+    assert got["mean_error"] == eager.mean_error > 0.1 and got["min_error"] > 0
+    assert got["text"] == eager.text and got["sources"] == list(eager.sources)
+    graphed = {**body, "training": {**body["training"], "runtime": {"cuda_graphs": True}}}
+    assert client.post("/v1/estimate", json=graphed).json()["accuracy"]["workload"] == "moe"
+    h200 = {**body, "cluster": {"profile": "hgx-h200", "num_gpus": 16}}
+    assert client.post("/v1/estimate", json=h200).json()["accuracy"] is None
+    plan = client.post("/v1/plan", json={k: v for k, v in body.items() if k != "layout"} | {"top_k": 1})
+    assert plan.status_code == 200, plan.text
+    assert plan.json()["accuracy"] == got

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from api.localserver import local_service
+from planner.calibration.accuracy import load_bands
 
 CHROMIUM = os.environ.get("PLANNER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
@@ -132,6 +133,8 @@ def test_plan_gpt3_on_1024_a100s(page) -> None:  # type: ignore[no-untyped-def]
     assert ranks[:3] == ["1", "2", "3"] and ranks[-2:] == ["baseline-modern", "baseline"]
     summary = page.locator("#summary").inner_text()
     assert "on today's runtime" in summary and "as the paper ran it in 2021" in summary
+    dense = next(b for b in load_bands() if (b.gpu_kind, b.workload.value) == ("A100", "dense"))
+    assert f"Checked against published runs: {dense.text}." in summary
     page.click('#plans tbody tr[data-rank="1"]')
     page.wait_for_selector("#timeline svg .rank")
     layout = page.locator('#plans tbody tr[data-rank="1"] td').nth(2).inner_text()

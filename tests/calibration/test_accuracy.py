@@ -1,0 +1,74 @@
+"""The accuracy bands an answer quotes: which workload a request is, the band's sentence, and the stored file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.calibration import accuracy
+from planner.calibration.accuracy import AccuracyBand, Workload, band_for, load_bands, workload_of, write_bands
+from planner.presets import get_preset
+from planner.specs import RuntimeFeatures, TrainingSpec
+
+EAGER = TrainingSpec(global_batch_size=64)
+GRAPHED = TrainingSpec(global_batch_size=64, runtime=RuntimeFeatures(cuda_graphs=True))
+
+
+@pytest.mark.parametrize(
+    ("preset", "training", "expected"),
+    [
+        ("llama3-8b", EAGER, Workload.DENSE),
+        ("llama3-8b", GRAPHED, Workload.DENSE),  # graphs do not change a dense model's band
+        ("mixtral-8x7b", EAGER, Workload.MOE_EAGER),
+        ("deepseek-v3", GRAPHED, Workload.MOE),
+        ("nemotron-h-8b", EAGER, Workload.HYBRID),  # Mamba-2 mixers, no experts
+        ("nemotron-3-nano-30b-a3b", GRAPHED, Workload.HYBRID),  # Mamba-2 mixers and experts: hybrid first
+    ],
+)
+def test_workload_of_a_preset(preset: str, training: TrainingSpec, expected: Workload) -> None:
+    assert workload_of(get_preset(preset).model, training) is expected
+
+
+def _band(rows: int, low: float, high: float) -> AccuracyBand:
+    return AccuracyBand(
+        gpu_kind="H100",
+        workload=Workload.MOE_EAGER,
+        rows=rows,
+        sources=("S1", "S2"),
+        mean_error=0.2371,
+        mean_abs_error=0.2371,
+        p90_abs_error=0.3276,
+        min_error=low,
+        max_error=high,
+    )
+
+
+def test_a_band_says_what_was_checked_and_how_far_off_it_was() -> None:
+    assert _band(3, 0.1593, 0.362).text == (
+        "H100, mixture of experts without CUDA graphs: 3 published runs measured +16% to +36% against the predicted"
+        " step time (mean +23.7%, mean |error| 23.7%, 90th percentile 32.8%)"
+    )
+    one = _band(1, -0.05, -0.05).text
+    assert one.startswith("H100, mixture of experts without CUDA graphs: 1 published run measured -5% against")
+
+
+def test_bands_round_trip_through_their_file(tmp_path: Path) -> None:
+    bands = [_band(3, 0.1593, 0.362), _band(1, -0.05, -0.05)]
+    path = tmp_path / "bands.json"
+    write_bands(bands, path)
+    assert load_bands(path) == tuple(bands)
+
+
+def test_a_kind_or_workload_without_published_runs_has_no_band(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "bands.json"
+    write_bands([_band(3, 0.1593, 0.362)], path)
+    monkeypatch.setattr(accuracy, "BANDS_FILE", path)
+    load_bands.cache_clear()
+    try:
+        qwen = get_preset("qwen3-30b-a3b").model
+        assert band_for("H100", qwen, EAGER) == _band(3, 0.1593, 0.362)
+        assert band_for("H100", qwen, GRAPHED) is None  # no graphed MoE band in this file
+        assert band_for("MI300X", qwen, EAGER) is None
+    finally:
+        load_bands.cache_clear()
