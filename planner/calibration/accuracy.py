@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 BANDS_FILE = Path(__file__).resolve().parent.parent / "data" / "accuracy_bands.json"
+PERCENTILE_FROM = 10
+"""Runs a band needs before its sentence quotes the 90th percentile."""
 DECIMALS = 4
 """Errors are kept to 0.01% (`report.accuracy_bands` rounds them), so the stored file compares exactly."""
 
@@ -90,13 +92,15 @@ class AccuracyBand:
 
     @property
     def text(self) -> str:
-        """One sentence for a person: what the model was checked on and how far off it was."""
-        runs = "run" if self.rows == 1 else "runs"
-        spread = f"{self.min_error:+.0%}" if self.rows == 1 else f"{self.min_error:+.0%} to {self.max_error:+.0%}"
+        """One sentence for a person: what the model was checked on and how far off it was (the mean from two runs
+        on, the 90th percentile from `PERCENTILE_FROM` runs on)."""
+        head = f"{self.gpu_kind}, {WORKLOAD_TEXT[self.workload]}:"
+        if self.rows == 1:
+            return f"{head} 1 published run measured {self.min_error:+.0%} against the predicted step time"
+        p90 = f", 90th percentile {self.p90_abs_error:.1%}" if self.rows >= PERCENTILE_FROM else ""
         return (
-            f"{self.gpu_kind}, {WORKLOAD_TEXT[self.workload]}: {self.rows} published {runs} measured {spread} against"
-            f" the predicted step time (mean {self.mean_error:+.1%}, mean |error| {self.mean_abs_error:.1%}, 90th"
-            f" percentile {self.p90_abs_error:.1%})"
+            f"{head} {self.rows} published runs measured {self.min_error:+.0%} to {self.max_error:+.0%} against the"
+            f" predicted step time (mean {self.mean_error:+.1%}, mean |error| {self.mean_abs_error:.1%}{p90})"
         )
 
 
