@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import GradientLayout, ModelSpec, TrainingSpec
 
 __all__ = [
     "BANDS_FILE",
@@ -46,7 +46,9 @@ class Workload(StrEnum):
     """What kind of work a run is, as far as the model's accuracy goes (README, "Where the model is weak")."""
 
     DENSE = "dense"
-    """A transformer without experts."""
+    """A transformer without experts, on Megatron-Core's gradient buffers (`GradientLayout.MEGATRON`)."""
+    DENSE_FSDP = "dense_fsdp"
+    """A transformer without experts under PyTorch FSDP (`GradientLayout.PYTORCH_FSDP`: Composer, TorchTitan)."""
     MOE = "moe"
     """Mixture-of-experts layers with CUDA graphs (`RuntimeFeatures.cuda_graphs`)."""
     MOE_EAGER = "moe_eager"
@@ -57,6 +59,7 @@ class Workload(StrEnum):
 
 WORKLOAD_TEXT: dict[Workload, str] = {
     Workload.DENSE: "dense transformer",
+    Workload.DENSE_FSDP: "dense transformer under PyTorch FSDP",
     Workload.MOE: "mixture of experts with CUDA graphs",
     Workload.MOE_EAGER: "mixture of experts without CUDA graphs",
     Workload.HYBRID: "hybrid Mamba-2 / attention",
@@ -65,12 +68,13 @@ WORKLOAD_TEXT: dict[Workload, str] = {
 
 def workload_of(model: ModelSpec, training: TrainingSpec) -> Workload:
     """The `Workload` of a model trained with these settings: hybrid if it has Mamba mixers, else mixture of
-    experts (eager without CUDA graphs) if it has experts, else dense."""
+    experts (eager without CUDA graphs) if it has experts, else dense, on Megatron-Core or PyTorch FSDP
+    (`TrainingSpec.gradient_layout`)."""
     if model.mamba is not None:
         return Workload.HYBRID
     if model.moe is not None:
         return Workload.MOE if training.runtime.cuda_graphs else Workload.MOE_EAGER
-    return Workload.DENSE
+    return Workload.DENSE_FSDP if training.gradient_layout is GradientLayout.PYTORCH_FSDP else Workload.DENSE
 
 
 @dataclass(frozen=True, slots=True)

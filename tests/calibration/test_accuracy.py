@@ -9,10 +9,11 @@ import pytest
 from planner.calibration import accuracy
 from planner.calibration.accuracy import AccuracyBand, Workload, band_for, load_bands, workload_of, write_bands
 from planner.presets import get_preset
-from planner.specs import RuntimeFeatures, TrainingSpec
+from planner.specs import GradientLayout, RuntimeFeatures, TrainingSpec
 
 EAGER = TrainingSpec(global_batch_size=64)
 GRAPHED = TrainingSpec(global_batch_size=64, runtime=RuntimeFeatures(cuda_graphs=True))
+FSDP = TrainingSpec(global_batch_size=64, gradient_layout=GradientLayout.PYTORCH_FSDP)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +21,8 @@ GRAPHED = TrainingSpec(global_batch_size=64, runtime=RuntimeFeatures(cuda_graphs
     [
         ("llama3-8b", EAGER, Workload.DENSE),
         ("llama3-8b", GRAPHED, Workload.DENSE),  # graphs do not change a dense model's band
+        ("llama3-8b", FSDP, Workload.DENSE_FSDP),
+        ("mixtral-8x7b", FSDP, Workload.MOE_EAGER),  # experts decide first
         ("mixtral-8x7b", EAGER, Workload.MOE_EAGER),
         ("deepseek-v3", GRAPHED, Workload.MOE),
         ("nemotron-h-8b", EAGER, Workload.HYBRID),  # Mamba-2 mixers, no experts

@@ -432,6 +432,10 @@ def test_accuracy_bands_split_the_held_out_rows_by_kind_and_workload() -> None:
     by_kind = {h.gpu_kind: h.rows for h in report().held_out}
     for kind in {k for k, _ in bands}:
         assert sum(b.rows for (k, _), b in bands.items() if k == kind) == by_kind[kind]
+    # PyTorch FSDP's rows (MosaicML's, `gradient_layout` pytorch_fsdp) are a band of their own beside Megatron's.
+    for kind in ("A100", "H100"):
+        assert bands[(kind, Workload.DENSE_FSDP)].sources == (MOSAICML,)
+        assert MOSAICML not in bands[(kind, Workload.DENSE)].sources
     # The split the README states: eager MoE runs (no CUDA graphs) are predicted too fast on every kind.
     eager = [b for (_, w), b in bands.items() if w is Workload.MOE_EAGER]
     assert {b.gpu_kind for b in eager} == {"H100", "B200", "GB200"} and all(b.min_error > 0.1 for b in eager)
