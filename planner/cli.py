@@ -197,6 +197,15 @@ def _job_body(
             " moe_dispatcher=deepep or moe_a2a_overlap=true; the keys and defaults are the API's (docs/api.md)."
         ),
     ] = None,
+    training_field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--training",
+            help="A training field that has no option of its own, as KEY=VALUE, repeatable (a JSON value or"
+            " text), e.g. gradient_layout=pytorch_fsdp, fp8_param_gather=true or hidden_dropout=0.1; the keys and"
+            " defaults are the API's (docs/api.md).",
+        ),
+    ] = None,
     framework: Annotated[
         Framework, typer.Option(help="The framework the layout is for; its rules apply (core: common rules only).")
     ] = Framework.MEGATRON,
@@ -221,6 +230,7 @@ def _job_body(
         training["grad_reduce_in_fp32"] = grad_reduce_in_fp32
     if runtime:
         training["runtime"] = _runtime_body(runtime)
+    training.update(_training_fields(training_field or []))
     return {
         "model": _model_body(model, hf_config, model_file, seq_length),
         "cluster": {"profile": profile, "num_gpus": gpus, "memory_headroom": memory_headroom},
@@ -230,16 +240,51 @@ def _job_body(
     }
 
 
+TRAINING_OPTIONS: dict[str, str] = {
+    "global_batch_size": "--batch",
+    "precision": "--precision",
+    "runtime": "--runtime",
+    "grad_reduce_in_fp32": "--grad-reduce-in-fp32 / --grad-reduce-in-16bit",
+    "fp8_recipe": "--fp8-recipe",
+    "adam_moments": "--adam-moments",
+    "activation_offload_layers": "--activation-offload-layers",
+    "recompute_num_layers": "--recompute-num-layers",
+    "train_tokens": "--train-tokens",
+}
+"""Training fields with an option of their own, which `--training` does not set (the option names them)."""
+
+
+def _key_value(item: str, option: str) -> tuple[str, str]:
+    """One `KEY=VALUE` item of a repeatable option, stripped; a malformed one is refused naming the option."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise InvalidSpecError(option, f"expected KEY=VALUE, got {item!r}")
+    return key.strip(), value.strip()
+
+
+def _training_fields(items: list[str]) -> dict[str, Any]:
+    """`--training KEY=VALUE` options as fields of the API's `training` object: each value read as JSON (true,
+    0.1, null) or else kept as text (pytorch_fsdp); the request's validation checks the keys and values, naming
+    the field. A field with an option of its own (`TRAINING_OPTIONS`) is refused, naming that option."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, value = _key_value(item, "training")
+        if key in TRAINING_OPTIONS:
+            raise InvalidSpecError(f"training.{key}", f"set it with {TRAINING_OPTIONS[key]}, not --training")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def _runtime_body(items: list[str]) -> dict[str, Any]:
     """`--runtime KEY=VALUE` options as the API's `training.runtime` object: true/false become switches, a list
     field's value (`recompute_modules=moe_act,layernorm`) its comma-separated items, other values stay text; the
     request's validation checks the keys and values, naming the field."""
     out: dict[str, Any] = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidSpecError("runtime", f"expected KEY=VALUE, got {item!r}")
-        key, value = key.strip(), value.strip()
+        key, value = _key_value(item, "runtime")
         if _is_list_field(key):
             out[key] = [part.strip() for part in value.split(",")]
             continue

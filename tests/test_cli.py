@@ -420,6 +420,36 @@ def test_runtime_option_sends_the_apis_runtime_features(api: TestClient) -> None
     _one_line_error(["estimate", *job, "--runtime", "moe_a2a_overlap", *layout], "runtime", "KEY=VALUE")
 
 
+def test_training_option_sets_the_apis_other_training_fields(api: TestClient) -> None:
+    """--training KEY=VALUE (repeatable) sets a training field without an option of its own, its value read as
+    JSON or kept as text: the body is the API's, the answer changes as the field says (PyTorch FSDP's band, the
+    dropout masks' memory); a field with its own option is refused naming that option, a bad key naming the
+    field."""
+    job = ["--model", "llama3-8b", "--gpus", "8", "--batch", "64", "--profile", "dgx-h100", "--framework", "torchtitan"]
+    layout = ["--tp", "1", "--pp", "1", "--dp", "8", "--zero-stage", "3", "--recompute", "none"]
+    fields = ["--training", "gradient_layout=pytorch_fsdp", "--training", "hidden_dropout=0.1"]
+    body = _cli_json(["estimate", *job, *fields, *layout])
+    request = {
+        "model": {"preset": "llama3-8b"},
+        "cluster": {"profile": "dgx-h100", "num_gpus": 8},
+        "training": {"global_batch_size": 64, "gradient_layout": "pytorch_fsdp", "hidden_dropout": 0.1},
+        "layout": {
+            "tp": 1, "pp": 1, "dp": 8, "cp": 1, "micro_batch_size": 1, "recompute": "none",
+            "sequence_parallel": False, "zero_stage": 3,
+        },
+        "framework": "torchtitan",
+    }  # fmt: skip
+    assert body == _api_body(api, "/v1/estimate", request)
+    assert body["accuracy"]["workload"] == "dense_fsdp"
+    plain = _cli_json(["estimate", *job, *layout])
+    assert plain["accuracy"]["workload"] == "dense"
+    assert body["estimate"]["memory"]["peak_gib"] > plain["estimate"]["memory"]["peak_gib"]  # dropout masks kept
+    _one_line_error(["estimate", *job, "--training", "precision=fp8", *layout], "training.precision", "--precision")
+    _one_line_error(["estimate", *job, "--training", "no_such_field=1", *layout], "no_such_field")
+    _one_line_error(["estimate", *job, "--training", "gradient_layout=torch", *layout], "gradient_layout")
+    _one_line_error(["estimate", *job, "--training", "hidden_dropout", *layout], "training", "KEY=VALUE")
+
+
 def test_runtime_list_fields_take_comma_separated_items(api: TestClient) -> None:
     """--runtime recompute_modules=a,b is the API's list; a module the model lacks is a violation naming the rule."""
     job = [
