@@ -43,6 +43,7 @@ from planner.specs import ModelSpec, RecomputeModule, RuntimeFeatures, TrainingS
 __all__ = [
     "RECIPE_MODULE_SETS",
     "missing_module",
+    "own_selective_modules",
     "searched_module_sets",
     "recomputed_layers",
     "recomputed_layers_in_model",
@@ -107,20 +108,37 @@ def missing_module(model: ModelSpec, module: RecomputeModule) -> str | None:
     return why if missing else None
 
 
+def _without_idle_core(modules: tuple[RecomputeModule, ...], training: TrainingSpec) -> tuple[RecomputeModule, ...]:
+    """`modules` without core_attn under flash attention: the core keeps no scores there, so rerunning it frees
+    nothing and costs the core's forward, and a set with it never beats the same set without it."""
+    if not training.runtime.flash_attention:
+        return modules
+    return tuple(m for m in modules if m is not RecomputeModule.CORE_ATTN)
+
+
+def own_selective_modules(model: ModelSpec, training: TrainingSpec) -> tuple[RecomputeModule, ...] | None:
+    """The set the request's own space reruns under selective recompute where it is not the request's default as
+    is: under flash attention a default holding core_attn beside other modules (MLA's core_attn + mla_up_proj)
+    runs without core_attn (`_without_idle_core`). None otherwise: the request names its set, or the default
+    stays (core_attn alone: the search leaves it out where recompute none is allowed, `plan._undominated`)."""
+    if training.runtime.recompute_modules is not None:
+        return None
+    default = default_selective_modules(model)
+    reduced = _without_idle_core(default, training)
+    return reduced if reduced and reduced != default else None
+
+
 def searched_module_sets(model: ModelSpec, training: TrainingSpec) -> tuple[tuple[RecomputeModule, ...], ...]:
     """Module sets the search tries for selective recompute besides the request's own: the recipes' sets
-    (`RECIPE_MODULE_SETS`) whose every module the model has, other than the default it already searches
-    (`default_selective_modules`). Under flash attention without core_attn: the core keeps no scores there, so
-    rerunning it frees nothing and costs the core's forward, and a set with it never beats the same set without it
-    (a set of core_attn alone is dropped). None when the request names its set (`RuntimeFeatures.recompute_modules`):
-    that set is then the only one."""
+    (`RECIPE_MODULE_SETS`) whose every module the model has, without core_attn under flash attention
+    (`_without_idle_core`; a set of core_attn alone is dropped), other than the one the request's own space
+    already runs (`own_selective_modules`, else `default_selective_modules`). None when the request names its set
+    (`RuntimeFeatures.recompute_modules`): that set is then the only one."""
     if training.runtime.recompute_modules is not None:
         return ()
-    default = default_selective_modules(model)
+    own = own_selective_modules(model, training) or default_selective_modules(model)
     useful = (s for s in RECIPE_MODULE_SETS if all(missing_module(model, m) is None for m in s))
-    if training.runtime.flash_attention:
-        useful = (tuple(m for m in s if m is not RecomputeModule.CORE_ATTN) for s in useful)
-    kept = dict.fromkeys(s for s in useful if s and s != default)  # first-seen order, each set once
+    kept = dict.fromkeys(s for m in useful if (s := _without_idle_core(m, training)) and s != own)  # first seen
     return tuple(kept)
 
 

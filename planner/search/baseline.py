@@ -23,7 +23,7 @@ the request's framework rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -139,7 +139,10 @@ def baseline_candidates(
     allowed = recipe.allowed(tp)
     if searched is not None:
         return _choose(searched, _mask(searched, allowed) & (searched.peak_bytes <= hw.hbm_bytes))
-    space = build_space(model, training, num_gpus, allowed, rules)
+    # the layouts name the training's set, as the search's own space does (`plan`: MLA's default under flash)
+    space = replace(
+        build_space(model, training, num_gpus, allowed, rules), recompute_modules=training.runtime.recompute_modules
+    )
     ev = evaluate(model, training, space, hw)
     return _choose(ev, ev.peak_bytes <= hw.hbm_bytes)
 

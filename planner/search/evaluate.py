@@ -13,7 +13,7 @@ from planner.costmodel.shared import layer_quantities
 from planner.costmodel.tables import grid_step_time_and_peak, key_tables
 from planner.layout import Layout
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import ModelSpec, Recompute, TrainingSpec
 
 __all__ = ["CHUNK", "Evaluated", "concatenate", "evaluate"]
 
@@ -52,10 +52,13 @@ class Evaluated:
         return Candidates(**{f: np.concatenate([getattr(p, f) for p in pieces])[order] for f in Candidates.__slots__})
 
     def layout(self, i: int, num_layers: int) -> Layout:
-        """Candidate i as a `Layout`, with its stage split written out and its space's recompute module set."""
+        """Candidate i as a `Layout`, with its stage split written out and, under selective recompute, its space's
+        module set."""
         layout = self.take(np.asarray([i])).layout(0, num_layers)
         modules = self.space_of(i).recompute_modules
-        return layout if modules is None else replace(layout, recompute_modules=modules)
+        if modules is None or layout.recompute is not Recompute.SELECTIVE:
+            return layout
+        return replace(layout, recompute_modules=modules)
 
     def space_of(self, i: int) -> Space:
         """The space candidate i comes from."""

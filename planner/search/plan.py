@@ -16,7 +16,7 @@ from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
 from planner.constraints.space import Allowed, Space, build_space, divisors, respace
 from planner.costmodel.memory import usable_hardware
-from planner.costmodel.recompute import default_selective_modules, searched_module_sets
+from planner.costmodel.recompute import default_selective_modules, own_selective_modules, searched_module_sets
 from planner.estimate import Estimate, estimate_many
 from planner.layout import Layout, with_modules
 from planner.profiles import ClusterSpec, Hardware
@@ -297,13 +297,17 @@ def plan(
     rejected: Counter[str] = Counter()
     counts = gpu_counts(cluster.num_gpus, hw.gpus_per_node, objective, model, training)
     sets = _module_sets(model, training, allowed)
+    # The request's own space runs its default without an idle core_attn where that differs (MLA under flash
+    # attention: `recompute.own_selective_modules`); its selective layouts then name the set, and launch it.
+    own_set = own_selective_modules(model, training)
+    run = training if own_set is None else with_modules(training, own_set)
     for n in counts:
         if parts and budget.candidates == 0:  # spent exactly: the remaining GPU counts are not searched
             budget.truncate(CANDIDATES)
             break
-        space = build_space(model, training, n, allowed, rules)
+        space = replace(build_space(model, run, n, allowed, rules), recompute_modules=own_set)
         rejected.update(space.rejected)
-        part = evaluate(model, training, _undominated(space, model, training, allowed, rules), hw, budget.candidates)
+        part = evaluate(model, run, _undominated(space, model, run, allowed, rules), hw, budget.candidates)
         budget.spend(part.evaluated)
         parts.append(part)
         own.append(part)
@@ -323,7 +327,7 @@ def plan(
     )
     recipes = (PAPER, MODERN)
     found = [
-        baseline_candidates(model, training, cluster.num_gpus, hw, requested if reusable else None, rules, r)
+        baseline_candidates(model, run, cluster.num_gpus, hw, requested if reusable else None, rules, r)
         for r in recipes
     ]
     rule_layouts = [None if f is None else f[0].layout(f[1], model.num_layers) for f in found]
@@ -346,7 +350,7 @@ def plan(
         fastest = int(np.argmin(np.where(fit, ev.step_time_s, np.inf)))
         diagnosis = too_slow(max_step_time_s, float(ev.step_time_s[fastest]), int(ev.num_gpus[fastest]), hw)
     elif not plans:
-        diagnosis = diagnose(model, training, cluster, hw, requested, allowed, rejected, budget, rules)
+        diagnosis = diagnose(model, run, cluster, hw, requested, allowed, rejected, budget, rules)
     baseline, modern = _baselines(recipes, rule_layouts, rule_estimates, plans, objective, cluster.num_gpus)
     stats = SearchStats(
         candidates=len(ev),

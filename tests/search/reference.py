@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from planner.constraints.space import MAX_MICRO_BATCH
-from planner.costmodel.recompute import searched_module_sets
+from planner.costmodel.recompute import own_selective_modules, searched_module_sets
 from planner.estimate import Estimate, estimate
 from planner.layout import Layout
 from planner.profiles import ClusterSpec
@@ -97,15 +97,18 @@ def _plain_split_breaks(layout: Layout, model: ModelSpec, training: TrainingSpec
 def reference_best(
     model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, allowed: dict[str, list[object]] | None = None
 ) -> tuple[Layout, Estimate] | None:
-    """The fastest layout that breaks no rule and fits, by brute force; a selective-recompute layout also with each
-    module set the search tries besides the request's (`recompute.searched_module_sets`, the public statement of
-    which sets those are), each checked by the rules again."""
+    """The fastest layout that breaks no rule and fits, by brute force; a selective-recompute layout with the
+    request's own set (`recompute.own_selective_modules`: the default without an idle core_attn, where that
+    differs) and with each module set the search tries besides it (`recompute.searched_module_sets`, the public
+    statement of which sets those are), each checked by the rules again."""
     best: tuple[Layout, Estimate] | None = None
     sets = searched_module_sets(model, training)
+    own = own_selective_modules(model, training)
     for layout in legal_layouts(model, cluster.num_gpus, training, allowed):
         variants = [layout]
         if layout.recompute is Recompute.SELECTIVE:
-            variants += [replace(layout, recompute_modules=s) for s in sets]
+            own_variant = layout if own is None else replace(layout, recompute_modules=own)
+            variants = [own_variant, *(replace(layout, recompute_modules=s) for s in sets)]
         for x in variants:
             if x is not layout and layout_violations(x, model, training, cluster.num_gpus):
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import takewhile
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from planner.constraints.space import build_space, respace
 from planner.costmodel.candidates import Candidates
-from planner.costmodel.recompute import RECIPE_MODULE_SETS, searched_module_sets
+from planner.costmodel.recompute import RECIPE_MODULE_SETS, own_selective_modules, searched_module_sets
 from planner.estimate import estimate
 from planner.launch import launch_args
 from planner.layout import training_for, with_modules
@@ -37,11 +38,11 @@ def _mixtral_plan(**kwargs: Any) -> tuple[PlanResult, ClusterSpec, TrainingSpec]
         ("llama3-8b", [(M.MLP,)]),
         # under flash attention without core_attn (it frees nothing there): Nemotron 3 Nano's set loses it
         ("mixtral-8x7b", [(M.LAYERNORM, M.MOE_ACT), (M.LAYERNORM, M.MOE_ACT, M.MOE)]),
-        # DeepSeek-V3 has every part: the recipe sets without core_attn (core_attn alone drops out)
+        # DeepSeek-V3 has every part: the recipe sets without core_attn (core_attn alone drops out), less
+        # mla_up_proj alone, which its own space runs (`own_selective_modules`)
         (
             "deepseek-v3",
             [
-                (M.MLA_UP_PROJ,),
                 (M.MLP,),
                 (M.MLA_UP_PROJ, M.MLP),
                 (M.MLA_UP_PROJ, M.MLP, M.MOE),
@@ -54,6 +55,30 @@ def _mixtral_plan(**kwargs: Any) -> tuple[PlanResult, ClusterSpec, TrainingSpec]
 def test_the_sets_tried_are_the_recipes_the_model_can_run(preset: str, expected: list[tuple[M, ...]]) -> None:
     model = get_preset(preset).model
     assert list(searched_module_sets(model, TrainingSpec(global_batch_size=8))) == expected
+
+
+def test_the_default_reruns_no_idle_core_attn_beside_other_modules() -> None:
+    """Under flash attention MLA's default (core_attn + mla_up_proj) is run as mla_up_proj alone by the request's
+    own space, whose plans name that set and launch it; a default of core_attn alone, a named set and a run
+    without flash attention keep theirs."""
+    deepseek = get_preset("deepseek-v3").model
+    training = TrainingSpec(global_batch_size=4096)
+    assert own_selective_modules(deepseek, training) == (M.MLA_UP_PROJ,)
+    assert own_selective_modules(get_preset("mixtral-8x7b").model, training) is None
+    named = TrainingSpec(global_batch_size=8, runtime=RuntimeFeatures(recompute_modules=(M.CORE_ATTN, M.MLA_UP_PROJ)))
+    assert own_selective_modules(deepseek, named) is None
+    eager = TrainingSpec(global_batch_size=8, runtime=RuntimeFeatures(flash_attention=False))
+    assert own_selective_modules(deepseek, eager) is None
+    cluster = ClusterSpec(profile=PROFILES["dgx-h100"], num_gpus=256)
+    pinned = {"tp": [2], "pp": [8], "ep": [32], "recompute": ["selective"]}
+    result = plan(deepseek, cluster, TrainingSpec(global_batch_size=1024), pinned, top_k=20)
+    assert result.plans
+    assert all(p.layout.recompute_modules != (M.CORE_ATTN, M.MLA_UP_PROJ) for p in result.plans)
+    own = [p for p in result.plans if p.layout.recompute_modules == (M.MLA_UP_PROJ,)]
+    assert own, [p.layout.recompute_modules for p in result.plans]
+    args = launch_args(deepseek, TrainingSpec(global_batch_size=1024), own[0].layout, 256, 8).megatron.args
+    named = list(takewhile(lambda a: not a.startswith("--"), args[args.index("--recompute-modules") + 1 :]))
+    assert named == ["mla_up_proj"]
 
 
 def test_without_flash_attention_core_attn_stays() -> None:
