@@ -194,9 +194,7 @@ def _accuracy_out(cluster: ClusterSpec, model: ModelSpec, training: TrainingSpec
     band = band_for(gpu_kind_of(cluster.profile.gpu.name), model, training)
     if band is None:
         return None
-    return AccuracyOut(
-        **{**asdict(band), "workload": band.workload.value, "sources": list(band.sources)}, text=band.text
-    )
+    return AccuracyOut(**asdict(band), text=band.text)
 
 
 def _plan_out(p: Plan, model: ModelSpec, training: TrainingSpec, gpus_per_node: int, target: LaunchTarget) -> PlanOut:

@@ -527,6 +527,13 @@ class AccuracyOut(BaseModel):
     text: str = Field(description="The same in one sentence.")
 
 
+_ACCURACY_DESCRIPTION = (
+    "How far the model was from published runs of this GPU kind and workload; null where it was checked on none"
+    " (e.g. H200, MI300X)."
+)
+"""The `accuracy` field of the plan and estimate responses."""
+
+
 class PlanResponse(BaseModel):
     plans: list[PlanOut]
     baseline: BaselineOut = Field(
@@ -550,11 +557,7 @@ class PlanResponse(BaseModel):
         description="Relative gap to the fastest plan under which plans are marked equivalent (the model's stated"
         " uncertainty: 0.03, the mean step-time error on Narayanan 2021 Table 2 in `planner validate`)."
     )
-    accuracy: AccuracyOut | None = Field(
-        default=None,
-        description="How far the model was from published runs of this GPU kind and workload; null where it was"
-        " checked on none (e.g. H200, MI300X).",
-    )
+    accuracy: AccuracyOut | None = Field(default=None, description=_ACCURACY_DESCRIPTION)
     model: ModelOut
     cached: bool = False
 
@@ -570,10 +573,6 @@ class EstimateResponse(BaseModel):
     fits: bool
     violations: list[ViolationOut]
     memory_headroom: float = Field(description="The memory headroom the fit test applied (the request's cluster).")
-    accuracy: AccuracyOut | None = Field(
-        default=None,
-        description="How far the model was from published runs of this GPU kind and workload; null where it was"
-        " checked on none (e.g. H200, MI300X).",
-    )
+    accuracy: AccuracyOut | None = Field(default=None, description=_ACCURACY_DESCRIPTION)
     model: ModelOut
     cached: bool = False

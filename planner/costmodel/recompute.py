@@ -50,6 +50,7 @@ __all__ = [
     "recomputed_share",
     "full_recompute_reruns",
     "dispatch_reruns",
+    "default_is_idle",
     "default_selective_modules",
     "selective_modules",
     "separate_norms_per_layer",
@@ -116,11 +117,19 @@ def _without_idle_core(modules: tuple[RecomputeModule, ...], training: TrainingS
     return tuple(m for m in modules if m is not RecomputeModule.CORE_ATTN)
 
 
+def default_is_idle(model: ModelSpec, training: TrainingSpec) -> bool:
+    """Whether the request's selective recompute reruns nothing but an idle core_attn: it names no set and its
+    default (`default_selective_modules`) is empty without core_attn (`_without_idle_core`), so each selective
+    layout keeps what the same layout without recompute keeps, and takes longer."""
+    default = default_selective_modules(model)
+    return training.runtime.recompute_modules is None and not _without_idle_core(default, training)
+
+
 def own_selective_modules(model: ModelSpec, training: TrainingSpec) -> tuple[RecomputeModule, ...] | None:
     """The set the request's own space reruns under selective recompute where it is not the request's default as
     is: under flash attention a default holding core_attn beside other modules (MLA's core_attn + mla_up_proj)
     runs without core_attn (`_without_idle_core`). None otherwise: the request names its set, or the default
-    stays (core_attn alone: the search leaves it out where recompute none is allowed, `plan._undominated`)."""
+    stays (core_attn alone, `default_is_idle`: the search leaves it out where recompute none is allowed)."""
     if training.runtime.recompute_modules is not None:
         return None
     default = default_selective_modules(model)

@@ -16,7 +16,7 @@ from planner.constraints.costs import StageCosts, stage_costs_many
 from planner.constraints.partition import PartitionProblem, SplitWork, solve_partitions
 from planner.constraints.space import Allowed, Space, build_space, divisors, respace
 from planner.costmodel.memory import usable_hardware
-from planner.costmodel.recompute import default_selective_modules, own_selective_modules, searched_module_sets
+from planner.costmodel.recompute import default_is_idle, own_selective_modules, searched_module_sets
 from planner.estimate import Estimate, estimate_many
 from planner.layout import Layout, with_modules
 from planner.profiles import ClusterSpec, Hardware
@@ -377,18 +377,13 @@ def plan(
 
 def _undominated(space: Space, model: ModelSpec, training: TrainingSpec, allowed: Allowed, rules: RuleSet) -> Space:
     """`space` without its selective-recompute candidates where each is dominated by the same layout without
-    recompute: the request names no module set, its default reruns the attention core alone
-    (`recompute.default_selective_modules`) and flash attention is on, so the core keeps no scores and its rerun
-    frees nothing while costing the core's forward (`memory._selective_dropped`, `compute._selective_rerun_s`);
-    only while recompute none is allowed. The recipes' module sets are searched beside it (`_search_module_sets`)."""
-    rt = training.runtime
+    recompute: the request's selective reruns nothing but an idle core_attn (`recompute.default_is_idle`: no
+    named set, the default the attention core alone, flash attention on, so the core keeps no scores and its rerun
+    frees nothing while costing the core's forward); only while recompute none is allowed. The recipes' module sets
+    are searched beside it (`_search_module_sets`)."""
     allows = allowed.get("recompute", [r.value for r in Recompute])
     dominated = (
-        rt.recompute_modules is None
-        and rt.flash_attention
-        and default_selective_modules(model) == (RecomputeModule.CORE_ATTN,)
-        and Recompute.NONE.value in allows
-        and Recompute.SELECTIVE.value in allows
+        default_is_idle(model, training) and Recompute.NONE.value in allows and Recompute.SELECTIVE.value in allows
     )
     if not dominated:
         return space
