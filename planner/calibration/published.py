@@ -89,9 +89,13 @@ MODERN_RUNTIME_KEYS = (
     "moe_dispatcher",
     "moe_a2a_overlap",
     "recompute_modules",
+    "cuda_graph_scope",
+    "expert_gemm",
 )
 """The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row; the
-MoE token dispatcher and all-to-all overlap where a Megatron-Bridge MoE recipe sets them)."""
+MoE token dispatcher and all-to-all overlap where a Megatron-Bridge MoE recipe sets them; the whole-iteration CUDA
+graph and grouped expert GEMMs where a 26.06 recipe sets `cuda_graph_impl full_iteration` and
+`cutedsl_fused_grouped_mlp`)."""
 
 FSDP_ERA = "composer-fsdp-2023"
 """`runtime.era` of the PyTorch FSDP rows (MosaicML llm-foundry's MPT benchmarks, Composer, torch 2.0/2.1).

@@ -57,6 +57,8 @@ HOLDOUT_ONLY_SOURCES: frozenset[str] = frozenset(
         "MegatronBridge_PerfSummary_26.04.01_MoE",
         "MegatronBridge_PerfSummary_26.04.01_GPT-OSS",
         "MegatronBridge_PerfSummary_26.04.01_Hybrid",
+        "MegatronBridge_PerfSummary_26.06_MoE",
+        "MegatronBridge_PerfSummary_26.06_GPT-OSS",
         "MegatronBridge_Qwen3_30B_Card_2026",
     }
 )
@@ -67,7 +69,9 @@ Megatron-Bridge 26.04.01's MoE rows, and the Qwen3 30B-A3B bf16 runs of Megatron
 without the all-to-all overlap), judge the dense-fitted constants on MoE layers (token dispatch, per-expert GEMMs,
 the overlap; each row's notes list what the model does not price) and fit nothing; so do the same table's GPT-OSS
 120B rows (sliding-window attention), kept as a source of their own because the model misses them by 19-73%, and
-its Nemotron 3 Nano rows (hybrid Mamba-2 / attention / MoE layers, `costmodel.mamba`)."""
+its Nemotron 3 Nano rows (hybrid Mamba-2 / attention / MoE layers, `costmodel.mamba`). Megatron-Bridge 26.06's GB200
+MoE rows (whole-iteration CUDA graphs, grouped expert GEMMs, the all-to-all overlap) fit nothing either; its GPT-OSS
+row is again a source of its own."""
 
 VALIDATION_PROFILE = VALIDATION_PROFILES["A100"]
 """The A100 profile: Narayanan 2021 and Korthikanti 2022 ran on Selene (DGX A100 80 GB); the figure checks use it."""

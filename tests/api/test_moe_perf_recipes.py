@@ -3,14 +3,16 @@ pinned; the DeepSeek-V3 splits with uneven interleaved chunks launch with the re
 
 The layouts are `tests/data/nvidia_moe_recipes.json`, regenerated from the recipes' own source by
 `tests/data/extract_moe_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and 8cfedd7,
-Megatron-Bridge's DeepSeek-V3 and Qwen3 workload configs of NeMo 25.11 and 26.04.01) for Mixtral 8x7B / 8x22B,
-DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B and Llama 4 Scout / Maverick on H100, B200 and GB200. Each is judged as the
-recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp / vp, the recipe's pipeline
-split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (selective with the recipe's module
-list, `training.runtime.recompute_modules`), bf16 Adam moments where the DeepSeek-V3 recipes use the precision-aware
-optimizer, CUDA graphs and 16-bit gradient reduction, on the whole HBM (`memory_headroom` 0). What the planner
-cannot express (partial CUDA-graph scopes, layouts it cannot express) each source lists in its `not_expressed`; FP8
-sub-channel scaling goes as the blockwise recipe.
+Megatron-Bridge's DeepSeek-V3, Qwen3 and GPT-OSS workload configs of NeMo 25.11, 26.04.01 and 26.06) for Mixtral
+8x7B / 8x22B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B, Llama 4 Scout / Maverick and GPT-OSS 120B on H100, B200 and
+GB200. Each is judged as the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp /
+vp, the recipe's pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute
+(selective with the recipe's module list, `training.runtime.recompute_modules`), bf16 Adam moments where the
+DeepSeek-V3 recipes use the precision-aware optimizer, CUDA graphs (a whole-iteration graph as `cuda_graph_scope`
+full_iteration), grouped expert GEMMs where a recipe fuses the experts (`expert_gemm` grouped) and 16-bit gradient
+reduction, on the whole HBM (`memory_headroom` 0). What the planner cannot express (partial CUDA-graph scopes, FP8
+attention, layouts it cannot express) each source lists in its `not_expressed`; FP8 sub-channel scaling goes as the
+blockwise recipe.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def _id(recipe: dict[str, Any]) -> str:
     extras = RECOMPUTE_TAG[lay["recompute"]] + ("-cg" if runtime.get("cuda_graphs") else "")
     extras += f"-{runtime['moe_dispatcher']}" if "moe_dispatcher" in runtime else ""
     extras += "-a2a" if runtime.get("moe_a2a_overlap") else ""
+    extras += "-fullgraph" if runtime.get("cuda_graph_scope") == "full_iteration" else ""
+    extras += f"-{runtime['expert_gemm']}" if "expert_gemm" in runtime else ""
     extras += "-adam16" if tr.get("adam_moments") == "bf16" else ""
     extras += f"-rm.{'.'.join(runtime['recompute_modules'])}" if "recompute_modules" in runtime else ""
     if lay.get("layers_per_stage"):  # the recipe's split: first and last stage

@@ -20,7 +20,7 @@ git helpers it shares):
   8cfedd7, Megatron's precision-aware optimizer with bf16 Adam moments.
 - Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/`,
   `configs/qwen/qwen3_workload_base_configs.py` and `configs/gpt_oss/gpt_oss_workload_base_configs.py` (`_V1` /
-  `_V2` / `_LARGE_SCALE` at 26.04.01, `_BASE_CONFIG` at 25.11); `configs/<family>/*_llm_pretrain.py` and
+  `_V2` / `_LARGE_SCALE` at 26.04.01 and 26.06, `_BASE_CONFIG` at 25.11); `configs/<family>/*_llm_pretrain.py` and
   `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP layer, bf16 Adam moments, selective recompute of
   the listed modules, its (pp, vp) layout (Bridge's `set_deepseek_v3_pipeline_model_parallel_layout`, which puts
   the MTP layer beside the loss) or the config's `pp_layout` (H100, GB200; B200 always takes the (pp, vp) map);
@@ -36,7 +36,10 @@ they are the planner's default for the model); `not_expressed` notes every other
 planner has no field for (layouts it cannot express, partial CUDA-graph scopes). FP8 sub-channel scaling (`FP8_SC`)
 is sent as the blockwise recipe. The token
 dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
-as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`. Token dropping and forced load balancing, which the
+as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`; 26.06's whole-iteration graph (`cuda_graph_impl
+full_iteration`) as `cuda_graph_scope` full_iteration and its CuTe DSL fused expert MLP (`cutedsl_fused_grouped_mlp`)
+as `expert_gemm` grouped, with a note that the fused activation is priced apart; FP8 attention
+(`fp8_dot_product_attention`) is noted, not expressed. Token dropping and forced load balancing, which the
 recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out: the vision-language
 `vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi (its recipes train with Muon, which the planner does
 not model) and the GB300 / B300 / VR200 rows (no profile).
@@ -145,6 +148,8 @@ def _request(
     dispatcher: str | None = None,
     a2a_overlap: bool = False,
     recompute_modules: list[str] | None = None,
+    full_iteration_graph: bool = False,
+    grouped_experts: bool = False,
 ) -> dict[str, Any]:
     tp, pp, cp = par["tp"], par["pp"], par["cp"]
     layout: dict[str, Any] = {
@@ -176,6 +181,10 @@ def _request(
         runtime["moe_a2a_overlap"] = True
     if recompute_modules:
         runtime["recompute_modules"] = recompute_modules
+    if full_iteration_graph:
+        runtime["cuda_graph_scope"] = "full_iteration"
+    if grouped_experts:
+        runtime["expert_gemm"] = "grouped"
     if runtime:
         training["runtime"] = runtime
     return {
@@ -303,11 +312,22 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 else:
                     recompute, recompute_modules = _recompute(cfg.recompute_modules, key)
                 graphs = cfg.cuda_graph_impl not in (None, "none")
-                if graphs and cfg.cuda_graph_scope:
+                scope = list(cfg.cuda_graph_scope or [])
+                # 26.06 names Megatron-Core's whole-iteration graph `full_iteration` (earlier: impl local, scope
+                # full_iteration); Transformer Engine's per-module graphs list their modules
+                full_iteration = cfg.cuda_graph_impl == "full_iteration" or "full_iteration" in scope
+                if graphs and scope and not full_iteration:
                     notes.append(
-                        f"cuda_graph_impl {cfg.cuda_graph_impl} with cuda_graph_scope {list(cfg.cuda_graph_scope)}:"
+                        f"cuda_graph_impl {cfg.cuda_graph_impl} with cuda_graph_scope {scope}:"
                         " sent as cuda_graphs (whole layers captured)"
                     )
+                if cfg.cutedsl_fused_grouped_mlp:
+                    notes.append(
+                        "cutedsl_fused_grouped_mlp (one CuTe DSL kernel for the experts' fc1, activation and fc2):"
+                        " sent as expert_gemm grouped, the activation priced as its own kernel"
+                    )
+                if cfg.fp8_dot_product_attention:
+                    notes.append("fp8_dot_product_attention: the attention core is priced in bf16")
                 row = _request(
                     key,
                     gpu.lower(),
@@ -324,6 +344,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     cfg.moe_flex_dispatcher_backend,  # the flex dispatcher over this backend
                     bool(cfg.moe_a2a_overlap),  # overlap_moe_expert_parallel_comm (with delay_wgrad_compute)
                     recompute_modules,
+                    graphs and full_iteration,
+                    bool(cfg.cutedsl_fused_grouped_mlp),
                 )
                 out.append((row, f"NVIDIA-NeMo/Megatron-Bridge@{commit[:10]} ({release}) {path}: {name}", notes))
     return out

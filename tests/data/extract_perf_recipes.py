@@ -44,6 +44,7 @@ NEMO_REFS = ("v2.3.0", "v2.4.0", "8cfedd7203462cb251a914e700e5605444277561")
 BRIDGE_REFS = (
     ("5776a6d", "NeMo 25.11 (Megatron-Bridge perf configs)"),
     ("17a381f", "NeMo 26.04.01 (Megatron-Bridge perf configs)"),
+    ("v0.5.0", "NeMo 26.06 (Megatron-Bridge 0.5.0 perf configs)"),
 )
 OUT = Path(__file__).with_name("nvidia_perf_recipes.json")
 
@@ -205,7 +206,8 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str]]:
 
 @dataclasses.dataclass
 class _WorkloadBaseConfig:
-    """Stand-in for Bridge's `utils.utils.WorkloadBaseConfig`: the fields its llama modules set."""
+    """Stand-in for Bridge's `utils.utils.WorkloadBaseConfig`: the fields its llama, Qwen3, DeepSeek and GPT-OSS
+    modules set (26.06 adds `cutedsl_fused_grouped_mlp` and `fp8_dot_product_attention`)."""
 
     num_gpus: int = 1
     tensor_model_parallel_size: int = 1
@@ -225,6 +227,8 @@ class _WorkloadBaseConfig:
     recompute_modules: list[str] | None = None
     moe_flex_dispatcher_backend: str | None = None
     moe_a2a_overlap: bool | None = False
+    cutedsl_fused_grouped_mlp: bool | None = False
+    fp8_dot_product_attention: bool | None = None
     peft: str | None = None
     pp_layout: str | None = None
     te_precision_config_file: str | None = None
