@@ -3,16 +3,16 @@ pinned; the DeepSeek-V3 splits with uneven interleaved chunks launch with the re
 
 The layouts are `tests/data/nvidia_moe_recipes.json`, regenerated from the recipes' own source by
 `tests/data/extract_moe_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and 8cfedd7,
-Megatron-Bridge's DeepSeek-V3, Qwen3 and GPT-OSS workload configs of NeMo 25.11, 26.04.01 and 26.06) for Mixtral
-8x7B / 8x22B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B, Llama 4 Scout / Maverick and GPT-OSS 120B on H100, B200 and
-GB200. Each is judged as the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp /
-vp, the recipe's pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute
-(selective with the recipe's module list, `training.runtime.recompute_modules`), bf16 Adam moments where the
-DeepSeek-V3 recipes use the precision-aware optimizer, CUDA graphs (a whole-iteration graph as `cuda_graph_scope`
-full_iteration), grouped expert GEMMs where a recipe fuses the experts (`expert_gemm` grouped) and 16-bit gradient
-reduction, on the whole HBM (`memory_headroom` 0). What the planner cannot express (partial CUDA-graph scopes, FP8
-attention, layouts it cannot express) each source lists in its `not_expressed`; FP8 sub-channel scaling goes as the
-blockwise recipe.
+Megatron-Bridge's DeepSeek-V3, Qwen3, GPT-OSS and Nemotron 3 workload configs of NeMo 25.11, 26.04.01 and 26.06)
+for Mixtral 8x7B / 8x22B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B, Llama 4 Scout / Maverick, GPT-OSS 120B and the
+Mamba-2 / MoE hybrid Nemotron 3 Nano on H100, B200 and GB200.
+Each is judged as the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp / vp, the
+recipe's pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (selective with
+the recipe's module list, `training.runtime.recompute_modules`), bf16 Adam moments where the DeepSeek-V3 recipes use
+the precision-aware optimizer, CUDA graphs (a whole-iteration graph as `cuda_graph_scope` full_iteration), grouped
+expert GEMMs where a recipe fuses the experts (`expert_gemm` grouped) and 16-bit gradient reduction, on the whole
+HBM (`memory_headroom` 0). What the planner cannot express (partial CUDA-graph scopes, FP8 attention, layouts it
+cannot express) each source lists in its `not_expressed`; FP8 sub-channel scaling goes as the blockwise recipe.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def _uneven(recipe: dict[str, Any]) -> bool:
 
 
 def test_the_recipe_file_covers_every_model_gpu_and_both_frameworks() -> None:
-    """The extraction kept what it should: eight MoE models, three GPUs, NeMo 2 and Bridge rows, one per layout."""
+    """The extraction kept what it should: nine MoE models (one a Mamba hybrid), three GPUs, NeMo 2 and Bridge rows,
+    one per layout."""
     models = {r["request"]["model"].get("preset") or r["request"]["model"]["name"] for r in RECIPES}
     assert models == {
         "mixtral-8x7b",
@@ -89,6 +90,7 @@ def test_the_recipe_file_covers_every_model_gpu_and_both_frameworks() -> None:
         "llama4-scout",
         "llama4-maverick",
         "gpt-oss-120b",
+        "nemotron-3-nano-30b-a3b",
     }
     assert {r["request"]["cluster"]["profile"] for r in RECIPES} == {"dgx-h100", "hgx-b200", "gb200-nvl72"}
     sources = [s["source"] for r in RECIPES for s in r["sources"]]

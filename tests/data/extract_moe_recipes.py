@@ -19,8 +19,10 @@ git helpers it shares):
   `pipeline_model_parallel_layout` chosen by (pp, vp) (v2.4.0 on), runs DeepEP on H100 (v2.4.0 on) and, at
   8cfedd7, Megatron's precision-aware optimizer with bf16 Adam moments.
 - Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/`,
-  `configs/qwen/qwen3_workload_base_configs.py` and `configs/gpt_oss/gpt_oss_workload_base_configs.py` (`_V1` /
-  `_V2` / `_LARGE_SCALE` at 26.04.01 and 26.06, `_BASE_CONFIG` at 25.11); `configs/<family>/*_llm_pretrain.py` and
+  `configs/qwen/qwen3_workload_base_configs.py`, `configs/gpt_oss/gpt_oss_workload_base_configs.py` and
+  `configs/nemotronh/nemotron_3_workload_base_configs.py` (Nemotron 3 Nano, a Mamba-2 / MoE hybrid, from 26.04.01
+  on, at 8,192 tokens) (`_V1` / `_V2` / `_LARGE_SCALE` at 26.04.01 and 26.06, `_BASE_CONFIG` at 25.11);
+  `configs/<family>/*_llm_pretrain.py` and
   `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP layer, bf16 Adam moments, selective recompute of
   the listed modules, its (pp, vp) layout (Bridge's `set_deepseek_v3_pipeline_model_parallel_layout`, which puts
   the MTP layer beside the loss) or the config's `pp_layout` (H100, GB200; B200 always takes the (pp, vp) map);
@@ -64,6 +66,7 @@ from extract_perf_recipes import (  # noqa: E402 (the sibling script, run from a
     PROFILES,
     _bridge_namespace,
     _csv_int,
+    _exists,
     _resolve,
     _show,
     _WorkloadBaseConfig,
@@ -83,15 +86,21 @@ MODELS: dict[tuple[str, str], dict[str, Any]] = {
     ("llama4", "e16"): {"preset": "llama4-scout"},
     ("llama4", "e128"): {"preset": "llama4-maverick"},
     ("gpt_oss", "120b"): {"preset": "gpt-oss-120b"},
+    ("nemotron_3", "nano"): {"preset": "nemotron-3-nano-30b-a3b"},
 }
+SEQUENCE = {("nemotron_3", "nano"): 8192}
+"""Tokens per sequence where a model's recipe is not at 4096 (Bridge's `nemotron_3_nano_pretrain_config`: 8192; the
+others: `set_deepseek_v3_common_configs`, `set_qwen3_common_configs`, `gpt_oss_120b_pretrain_config`)."""
 EMBEDDING_AND_LOSS_IN_SPLIT = {("qwen3", "235b_a22b")}
 BRIDGE_FILES = (
     "scripts/performance/configs/deepseek/deepseek_workload_base_configs.py",
     "scripts/performance/configs/qwen/qwen3_workload_base_configs.py",
     "scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py",
+    "scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py",  # from 26.04.01
 )
 BRIDGE_MODELS = {"DEEPSEEK_V3": ("deepseek", "v3"), "QWEN3_30B_A3B": ("qwen3", "30b_a3b")}
 BRIDGE_MODELS |= {"QWEN3_235B_A22B": ("qwen3", "235b_a22b"), "GPT_OSS_120B": ("gpt_oss", "120b")}
+BRIDGE_MODELS |= {"NEMOTRON_3_NANO": ("nemotron_3", "nano")}
 BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     "BF16": ("bf16", None, None),
     "FP8_CS": ("fp8", "tensorwise", None),
@@ -278,6 +287,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
     for ref, release in BRIDGE_REFS:
         commit = _resolve(git_dir, ref)
         for path in BRIDGE_FILES:
+            if not _exists(git_dir, ref, path):  # a model's recipes join in a later release
+                continue
             for name, cfg in _bridge_namespace(git_dir, ref, path).items():
                 if not isinstance(cfg, _WorkloadBaseConfig) or "_PRETRAIN_CONFIG_" not in name or cfg.peft:
                     continue
@@ -333,7 +344,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     gpu.lower(),
                     precision,
                     fp8_recipe,
-                    4096,  # set_deepseek_v3_common_configs / set_qwen3_common_configs / gpt_oss_120b_pretrain_config
+                    SEQUENCE.get(key, 4096),
                     cfg.num_gpus,
                     par,
                     cfg.global_batch_size,

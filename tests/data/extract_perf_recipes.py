@@ -16,15 +16,18 @@ Each argument is a git directory (bare or not); the refs read are `NEMO_REFS` an
   reduces gradients in bf16 (`set_precision_configs`: `grad_reduce_in_fp32 = False`); fp8 without a stated
   recipe is delayed scaling ("ds").
 - Megatron-Bridge lists them as `WorkloadBaseConfig` objects in
-  `scripts/performance/configs/llama/llama3*_workload_base_configs.py`; the names say GPU and precision
+  `scripts/performance/configs/llama/llama3*_workload_base_configs.py` and
+  `configs/nemotronh/nemotronh_workload_base_configs.py`; the names say GPU and precision
   (`..._H100_FP8_CS_V1`; 25.11 `..._H100_FP8_CS_BASE_CONFIG`). The modules are run with a stand-in for
   the one class they import.
 
-Kept: pre-training rows of dense transformers the planner has a shape for (GPT-3 175B, Llama 3 8B / 70B,
-Llama 3.1 405B, Nemotron-3 8B / 22B, Nemotron-4 15B / 340B) on GPUs it has a profile for (H100, B200,
-GB200). Left out, and why: MoE models (DeepSeek, Mixtral, Qwen3, Llama 4, GPT-OSS), hybrid Mamba models
-(Nemotron-H), LoRA / SFT, NVFP4 and the GB300 / B300 rows (no profile). Identical rows from several
-releases are kept once, with every source.
+Kept: pre-training rows of dense models the planner has a shape for (GPT-3 175B, Llama 3 8B / 70B,
+Llama 3.1 405B, Nemotron-3 8B / 22B, Nemotron-4 15B / 340B, and the dense Mamba-2 hybrids Nemotron-H 8B /
+47B / 56B) on GPUs it has a profile for (H100, B200, GB200). A hybrid's per-module CUDA graphs
+(`cuda_graph_scope` mamba, attn) are sent as `cuda_graphs`. Left out, and why: MoE models (DeepSeek,
+Mixtral, Qwen3, Llama 4, GPT-OSS, and the MoE hybrid Nemotron 3 Nano: `extract_moe_recipes.py`), LoRA /
+SFT, NVFP4 and the GB300 / B300 rows (no profile). Identical rows from several releases are kept once, with
+every source.
 """
 
 from __future__ import annotations
@@ -56,6 +59,29 @@ PRESETS = {
     ("llama31", "405b"): "llama3-405b",
     ("nemotron4", "15b"): "nemotron4-15b",
     ("nemotron4", "340b"): "nemotron4-340b",
+    ("nemotronh", "8b"): "nemotron-h-8b",
+    ("nemotronh", "56b"): "nemotron-h-56b",
+}
+NEMOTRON_H_47B = {
+    # NeMo nemo/collections/llm/gpt/model/ssm.py NemotronHConfig47B over NemotronHConfigBase (8cfedd7): 98 layers
+    # in the pattern below, squared-ReLU MLP of 30720, 64 query heads in 8 groups, Mamba-2 state 256 with 8 B/C
+    # groups of heads of 64 (d_inner 2 x hidden, so 256 heads), vocabulary 131072, no position embedding.
+    "name": "Nemotron-H 47B",
+    "num_layers": 98,
+    "hidden_size": 8192,
+    "num_attention_heads": 64,
+    "num_query_groups": 8,
+    "head_dim": 128,
+    "ffn_hidden_size": 30720,
+    "gated_mlp": False,
+    "vocab_size": 131072,
+    "tied_embeddings": False,
+    "linear_bias": False,
+    "learned_position_embeddings": False,
+    "hybrid_pattern": (
+        "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---MM---M-M*-M-M-M-M-M-"
+    ),
+    "mamba": {"state_dim": 256, "head_dim": 64, "num_groups": 8, "num_heads": 256, "conv_kernel": 4},
 }
 NEMOTRON3 = {
     # NeMo nemo/collections/llm/gpt/model/nemotron.py Nemotron3Config8B / Nemotron3Config22B (v2.4.0): squared
@@ -65,7 +91,12 @@ NEMOTRON3 = {
     "22b": {"num_layers": 40, "hidden_size": 6144, "ffn_hidden_size": 24576, "num_attention_heads": 48},
 }
 BRIDGE_MODELS = {"LLAMA3_8B": ("llama3", "8b", 8192), "LLAMA3_70B": ("llama3", "70b", 8192)}
-BRIDGE_MODELS |= {"LLAMA31_405B": ("llama31", "405b", 8192)}
+BRIDGE_MODELS |= {"LLAMA31_405B": ("llama31", "405b", 8192), "NEMOTRONH_56B": ("nemotronh", "56b", 8192)}
+BRIDGE_FILES = (
+    "scripts/performance/configs/llama/llama3_workload_base_configs.py",
+    "scripts/performance/configs/llama/llama31_workload_base_configs.py",
+    "scripts/performance/configs/nemotronh/nemotronh_workload_base_configs.py",
+)
 BRIDGE_PRECISIONS = {"BF16": ("bf16", None), "FP8_CS": ("fp8", "tensorwise"), "FP8_MX": ("fp8", "mxfp8")}
 BRIDGE_PRECISIONS |= {"FP8_DS": ("fp8", "delayed")}
 
@@ -74,6 +105,12 @@ def _show(git_dir: str, ref: str, path: str) -> str:
     return subprocess.run(
         ["git", "--git-dir", git_dir, "show", f"{ref}:{path}"], check=True, capture_output=True, text=True
     ).stdout
+
+
+def _exists(git_dir: str, ref: str, path: str) -> bool:
+    """Whether `path` is in the tree at `ref`."""
+    done = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{ref}:{path}"], capture_output=True)
+    return done.returncode == 0
 
 
 def _resolve(git_dir: str, ref: str) -> str:
@@ -101,6 +138,8 @@ def _bridge_namespace(git_dir: str, ref: str, path: str) -> dict[str, Any]:
 def _model(family: str, size: str, seq: int) -> dict[str, Any] | None:
     if (family, size) in PRESETS:
         return {"preset": PRESETS[(family, size)], "seq_length": seq}
+    if (family, size) == ("nemotronh", "47b"):
+        return NEMOTRON_H_47B | {"seq_length": seq}
     if family == "nemotron3" and size in NEMOTRON3:
         shape = NEMOTRON3[size]
         return {
@@ -238,8 +277,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str]]:
     out = []
     for ref, release in BRIDGE_REFS:
         commit = _resolve(git_dir, ref)
-        for name in ("llama3", "llama31"):
-            path = f"scripts/performance/configs/llama/{name}_workload_base_configs.py"
+        for path in BRIDGE_FILES:
             namespace = _bridge_namespace(git_dir, ref, path)
             for key, cfg in namespace.items():
                 if not isinstance(cfg, _WorkloadBaseConfig) or "_PRETRAIN_CONFIG_" not in key:
