@@ -3,9 +3,9 @@ pinned; the DeepSeek-V3 splits with uneven interleaved chunks launch with the re
 
 The layouts are `tests/data/nvidia_moe_recipes.json`, regenerated from the recipes' own source by
 `tests/data/extract_moe_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and 8cfedd7,
-Megatron-Bridge's DeepSeek-V3, Qwen3, GPT-OSS and Nemotron 3 workload configs of NeMo 25.11, 26.04.01 and 26.06)
-for Mixtral 8x7B / 8x22B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B, Llama 4 Scout / Maverick, GPT-OSS 120B and the
-Mamba-2 / MoE hybrid Nemotron 3 Nano on H100, B200 and GB200.
+Megatron-Bridge's DeepSeek-V3, Qwen3, GPT-OSS and Nemotron 3 workload configs of NeMo 25.11, 26.02, 26.02.01,
+26.04.01 and 26.06) for Mixtral 8x7B / 8x22B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B, Llama 4 Scout / Maverick,
+GPT-OSS 120B and the Mamba-2 / MoE hybrid Nemotron 3 Nano on H100, B200 and GB200.
 Each is judged as the recipe runs it: GPU count, batch, precision and FP8 recipe, tp / pp / cp / ep / etp / vp, the
 recipe's pipeline split (`layers_per_stage`, embedding and loss counted for Qwen3 235B), recompute (selective with
 the recipe's module list, `training.runtime.recompute_modules`), bf16 Adam moments where the DeepSeek-V3 recipes use

@@ -2,10 +2,11 @@
 transformers' and the dense Mamba-2 hybrids' (Nemotron-H 8B / 47B / 56B).
 
 The layouts are `tests/data/nvidia_perf_recipes.json`, regenerated from the recipes' own source by
-`tests/data/extract_perf_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and a
-later main, Megatron-Bridge's workload configs of NeMo 25.11, 26.04.01 and 26.06), each with its sources. Each is
-judged as NeMo runs it: the recipe's GPU count, batch, precision and FP8 recipe, block-recompute layers,
-offloaded layers, Megatron-FSDP, CUDA graphs and 16-bit gradient reduction, on the whole HBM
+`tests/data/extract_perf_recipes.py` (NeMo 2's `recommended_model_configs` tables at v2.3.0, v2.4.0 and a later
+main, Megatron-Bridge's workload configs of NeMo 25.11, 26.02, 26.02.01, 26.04.01 and 26.06), each with its
+sources. Each is judged as NeMo runs it: the recipe's GPU count, batch, precision and FP8 recipe,
+block-recompute layers, offloaded layers, Megatron-FSDP, CUDA graphs and 16-bit gradient reduction, on the whole
+HBM
 (`memory_headroom` 0: the recipes ran there; the planning margin is not a rule they broke).
 """
 

@@ -21,7 +21,7 @@ git helpers it shares):
 - Megatron-Bridge: the `*_PRETRAIN_CONFIG_*` objects of `scripts/performance/configs/deepseek/`,
   `configs/qwen/qwen3_workload_base_configs.py`, `configs/gpt_oss/gpt_oss_workload_base_configs.py` and
   `configs/nemotronh/nemotron_3_workload_base_configs.py` (Nemotron 3 Nano, a Mamba-2 / MoE hybrid, from 26.04.01
-  on, at 8,192 tokens) (`_V1` / `_V2` / `_LARGE_SCALE` at 26.04.01 and 26.06, `_BASE_CONFIG` at 25.11);
+  on, at 8,192 tokens) (`_V1` / `_V2` / `_LARGE_SCALE` from 26.02 to 26.06, `_BASE_CONFIG` at 25.11);
   `configs/<family>/*_llm_pretrain.py` and
   `src/megatron/bridge/recipes/` add: DeepSeek-V3 with one MTP layer, bf16 Adam moments, selective recompute of
   the listed modules, its (pp, vp) layout (Bridge's `set_deepseek_v3_pipeline_model_parallel_layout`, which puts
@@ -30,21 +30,21 @@ git helpers it shares):
   sliding window is the preset's) with the recipe's all-to-all dispatcher unless the config names a flex
   backend. Every row reduces gradients in bf16.
 
-A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the
-recipe fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short
-chunk beside the embedding or the loss), and a note says so where the recipe's chunks differ from that.
-`recompute_modules` are sent as `training.runtime.recompute_modules` with selective recompute (left out where
-they are the planner's default for the model); `not_expressed` notes every other setting the
-planner has no field for (layouts it cannot express, partial CUDA-graph scopes). FP8 sub-channel scaling (`FP8_SC`)
-is sent as the blockwise recipe. The token
-dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and Bridge's `moe_a2a_overlap` are sent
-as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`; 26.06's whole-iteration graph (`cuda_graph_impl
-full_iteration`) as `cuda_graph_scope` full_iteration and its CuTe DSL fused expert MLP (`cutedsl_fused_grouped_mlp`)
-as `expert_gemm` grouped, with a note that the fused activation is priced apart; FP8 attention
-(`fp8_dot_product_attention`) is noted, not expressed. Token dropping and forced load balancing, which the
-recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out: the vision-language
-`vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi (its recipes train with Muon, which the planner does
-not model) and the GB300 / B300 / VR200 rows (no profile).
+A layout is sent as `layers_per_stage` (decoder layers per pipeline rank, its model chunks summed) when the recipe
+fixes the split; the planner places a rank's chunks itself (`planner.rules.core.rank_chunks`: one short chunk
+beside the embedding or the loss), and a note says so where the recipe's chunks differ from that.
+`recompute_modules` are sent as `training.runtime.recompute_modules` with selective recompute (left out where they
+are the planner's default for the model); `not_expressed` notes every other setting the planner has no field for
+(layouts it cannot express, partial CUDA-graph scopes). FP8 sub-channel scaling (`FP8_SC`) is sent as the
+blockwise recipe. The token dispatcher (NeMo's DeepEP on H100, Bridge's `moe_flex_dispatcher_backend`) and
+Bridge's `moe_a2a_overlap` are sent as `training.runtime.moe_dispatcher` / `moe_a2a_overlap`; 26.06's
+whole-iteration graph (`cuda_graph_impl full_iteration`) as `cuda_graph_scope` full_iteration and its CuTe DSL
+fused expert MLP (`cutedsl_fused_grouped_mlp`) as `expert_gemm` grouped, with a note that the fused activation is
+priced apart; FP8 attention (`fp8_dot_product_attention`) is noted, not expressed. Token dropping and forced load
+balancing, which the recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out:
+26.02.01's `..._H100_FP8_MX_*` names (aliases of the H100 configs; Transformer Engine's MXFP8 needs Blackwell, and
+26.04.01 renamed them FP8_CS), the vision-language `vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi (its
+recipes train with Muon, which the planner does not model) and the GB300 / B300 / VR200 rows (no profile).
 Identical rows from several releases are kept once, with every source, each source with its own `not_expressed` list
 (rows sent alike may differ in what the planner cannot express).
 """
@@ -299,6 +299,7 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     model_key not in BRIDGE_MODELS
                     or precision_key not in BRIDGE_PRECISIONS
                     or gpu.lower() not in PROFILES
+                    or (gpu == "H100" and precision_key == "FP8_MX")  # a name only: Hopper has no MXFP8
                 ):
                     continue
                 key = BRIDGE_MODELS[model_key]

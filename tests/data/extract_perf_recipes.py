@@ -46,6 +46,8 @@ from typing import Any
 NEMO_REFS = ("v2.3.0", "v2.4.0", "8cfedd7203462cb251a914e700e5605444277561")
 BRIDGE_REFS = (
     ("5776a6d", "NeMo 25.11 (Megatron-Bridge perf configs)"),
+    ("v0.3.0", "NeMo 26.02 (Megatron-Bridge 0.3.0 perf configs)"),
+    ("v0.4.0", "NeMo 26.02.01 (Megatron-Bridge 0.4.0 perf configs)"),
     ("17a381f", "NeMo 26.04.01 (Megatron-Bridge perf configs)"),
     ("v0.5.0", "NeMo 26.06 (Megatron-Bridge 0.5.0 perf configs)"),
 )
