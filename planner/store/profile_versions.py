@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from planner.errors import InvalidSpecError
@@ -29,7 +29,17 @@ __all__ = [
 
 _STATE = select(func.count(), func.max(ProfileVersionRow.created_at)).select_from(ProfileVersionRow)
 _SAVE_TRIES = 20
-"""Attempts at the next version number when another writer takes it first (PostgreSQL; SQLite serialises)."""
+"""Attempts at the next version number when another writer takes it first. Neither backend should need a second:
+SQLite's write transactions serialise (`BEGIN IMMEDIATE`), and on PostgreSQL savers of one id queue on
+`_VERSION_LOCK`; the retry stays as a guard."""
+_VERSION_LOCK = text("SELECT pg_advisory_xact_lock(:namespace, hashtext(:id))")
+"""PostgreSQL: a transaction-scoped advisory lock per profile id, taken before reading the newest version, so
+concurrent savers of one id queue instead of racing for the same number and retrying. Without it eight replicas
+saving at once could each lose the race twenty times in a row (optimistic retries alone do not guarantee progress).
+The two-key form keeps it apart from the migration lock (`engine._MIGRATION_LOCK`, one 64-bit key); PostgreSQL docs,
+"Advisory Lock Functions": `pg_advisory_xact_lock(key1 int, key2 int)`, released at the transaction's end."""
+_VERSION_LOCK_NAMESPACE = 0x706C6E72
+"""First key of `_VERSION_LOCK` ("plnr" in ASCII)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +83,8 @@ def save_profile_version(
     for _ in range(_SAVE_TRIES):
         try:
             with store.write() as session:
+                if store.backend == "postgresql":
+                    session.execute(_VERSION_LOCK, {"namespace": _VERSION_LOCK_NAMESPACE, "id": profile.id})
                 query = select(func.max(ProfileVersionRow.version)).where(ProfileVersionRow.id == profile.id)
                 newest = session.scalar(query)
                 row = ProfileVersionRow(

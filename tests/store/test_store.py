@@ -24,6 +24,7 @@ from planner.store import (
     list_profile_versions,
     newest_profile_versions,
     open_store,
+    profile_versions,
     profile_versions_state,
     save_profile_version,
 )
@@ -135,7 +136,11 @@ def test_a_stored_profile_is_a_site_profile(store: Store) -> None:
         save_profile_version(store, BUILTINS["dgx-h100"], owner="alice")
 
 
-def test_concurrent_savers_get_distinct_versions(database_url: str) -> None:
+def test_concurrent_savers_get_distinct_versions(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight stores save five versions of one id at once, each save on its first try: SQLite's write transactions
+    and PostgreSQL's per-id advisory lock queue them, so none reads a version number another is about to take
+    (optimistic retries alone let a saver lose the race every time, which once failed CI)."""
+    monkeypatch.setattr(profile_versions, "_SAVE_TRIES", 1)
     stores = [open_store(database_url) for _ in range(8)]
     versions: list[int] = []
     lock = threading.Lock()
