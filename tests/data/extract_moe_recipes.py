@@ -66,7 +66,6 @@ from extract_perf_recipes import (  # noqa: E402 (the sibling script, run from a
     PROFILES,
     _bridge_namespace,
     _csv_int,
-    _exists,
     _resolve,
     _show,
     _WorkloadBaseConfig,
@@ -287,8 +286,6 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
     for ref, release in BRIDGE_REFS:
         commit = _resolve(git_dir, ref)
         for path in BRIDGE_FILES:
-            if not _exists(git_dir, ref, path):  # a model's recipes join in a later release
-                continue
             for name, cfg in _bridge_namespace(git_dir, ref, path).items():
                 if not isinstance(cfg, _WorkloadBaseConfig) or "_PRETRAIN_CONFIG_" not in name or cfg.peft:
                     continue

@@ -127,7 +127,9 @@ def _csv_int(row: dict[str, str], key: str) -> int:
 
 def _bridge_namespace(git_dir: str, ref: str, path: str) -> dict[str, Any]:
     """The globals of one Bridge workload-config module at `ref`, run with `_WorkloadBaseConfig` standing in for
-    the one class it imports."""
+    the one class it imports; none where the release has no such module (a model's recipes join later)."""
+    if not _exists(git_dir, ref, path):
+        return {}
     stub = types.ModuleType("utils.utils")
     stub.WorkloadBaseConfig = _WorkloadBaseConfig  # type: ignore[attr-defined]
     sys.modules["utils"] = types.ModuleType("utils")
@@ -247,8 +249,8 @@ def nemo_rows(git_dir: str) -> list[tuple[dict[str, Any], str]]:
 
 @dataclasses.dataclass
 class _WorkloadBaseConfig:
-    """Stand-in for Bridge's `utils.utils.WorkloadBaseConfig`: the fields its llama, Qwen3, DeepSeek and GPT-OSS
-    modules set (26.06 adds `cutedsl_fused_grouped_mlp` and `fp8_dot_product_attention`)."""
+    """Stand-in for Bridge's `utils.utils.WorkloadBaseConfig`: the fields its Llama, Nemotron, Qwen3, DeepSeek and
+    GPT-OSS modules set (26.06 adds `cutedsl_fused_grouped_mlp` and `fp8_dot_product_attention`)."""
 
     num_gpus: int = 1
     tensor_model_parallel_size: int = 1
