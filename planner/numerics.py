@@ -50,6 +50,9 @@ Recipe settings resolve here too (`training_numerics`), once per `TrainingSpec` 
   column-wise copy of a 2-D-scaled weight being its transpose); MXFP8 gathers 16-bit values into the gradient
   buffer and quantizes after (`reuse_grad_buf_for_mxfp8_param_ag`, `_post_param_sync`), 2 bytes. Blockwise
   recipes leave `fp8_param_gather` off (`fp8_param_gather_default`).
+- NVFP4 weights (precision nvfp4; `fp8_param_gather` is then Megatron-LM's `--fp4-param-gather`): row- and
+  column-wise NVFP4 data, 0.5625 bytes each, gathered row-wise only (`_nvfp4_weights`); the saved GEMM input is
+  its column-wise NVFP4 copy.
 - Dropout masks (1 byte per element, Korthikanti 2022 Table 2) exist only at a
   non-zero rate: PyTorch's `dropout` returns its input unchanged at p = 0
   (`aten/src/ATen/native/Dropout.cpp`, `_dropout_impl`), so autograd saves no mask.
@@ -71,6 +74,7 @@ __all__ = [
     "FP32_BYTES",
     "HALF_BYTES",
     "MASK_BYTES",
+    "NVFP4_BYTES",
     "Numerics",
     "fp8_param_gather_default",
     "fp8_param_gather_on",
@@ -88,6 +92,12 @@ FP8_BYTES = 1
 """An FP8 element (E4M3 / E5M2): one byte."""
 MXFP8_BLOCK = 32
 """Elements per E8M0 (one-byte) scale under MXFP8 (TE `constants.MXFP8_BLOCK_SCALING_SIZE`)."""
+NVFP4_BLOCK = 16
+"""Elements per E4M3 (one-byte) scale under NVFP4 (TE `NVFP4BlockScaling`: "each group of 16 consecutive values is
+scaled together"; weights one per 16 x 16 block, the same count)."""
+NVFP4_BYTES = 0.5 + 1 / NVFP4_BLOCK
+"""An NVFP4 element with its share of the block scale: a 4-bit E2M1 value and one byte per 16 (0.5625); the one
+fp32 scale per tensor is left out."""
 BLOCKWISE_WEIGHT_BLOCK = 128 * 128
 """Elements per fp32 scale of a weight under the blockwise recipe: one per 128 x 128 tile (TE `Float8BlockScaling`
 default `w_block_scaling_dim=2`; TE docs `features/low_precision_training/fp8_blockwise_scaling`, "Block size")."""
@@ -118,11 +128,11 @@ class Numerics:
     """The fp32 gradient the optimizer step reads, whichever buffer holds it."""
     activation_bytes: int
     """Activations between kernels: bf16/fp16 (fp8 GEMMs write bf16 outputs)."""
-    saved_gemm_input_bytes: int
+    saved_gemm_input_bytes: float
     """What a linear layer keeps of its input for the weight gradient, per element: the 16-bit input itself, or
     under FP8 its quantized copy, one byte (Transformer Engine `module/linear.py` `_Linear.forward`: the
     quantized input is saved with only its column-wise data, "row-wise data ... not needed in backward pass";
-    MXFP8 adds one scale byte per 32 elements, left out)."""
+    MXFP8 adds one scale byte per 32 elements, left out); under NVFP4 the column-wise NVFP4 copy, `NVFP4_BYTES`."""
     wire_bytes: int
     """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
     logit_bytes: int
@@ -138,7 +148,7 @@ class Numerics:
     """Per element of an FP8 linear layer's weight, its quantized storage (module docstring): 1, 2 with the
     transpose on TN-only GPUs, 2 + 2/32 under MXFP8; 0 without FP8."""
     fp8_param_gather: bool | None = False
-    """`TrainingSpec.fp8_param_gather` under FP8 (None: on where the layout allows, `fp8_param_gather_on`);
+    """`TrainingSpec.fp8_param_gather` under FP8 and NVFP4 (None: on where the layout allows, `fp8_param_gather_on`);
     False under 16-bit training, whose weights are all 16-bit."""
     fp8_weight_gather_bytes: float = HALF_BYTES
     """Bytes per FP8 linear weight in the distributed optimizer's parameter all-gather (which only runs at
@@ -160,7 +170,7 @@ class Numerics:
         return fp8_param_gather_on(self.fp8_param_gather, zero_stage)
 
     @property
-    def gemm_input_copy_bytes(self) -> int:
+    def gemm_input_copy_bytes(self) -> float:
         """Bytes per element a linear layer keeps beside a 16-bit tensor something else saves too (the attention
         output, which the attention core keeps for its own backward): none under 16-bit GEMMs, where both hold
         the one tensor, its quantized copy under FP8."""
@@ -213,7 +223,8 @@ _MIXED = Numerics(
 
 _NUMERICS: dict[Precision, Numerics] = {  # fp16: fp16 gradients, which the optimizer copies to fp32
     Precision.BF16: _MIXED,
-    Precision.FP8: replace(_MIXED, saved_gemm_input_bytes=1),
+    Precision.FP8: replace(_MIXED, saved_gemm_input_bytes=FP8_BYTES),
+    Precision.NVFP4: replace(_MIXED, saved_gemm_input_bytes=NVFP4_BYTES),
     Precision.FP16: replace(
         _MIXED, gradient_bytes=HALF_BYTES, gradient_wire_bytes=HALF_BYTES, gradient_copy_bytes=FP32_BYTES
     ),
@@ -243,6 +254,8 @@ def numerics(
     num = _gradient_bytes(_NUMERICS[precision], grad_reduce_in_fp32, gradient_layout)
     if precision is Precision.FP8:
         num = _fp8_weights(num, fp8_recipe, fp8_param_gather, fp8_gemm_non_tn)
+    if precision is Precision.NVFP4:
+        num = _nvfp4_weights(num, fp8_param_gather)
     if adam_moments is AdamMoments.BF16:
         num = _precision_aware_optimizer(num, precision, fp8_recipe)
     return replace(
@@ -294,17 +307,33 @@ def _fp8_weights(num: Numerics, recipe: Fp8Recipe | None, param_gather: bool | N
     )
 
 
+def _nvfp4_weights(num: Numerics, param_gather: bool | None) -> Numerics:
+    """`num` with the NVFP4 linear weights' storage and parameter-gather bytes: row- and column-wise NVFP4 data,
+    each `NVFP4_BYTES` per element (TE `NVFP4BlockScaling`: "when Transformer Engine needs both the tensor and its
+    transpose ... both versions are computed from the high precision input"; NVFP4 GEMMs are TN-only), 2 x 0.5625.
+    With `--fp4-param-gather` the all-gather moves the row-wise data alone: a weight's 16 x 16 block scaling makes
+    the column-wise copy its transpose, which TE derives after the gather (`nvfp4_tensor.py`
+    `fsdp_post_all_gather`, "Derive columnwise data locally via transpose instead of all-gathering it")."""
+    return replace(
+        num,
+        quantized_weight_bytes=2 * NVFP4_BYTES,
+        fp8_param_gather=param_gather,
+        fp8_weight_gather_bytes=NVFP4_BYTES if param_gather is not False else num.weight_bytes,
+    )
+
+
 def _precision_aware_optimizer(num: Numerics, precision: Precision, fp8_recipe: Fp8Recipe | None) -> Numerics:
     """`num` under Megatron-Core's precision-aware optimizer with bf16 moments: 2 bytes each; the master weight
     is Transformer Engine's FusedAdam's 16-bit remainder of the fp32 value beside the bf16 weight (2 bytes)
-    where TE keeps the master (bf16 weights: bf16 training, and FP8 with delayed scaling, the recipe default),
+    where TE keeps the master (bf16 weights: bf16 training, FP8 with delayed scaling, the recipe default, and NVFP4,
+    whose optimizer config has no fp8_recipe),
     else Megatron-Core's fp32 copy (fp16 weights; FP8 with per-tensor current or MXFP8 scaling).
 
     Source: Megatron-Core core_v0.16.1 `optimizer/optimizer_config.py`
     (`use_precision_aware_optimizer_no_fp8_or_ds_fp8`; `store_param_remainders`, default True: "store the
     16-bit FP32 parameter remainders in the optimizer state, excluding the 16 bits shared with the BF16
     parameters") and `optimizer/__init__.py` (`master_weights` handed to TE's FusedAdam in that case)."""
-    bf16_weights = precision is Precision.BF16 or (
+    bf16_weights = precision in (Precision.BF16, Precision.NVFP4) or (
         precision is Precision.FP8 and fp8_recipe in (None, Fp8Recipe.DELAYED)
     )
     return replace(

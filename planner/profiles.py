@@ -17,7 +17,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import InvalidSpecError, UnknownHardwareError
-from planner.specs import AttentionKernel, Fp8Recipe, Precision, TrainingSpec
+from planner.specs import QUANTIZED_PRECISIONS, AttentionKernel, Fp8Recipe, Precision, TrainingSpec
 from planner.units import BITS_PER_BYTE, GB, GIB, MICRO, TERA
 
 __all__ = [
@@ -44,6 +44,12 @@ class PeakTflops(BaseModel):
     fp16: float | None = Field(default=None, gt=0, le=1e5, description="Dense fp16 tensor-core TFLOP/s.")
     bf16: float | None = Field(default=None, gt=0, le=1e5, description="Dense bf16 tensor-core TFLOP/s.")
     fp8: float | None = Field(default=None, gt=0, le=1e5, description="Dense fp8 TFLOP/s; null if unsupported.")
+    nvfp4: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e5,
+        description="Dense FP4 (NVFP4 block-scaled) tensor-core TFLOP/s; null where the GPU has no FP4 tensor cores.",
+    )
 
 
 class FusedAttentionTflops(BaseModel):
@@ -199,6 +205,13 @@ DEFAULT_CALIBRATION = Calibration(
 )
 
 
+NVFP4_GEMM_SPEEDUP = 6.812 / 3.764
+"""Throughput of NVFP4 GEMM kernels against per-tensor-scaled FP8 ones on the same GPU: the same measurement as
+`MXFP8_GEMM_RATE` (TE's GEMM profiling guide, NVIDIA B300, the twelve GEMMs of a hidden-4096 layer at 15,872
+tokens, inputs quantized beforehand): 6.812 ms per layer under FP8 current scaling, 3.764 ms under NVFP4, 1.81x.
+Applied as measured to every GPU with FP4 tensor cores, never above the ratio of the FP4 and FP8 peaks
+(`HardwareProfile._quantized_gemm_rate`); the quantization passes are priced apart (`costmodel.compute`)."""
+
 MXFP8_GEMM_RATE = 6.812 / 7.161
 """Throughput of MXFP8 GEMM kernels against per-tensor-scaled FP8 ones on the same tensor cores: Transformer
 Engine's GEMM profiling guide (`docs/examples/gemm_profiling/gemm_profiling.rst` at TE d0067d0, "Autocast vs
@@ -235,6 +248,7 @@ class HardwareProfile(BaseModel):
         peak = getattr(self.gpu.peak_tflops, precision.value)
         if peak is None:
             raise InvalidSpecError("training.precision", f"{self.gpu.name} has no {precision.value} tensor cores")
+        quantized = precision in QUANTIZED_PRECISIONS
         if precision is Precision.FP8 and fp8_recipe is Fp8Recipe.MXFP8 and not self.gpu.mxfp8:
             raise InvalidSpecError(
                 "training.fp8_recipe", f"mxfp8 needs MXFP8 tensor cores; {self.gpu.name} has none (gpu.mxfp8 false)"
@@ -248,7 +262,7 @@ class HardwareProfile(BaseModel):
         cal = self.calibration
         return Hardware(
             peak_flop_per_s=peak * TERA,
-            bf16_peak_flop_per_s=self._bf16_peak_tflops() * TERA if precision is Precision.FP8 else None,
+            bf16_peak_flop_per_s=self._bf16_peak_tflops(precision) * TERA if quantized else None,
             hbm_bytes=self.gpu.memory_gib * GIB,
             hbm_bandwidth_bytes_per_s=self.gpu.hbm_bandwidth_gb_per_s * GB * self.efficiency.hbm,
             gpus_per_node=self.node.gpus_per_node,
@@ -279,35 +293,50 @@ class HardwareProfile(BaseModel):
                 (f1.forward * TERA, f1.backward * TERA) if (f1 := self.gpu.flash1_attention_tflops) else None
             ),
             fp8_gemm_non_tn=self.gpu.fp8_gemm_non_tn,
-            fp8_gemm_rate=self._fp8_gemm_rate(precision, fp8_recipe),
+            fp8_gemm_rate=self._quantized_gemm_rate(precision, fp8_recipe),
+            nvfp4=precision is Precision.NVFP4,
             host_link_bytes_per_s=None if (link := self.node.host_link_gb_per_s) is None else link * GB,
             sm_count=self.gpu.sm_count or 1,
             gemm_tile_m=self.gpu.gemm_tile_m,
             gemm_tile_n=self.gpu.gemm_tile_n,
         )
 
-    def _fp8_gemm_rate(self, precision: Precision, fp8_recipe: Fp8Recipe | None) -> float:
-        """An FP8 run's GEMM throughput against the fp8 datasheet peak at the bf16 GEMMs' efficiency: the
-        measured FP8 over bf16 speed-up (`gpu.fp8_gemm_speedup`) over the peaks' ratio, times
-        `MXFP8_GEMM_RATE` under MXFP8 and under the blockwise recipe on MXFP8 tensor cores, which Transformer Engine
-        runs as MXFP8 ("Blackwell and later (SM >= 10.0) - the recipe is emulated with MXFP8", TE docs
-        `features/low_precision_training/fp8_blockwise_scaling`, "Supported devices"); 1 for other precisions or
-        where the profile states no speed-up. Blockwise on Hopper runs cuBLAS's block-scaled FP8 kernels, the ones
-        `gpu.fp8_gemm_speedup`'s source (cuBLAS 12.9 blog) measured."""
-        if precision is not Precision.FP8:
-            return 1.0
-        as_mxfp8 = fp8_recipe is Fp8Recipe.MXFP8 or (fp8_recipe is Fp8Recipe.BLOCKWISE and self.gpu.mxfp8)
-        rate = MXFP8_GEMM_RATE if as_mxfp8 else 1.0
-        peaks = self.gpu.peak_tflops
-        if self.gpu.fp8_gemm_speedup is not None and peaks.fp8 is not None:
-            rate *= self.gpu.fp8_gemm_speedup * self._bf16_peak_tflops() / peaks.fp8
-        return rate
+    def _quantized_gemm_rate(self, precision: Precision, fp8_recipe: Fp8Recipe | None) -> float:
+        """A quantized run's GEMM throughput against its datasheet peak (fp8 or nvfp4) at the bf16 GEMMs'
+        efficiency; 1 for other precisions.
 
-    def _bf16_peak_tflops(self) -> float:
-        """The bf16 peak an FP8 run computes its non-fp8 GEMMs at (attention core, output layer, router)."""
+        FP8: the measured FP8 over bf16 speed-up (`gpu.fp8_gemm_speedup`) over the peaks' ratio (1 where the
+        profile states no speed-up), times `MXFP8_GEMM_RATE` under MXFP8 and under the blockwise recipe on
+        MXFP8 tensor cores, which Transformer Engine runs as MXFP8 ("Blackwell and later (SM >= 10.0) - the
+        recipe is emulated with MXFP8", TE docs `features/low_precision_training/fp8_blockwise_scaling`,
+        "Supported devices"). Blockwise on Hopper runs cuBLAS's block-scaled FP8 kernels, the ones
+        `gpu.fp8_gemm_speedup`'s source (cuBLAS 12.9 blog) measured.
+        NVFP4: the per-tensor FP8 rate times `NVFP4_GEMM_SPEEDUP`, at most the FP4 / FP8 peak ratio, over that
+        ratio (a rate against the FP4 peak)."""
+        if precision not in QUANTIZED_PRECISIONS:
+            return 1.0
+        peaks = self.gpu.peak_tflops
+        rate = 1.0
+        if self.gpu.fp8_gemm_speedup is not None and peaks.fp8 is not None:
+            rate = self.gpu.fp8_gemm_speedup * self._bf16_peak_tflops(precision) / peaks.fp8
+        if precision is Precision.NVFP4:
+            if peaks.fp8 is None or peaks.nvfp4 is None:
+                raise InvalidSpecError(
+                    "training.precision",
+                    f"nvfp4 is priced from the GPU's fp8 and nvfp4 peaks; {self.gpu.name} lacks one"
+                    " (gpu.peak_tflops.fp8, gpu.peak_tflops.nvfp4)",
+                )
+            peak_ratio = peaks.nvfp4 / peaks.fp8
+            return rate * min(NVFP4_GEMM_SPEEDUP, peak_ratio) / peak_ratio
+        as_mxfp8 = fp8_recipe is Fp8Recipe.MXFP8 or (fp8_recipe is Fp8Recipe.BLOCKWISE and self.gpu.mxfp8)
+        return rate * MXFP8_GEMM_RATE if as_mxfp8 else rate
+
+    def _bf16_peak_tflops(self, precision: Precision) -> float:
+        """The bf16 peak a quantized run computes its other GEMMs at (attention core, output layer, router)."""
         if self.gpu.peak_tflops.bf16 is None:
             raise InvalidSpecError(
-                "training.precision", f"fp8 runs attention and the output layer in bf16; {self.gpu.name} has no bf16"
+                "training.precision",
+                f"{precision.value} runs attention and the output layer in bf16; {self.gpu.name} has no bf16",
             )
         return self.gpu.peak_tflops.bf16
 
@@ -330,19 +359,21 @@ class Hardware:
     gemm_peak_efficiency: float
     gemm_overhead_s: float
     bf16_peak_flop_per_s: float | None = None
-    """Set for an FP8 run only: the bf16 peak of the GEMMs Transformer Engine keeps in bf16 (the
-    attention core, the output layer, the router); `peak_flop_per_s` is then the fp8 peak of the
+    """Set for a quantized run only (fp8, nvfp4): the bf16 peak of the GEMMs Transformer Engine keeps in bf16
+    (the attention core, the output layer, the router); `peak_flop_per_s` is then the fp8 or nvfp4 peak of the
     transformer layers' linear GEMMs."""
+    nvfp4: bool = False
+    """The quantized run is NVFP4 (its cast kernels' bytes, `costmodel.compute.quantize_s`)."""
 
     @property
-    def fp8(self) -> bool:
-        """Whether the run trains in FP8 (the linear layers' GEMMs at the fp8 peak, behind cast kernels)."""
+    def quantized(self) -> bool:
+        """Whether the run's linear GEMMs are quantized (fp8 or nvfp4: at that peak, behind cast kernels)."""
         return self.bf16_peak_flop_per_s is not None
 
     def gemm_peak_flop_per_s(self, fp8_gemm: bool) -> float:
-        """The peak one GEMM runs at: the training precision's for an fp8-eligible GEMM (`gemms.Gemm.fp8`;
-        under FP8 times `fp8_gemm_rate`, the recipe's kernels), else the 16-bit peak (bf16 under an FP8 run;
-        the same peak under bf16/fp16)."""
+        """The peak one GEMM runs at: the training precision's for a GEMM Transformer Engine quantizes
+        (`gemms.Gemm.fp8`; under fp8 / nvfp4 times `fp8_gemm_rate`, the recipe's kernels), else the 16-bit
+        peak (bf16 under a quantized run; the same peak under bf16/fp16)."""
         if self.bf16_peak_flop_per_s is None:
             return self.peak_flop_per_s
         return self.peak_flop_per_s * self.fp8_gemm_rate if fp8_gemm else self.bf16_peak_flop_per_s
@@ -360,8 +391,10 @@ class Hardware:
     fp8_gemm_non_tn: bool = False
     """FP8 GEMMs take any operand layout (`GpuSection.fp8_gemm_non_tn`): no transposed FP8 weight copy."""
     fp8_gemm_rate: float = 1.0
-    """FP8 GEMM kernels against the fp8 peak at the bf16 GEMMs' efficiency (`HardwareProfile._fp8_gemm_rate`): the
-    GPU's measured FP8 speed-up over the peaks' ratio, times `MXFP8_GEMM_RATE` under MXFP8; 1 outside FP8."""
+    """Quantized GEMM kernels against their peak at the bf16 GEMMs' efficiency
+    (`HardwareProfile._quantized_gemm_rate`): under FP8 the GPU's measured FP8 speed-up over the peaks' ratio,
+    times `MXFP8_GEMM_RATE` under MXFP8; under NVFP4 that per-tensor rate times `NVFP4_GEMM_SPEEDUP` over the
+    FP4 / FP8 peak ratio; 1 otherwise."""
     nvls_efficiency: float = 0.0
     """NCCL's NVLink SHARP efficiency (`NodeSection.nvls_efficiency`); 0: no NVLS in the NVLink domain."""
     host_link_bytes_per_s: float | None = None

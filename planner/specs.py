@@ -29,6 +29,7 @@ __all__ = [
     "ModelSpec",
     "MoESpec",
     "Precision",
+    "QUANTIZED_PRECISIONS",
     "Recompute",
     "RecomputeModule",
     "RouterLoadBalancing",
@@ -57,6 +58,15 @@ class Precision(StrEnum):
     """float16 with loss scaling, as in Narayanan et al. 2021."""
     FP8 = "fp8"
     """FP8 GEMMs (Transformer Engine); weights, gradients and states as for bf16."""
+    NVFP4 = "nvfp4"
+    """NVFP4 GEMMs (Transformer Engine `NVFP4BlockScaling`: E2M1 values, one E4M3 scale per 16 elements and an
+    fp32 scale per tensor; Megatron-LM `--fp4-format e2m1 --fp4-recipe nvfp4`, Megatron-Bridge
+    `bf16_with_nvfp4_mixed`), on GPUs with FP4 tensor cores (Blackwell); the linear layers as FP8 runs them, the
+    rest in bf16; weights, gradients and states as for bf16."""
+
+
+QUANTIZED_PRECISIONS = frozenset({Precision.FP8, Precision.NVFP4})
+"""Precisions whose transformer layers' linear GEMMs Transformer Engine quantizes (the rest stays bf16)."""
 
 
 class Recompute(StrEnum):
@@ -903,7 +913,12 @@ class TrainingSpec(BaseModel):
     model_config = _FROZEN
 
     global_batch_size: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="Sequences per optimizer step (B).")
-    precision: Precision = Field(default=Precision.BF16, strict=False, description="bf16, fp16 or fp8.")
+    precision: Precision = Field(
+        default=Precision.BF16,
+        strict=False,
+        description="bf16, fp16, fp8 or nvfp4 (the transformer layers' linear GEMMs in NVFP4, Blackwell only; "
+        "attention, the output layer and the router stay bf16, as under fp8).",
+    )
     runtime: RuntimeFeatures = Field(default_factory=RuntimeFeatures, description="Framework features.")
     grad_reduce_in_fp32: bool | None = Field(
         default=None,
@@ -934,11 +949,12 @@ class TrainingSpec(BaseModel):
     )
     fp8_param_gather: bool | None = Field(
         default=None,
-        description="Keep the FP8 linear layers' weights only as FP8 tensors (Megatron-LM `--fp8-param-gather`; "
-        "precision fp8 only). null: today's recipes, on wherever the layout has the distributed optimizer or "
-        "Megatron-FSDP (zero_stage >= 1; NeMo's per-tensor and Megatron-Bridge's FP8 presets set it, Megatron-LM "
-        "refuses it at zero_stage 0). Off: bf16 weights plus the FP8 copy Transformer Engine caches across "
-        "micro-batches.",
+        description="Keep the quantized linear layers' weights only as FP8 (precision fp8, Megatron-LM "
+        "`--fp8-param-gather`) or NVFP4 (precision nvfp4, `--fp4-param-gather`) tensors. null: today's recipes, "
+        "on wherever the layout has the distributed optimizer or Megatron-FSDP (zero_stage >= 1; NeMo's "
+        "per-tensor, Megatron-Bridge's FP8 presets and its NVFP4 preset from 26.04 set it, Megatron-LM refuses "
+        "FP8 weights at zero_stage 0). Off: bf16 weights plus the quantized copy Transformer Engine caches "
+        "across micro-batches.",
     )
     adam_moments: AdamMoments = Field(
         default=AdamMoments.FP32,
@@ -990,8 +1006,11 @@ class TrainingSpec(BaseModel):
     def _fp8_settings_need_fp8(self) -> Self:
         if self.precision is Precision.FP8:
             return self
-        if self.fp8_param_gather is True:
-            raise ValueError(f"fp8_param_gather(true) keeps FP8 weights; precision({self.precision.value}) is not fp8")
+        if self.fp8_param_gather is True and self.precision is not Precision.NVFP4:
+            raise ValueError(
+                f"fp8_param_gather(true) keeps FP8 or NVFP4 weights; precision({self.precision.value}) is neither"
+                " fp8 nor nvfp4"
+            )
         if self.fp8_recipe is not None:
             recipe, precision = self.fp8_recipe.value, self.precision.value
             raise ValueError(f"fp8_recipe({recipe}) applies to precision fp8; got precision({precision})")

@@ -30,7 +30,7 @@ def main(filters: list[str]) -> None:
         print(
             f"    layer fwd ms: gemms {1e3 * x.gemms_s:.3f} core {1e3 * x.attention_core_s:.3f}"
             f" (bwd {1e3 * x.attention_core_backward_s:.3f}) elementwise {1e3 * x.elementwise_s:.3f}"
-            f" fp8 casts {1e3 * x.fp8_cast_s:.3f} host floor {1e3 * x.host_floor_s:.3f};"
+            f" casts {1e3 * x.quantize_s:.3f} host floor {1e3 * x.host_floor_s:.3f};"
             f" logits fwd+bwd {1e3 * x.logits_s:.2f}"
         )
 

@@ -36,7 +36,7 @@ class LayerParts:
     attention_core_s: float
     attention_core_backward_s: float
     elementwise_s: float
-    fp8_cast_s: float
+    quantize_s: float
     host_floor_s: float
     """Kernels launched in the forward times the host's cost per kernel (`costmodel.host`)."""
     logits_s: float
@@ -63,13 +63,13 @@ def layer_parts(run: PublishedRun, profile: HardwareProfile) -> LayerParts:
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     rt = run.training.runtime
     core_fwd, core_bwd = compute._attention_core_s(run.model, c, hw, rt)
-    cast_fwd, _ = compute.fp8_cast_s(run.model, c, hw)
+    cast_fwd, _ = compute.quantize_s(run.model, c, hw)
     return LayerParts(
         gemms_s=float(compute._gemm_set_time_s(run.model, c, hw, rt)[0]),
         attention_core_s=float(core_fwd[0]),
         attention_core_backward_s=float(core_bwd[0]),
         elementwise_s=float(compute._elementwise_forward_s(run.model, c, hw)[0]),
-        fp8_cast_s=float(cast_fwd[0]),
+        quantize_s=float(cast_fwd[0]),
         host_floor_s=float(layer_host_s(run.model, c, rt).forward[0]),
         logits_s=float(compute.logits_time_s(run.model, c, hw)[0]),
     )

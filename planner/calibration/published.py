@@ -118,7 +118,13 @@ _FSDP_BACKWARD_PREFETCH = {
 }
 """A PyTorch FSDP row's stated `runtime.fsdp.backward_prefetch` -> `RuntimeFeatures.zero3_backward_prefetch`."""
 
-_PRECISIONS = {"bf16": Precision.BF16, "fp16": Precision.FP16, "fp8": Precision.FP8, "mxfp8": Precision.FP8}
+_PRECISIONS = {
+    "bf16": Precision.BF16,
+    "fp16": Precision.FP16,
+    "fp8": Precision.FP8,
+    "mxfp8": Precision.FP8,
+    "nvfp4": Precision.NVFP4,
+}
 """Published precision -> GEMM format. MXFP8 (block-scaled FP8, Blackwell) runs at the FP8 peak."""
 
 
@@ -334,10 +340,11 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
     TP overlap always; CUDA graphs and parameter-gather overlap where a Megatron-Bridge recipe sets them)
     or its gradient dtype (`runtime.grad_reduce_in_fp32`; absent: the framework default), and for FP8 rows
     the scaling recipe and weight storage (`runtime.fp8_recipe`, `runtime.fp8_param_gather`; absent: Megatron-LM's
-    defaults, delayed scaling and 16-bit weights); `runtime.activation_offload_layers` where a recipe offloads
-    activations, `runtime.recompute_num_layers` where it recomputes some layers only, `runtime.attention_dropout`
-    and `runtime.hidden_dropout` where a recipe trains with dropout (NeMo's GPT-3 configs); `layout.zero_stage` where
-    it is not the distributed optimizer's 1 (Megatron-FSDP: 3).
+    defaults, delayed scaling and 16-bit weights; for NVFP4 rows `runtime.fp8_param_gather` is
+    `--fp4-param-gather`); `runtime.activation_offload_layers` where a recipe offloads activations,
+    `runtime.recompute_num_layers` where it recomputes some layers only, `runtime.attention_dropout` and
+    `runtime.hidden_dropout` where a recipe trains with dropout (NeMo's GPT-3 configs); `layout.zero_stage` where it
+    is not the distributed optimizer's 1 (Megatron-FSDP: 3).
     """
     lay, stated = row["layout"], row["runtime"]
     zero = lay["zero_stage"] if "zero_stage" in lay else 1 if "zero-1" in lay.get("optimizer_sharding", "") else 0

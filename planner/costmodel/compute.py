@@ -41,13 +41,13 @@ from planner.costmodel.gemms import (
 from planner.costmodel.host import expert_gemm_concurrency, layer_host_s
 from planner.costmodel.mamba import mixer_time_s
 from planner.costmodel.recompute import selective_modules, separate_norms_per_layer
-from planner.numerics import Numerics
+from planner.numerics import HALF_BYTES, NVFP4_BYTES, Numerics
 from planner.profiles import Hardware
 from planner.specs import AttentionKernel, ModelSpec, RecomputeModule, RuntimeFeatures
 
 __all__ = [
     "LayerTimes",
-    "fp8_cast_s",
+    "quantize_s",
     "gemm_time_s",
     "layer_times",
     "logits_time_s",
@@ -86,6 +86,15 @@ FP8_CAST_BYTES_PER_ELEMENT = 4
 bf16 tensor (2), write it in fp8 (1) and its fp8 transpose (1) for the backward GEMM that needs it;
 the amax of the tensor is reduced in the same pass (TE `transformer_engine/common/transpose/cast_transpose.cu`;
 TE user guide, "Using FP8 with Transformer Engine": per-tensor scales from an amax history)."""
+NVFP4_CAST_BYTES_PER_ELEMENT = HALF_BYTES + HALF_BYTES + 2 * NVFP4_BYTES
+"""HBM bytes per element of Transformer Engine's quantization ahead of an NVFP4 GEMM (5.125): an amax pass reads
+the bf16 tensor (2; the per-tensor amax that sets the fp32 second-level scale, and with the random Hadamard
+transform the transformed tensor's amax too, `nvte_hadamard_transform_amax` / `nvte_compute_amax`), then one
+fused kernel reads it again (2) and writes the row-wise NVFP4 copy and the column-wise one, Hadamard-transformed
+for the weight-gradient GEMM (`nvte_quantize_with_hadamard_transform`), each `NVFP4_BYTES` per element. Source:
+TE `transformer_engine/pytorch/csrc/quantizer.cpp` `NVFP4Quantizer::quantize_impl` (commit d0067d0); the
+recipe (`common/recipe/__init__.py` `NVFP4BlockScaling`) computes both copies "from the high precision input".
+The stochastic rounding of gradients and the 16 x 16 transform ride in the same passes."""
 PERMUTE_BYTES_PER_COPY = 6
 """Forward HBM bytes per element of each routed copy of a token (top_k of them, h wide) in an MoE layer's
 token permutation: the dispatch-side permute reads the token's row and writes the copy in expert order (2 + 2),
@@ -237,17 +246,17 @@ def _local_gemm(
     return tokens * g.copies_per_token * c.ep * c.etp / (c.tp * experts), experts / c.ep, k, n
 
 
-def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of the cast kernels ahead of the layer's fp8 GEMMs, one GPU, one
-    micro-batch: `FP8_CAST_BYTES_PER_ELEMENT` per element of each GEMM's input (forward) and output
-    gradient (backward), over HBM. Zero unless the run is FP8.
+def quantize_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArray, FloatArray]:
+    """(forward, backward) seconds of the cast kernels ahead of the layer's quantized GEMMs, one GPU, one
+    micro-batch: `FP8_CAST_BYTES_PER_ELEMENT` (fp8) or `NVFP4_CAST_BYTES_PER_ELEMENT` (nvfp4) per element of
+    each GEMM's input (forward) and output gradient (backward), over HBM. Zero unless the run is quantized.
 
     Per GPU a column-parallel GEMM reads its whole input and writes n/tp outputs; a row-parallel
     one reads k/tp and writes n (Megatron, Narayanan 2021 Sec. 2.3). Not counted: the once-per-step
     cast of the weights (cached across micro-batches, Megatron-Core `is_first_microbatch`) and the
     delayed-scaling amax-history update (kilobytes per GEMM).
     """
-    if not hw.fp8:
+    if not hw.quantized:
         zero = np.zeros(c.shape, dtype=np.float64)
         return zero, zero
     inputs: FloatArray | float = 0.0
@@ -258,7 +267,8 @@ def fp8_cast_s(model: ModelSpec, c: Candidates, hw: Hardware) -> tuple[FloatArra
         rows, instances, k, n = _local_gemm(model, c, g)
         inputs = inputs + g.layer_share * instances * rows * k
         grads = grads + g.layer_share * instances * rows * n
-    per_element_s = FP8_CAST_BYTES_PER_ELEMENT / hw.hbm_bandwidth_bytes_per_s
+    cast_bytes = NVFP4_CAST_BYTES_PER_ELEMENT if hw.nvfp4 else FP8_CAST_BYTES_PER_ELEMENT
+    per_element_s = cast_bytes / hw.hbm_bandwidth_bytes_per_s
     return np.asarray(per_element_s * inputs, dtype=np.float64), np.asarray(per_element_s * grads, dtype=np.float64)
 
 
@@ -393,7 +403,7 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
         core_bwd = core_bwd + model.mamba_layer_share * mixer_bwd
     elementwise = _elementwise_bytes(model, c)
     elementwise_fwd = elementwise.total / hw.hbm_bandwidth_bytes_per_s
-    cast_fwd, cast_bwd = fp8_cast_s(model, c, hw)
+    cast_fwd, cast_bwd = quantize_s(model, c, hw)
     host = layer_host_s(model, c, rt)
     forward = np.maximum(gemm_fwd + core_fwd + elementwise_fwd + cast_fwd, host.forward)
     backward = np.maximum(2 * gemm_fwd + core_bwd + BACKWARD_BYTES_FACTOR * elementwise_fwd + cast_bwd, host.backward)

@@ -13,6 +13,7 @@ from planner.numerics import fp8_param_gather_default, fp8_param_gather_on
 from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
 from planner.specs import (
+    QUANTIZED_PRECISIONS,
     BackwardPrefetch,
     ExpertGemm,
     Fp8Recipe,
@@ -436,8 +437,9 @@ def fp8_weight_storage(training: TrainingSpec, layout: Layout) -> tuple[bool, bo
     """(FP8 weights stored as FP8, MXFP8's parameter all-gather through the gradient buffer) as the cost model prices
     them (`numerics.fp8_param_gather_on`: as stated, or today's recipes' default, `fp8_param_gather_default`, at
     zero_stage >= 1; MXFP8 with FP8 storage reuses the gradient buffer, which Megatron-Core's `OptimizerConfig` warns
-    is needed to avoid "a significant amount of additional GPU memory"). Both False outside FP8."""
-    if training.precision is not Precision.FP8:
+    is needed to avoid "a significant amount of additional GPU memory"). Both False outside FP8 and NVFP4; under
+    NVFP4 the first is Megatron-LM's `--fp4-param-gather`."""
+    if training.precision not in QUANTIZED_PRECISIONS:
         return False, False
     gather = fp8_param_gather_default(training.fp8_param_gather, training.fp8_recipe)
     stored = bool(fp8_param_gather_on(gather, layout.zero_stage))
@@ -449,6 +451,11 @@ def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
     weight storage say (rule torchtitan_fp8 refuses the others)."""
     if not torchtitan_refuses_fp8(training):
         return []
+    if training.precision is Precision.NVFP4:
+        return [
+            "training.precision nvfp4 asks for what this launch cannot run: it trains in bf16 here (TorchTitan's"
+            " float8 converter is FP8 only); plans for it refuse nvfp4 (rule torchtitan_fp8)."
+        ]
     return [
         "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
         " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."

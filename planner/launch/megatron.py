@@ -422,11 +422,21 @@ def _fp8_flags(training: TrainingSpec, layout: Layout) -> list[str]:
     return flags + (["--reuse-grad-buf-for-mxfp8-param-ag"] if reuse_grad_buffer else [])
 
 
+def _nvfp4_flags(training: TrainingSpec, layout: Layout) -> list[str]:
+    """NVFP4 (Megatron-LM core_v0.15.0 on: `--fp4-format e2m1 --fp4-recipe nvfp4`, never with `--fp8-format`,
+    which validate_args refuses, on Transformer Engine >= 2.7) and NVFP4 weight storage as priced
+    (`--fp4-param-gather`, `common.fp8_weight_storage`)."""
+    stored, _ = fp8_weight_storage(training, layout)
+    return ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"] + (["--fp4-param-gather"] if stored else [])
+
+
 def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     runtime = training.runtime
     flags = ["--fp16"] if training.precision is Precision.FP16 else ["--bf16"]
     if training.precision is Precision.FP8:
         flags += ["--fp8-format", "hybrid"] + _fp8_flags(training, layout)
+    if training.precision is Precision.NVFP4:
+        flags += _nvfp4_flags(training, layout)
     flags += _recipe_flags(training)
     flags += ["--attention-backend", "flash" if runtime.flash_attention else "unfused"]
     if runtime.overlap_grad_reduce:

@@ -368,6 +368,8 @@ def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
         return {"trainer.plugins.precision": "16-mixed", "trainer.plugins.fp8": None} | recipe
     if training.precision is Precision.FP8:
         recipe |= _fp8(training, layout)
+    if training.precision is Precision.NVFP4:
+        recipe |= _nvfp4(training, layout)
     return {
         "trainer.plugins.precision": "bf16-mixed",
         "trainer.plugins.fp8": "hybrid" if training.precision is Precision.FP8 else None,
@@ -385,6 +387,18 @@ def _fp8(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
     if reuse_grad_buffer:
         keys["trainer.plugins.reuse_grad_buf_for_mxfp8_param_ag"] = True
     return keys
+
+
+def _nvfp4(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
+    """MegatronMixedPrecision's FP4 format and recipe (`fp4` is Megatron-Core's `TransformerConfig.fp4`, 'e2m1';
+    `fp4_recipe` 'nvfp4'), and NVFP4 weight storage as priced (`common.fp8_weight_storage`) on the model config,
+    where the plugin has no key for it (`model.config.fp4_param`, Megatron-Core's `--fp4-param-gather`)."""
+    stored, _ = fp8_weight_storage(training, layout)
+    return {
+        "trainer.plugins.fp4": "e2m1",
+        "trainer.plugins.fp4_recipe": "nvfp4",
+        "model.config.fp4_param": stored,
+    }
 
 
 def _format(value: Override) -> str:

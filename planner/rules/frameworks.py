@@ -260,12 +260,21 @@ TORCHTITAN_ADAM_MOMENTS = Rule(
 
 
 def torchtitan_refuses_fp8(training: TrainingSpec) -> bool:
-    """Whether the FP8 settings ask for what TorchTitan's float8 launch cannot run (rule torchtitan_fp8): FP8 weight
-    storage, or a recipe other than its tensorwise scaling."""
-    return training.fp8_param_gather is True or training.fp8_recipe not in (None, Fp8Recipe.TENSORWISE)
+    """Whether the quantized settings ask for what TorchTitan's float8 launch cannot run (rule torchtitan_fp8):
+    NVFP4, FP8 weight storage, or a recipe other than its tensorwise scaling."""
+    return (
+        training.precision is Precision.NVFP4
+        or training.fp8_param_gather is True
+        or training.fp8_recipe not in (None, Fp8Recipe.TENSORWISE)
+    )
 
 
 def _torchtitan_fp8_message(x: Layout, j: Job) -> str:
+    if j.training.precision is Precision.NVFP4:
+        return (
+            "training.precision(nvfp4): the planner's TorchTitan launch quantizes with its float8 converter only"
+            " (quantize.linear.float8); use Megatron-LM or NeMo for NVFP4"
+        )
     if j.training.fp8_param_gather is True:
         return (
             "training.fp8_param_gather(true) is Megatron-Core's FP8 weight storage; TorchTitan's float8 keeps"
@@ -286,7 +295,8 @@ TORCHTITAN_FP8 = Rule(
     ),
     source=f"{_TORCHTITAN} and {_TORCHTITAN_03}: the launch's converter quantize.linear.float8"
     " (planner/launch/torchtitan.py) with recipe_name unset, torchao's tensorwise dynamic scaling (Float8LinearConfig"
-    " default); no delayed scaling, and MXFP8 is another converter (quantize.linear.mx) the planner does not emit",
+    " default); no delayed scaling, and MXFP8 is another converter (quantize.linear.mx) the planner does not emit,"
+    " nor any NVFP4 training path",
 )
 
 

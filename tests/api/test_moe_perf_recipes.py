@@ -50,6 +50,7 @@ def _id(recipe: dict[str, Any]) -> str:
     extras += "-fullgraph" if runtime.get("cuda_graph_scope") == "full_iteration" else ""
     extras += f"-{runtime['expert_gemm']}" if "expert_gemm" in runtime else ""
     extras += "-adam16" if tr.get("adam_moments") == "bf16" else ""
+    extras += "-bf16weights" if tr.get("fp8_param_gather") is False else ""
     extras += f"-rm.{'.'.join(runtime['recompute_modules'])}" if "recompute_modules" in runtime else ""
     if lay.get("layers_per_stage"):  # the recipe's split: first and last stage
         extras += f"-lps{lay['layers_per_stage'][0]}.{lay['layers_per_stage'][-1]}"

@@ -38,14 +38,16 @@ def _id(recipe: dict[str, Any]) -> str:
         if key in tr
     )
     zero = "-fsdp" if lay["zero_stage"] == 3 else ""
-    return f"{name}-{req['cluster']['profile']}-{fp8}-{par}-B{tr['global_batch_size']}{extras}{zero}"
+    recompute = "-full" if lay["recompute"] == "full" and "recompute_num_layers" not in tr else ""
+    graphs = "-graphs" if tr.get("runtime", {}).get("cuda_graphs") else ""
+    return f"{name}-{req['cluster']['profile']}-{fp8}-{par}-B{tr['global_batch_size']}{extras}{zero}{recompute}{graphs}"
 
 
 IDS = [_id(r) for r in RECIPES]
 OVER_CAPACITY = {
     "llama3-405b-gb200-nvl72-bf16-tp4pp16cp1dp4vp8b1-B1536": 186.0,
     "llama3-405b-hgx-b200-bf16-tp4pp16cp1dp4vp8b1-B1536": 180.0,
-    "nemotron-h-8b-dgx-h100-delayed-tp1pp1cp1dp8vp1b1-B128": 80.0,
+    "nemotron-h-8b-dgx-h100-delayed-tp1pp1cp1dp8vp1b1-B128-graphs": 80.0,
 }
 """Recipes the planner judges over capacity, with the GPU's GiB: Bridge 26.04.01's BF16 "V2" Llama 3.1 405B
 preset (`LLAMA31_405B_PRETRAIN_CONFIG_GB200_BF16_V2`, reused for B200) on pp 16 x vp 8. A middle stage holds

@@ -218,6 +218,27 @@ def test_head_dim_frees_hidden_from_heads(client: TestClient) -> None:
     assert wide.json()["estimate"]["step_time_s"] > narrow.json()["estimate"]["step_time_s"]
 
 
+def test_nvfp4_on_blackwell_and_refused_elsewhere(client: TestClient) -> None:
+    """Megatron-Bridge's GB200 Llama 3 70B NVFP4 layout is estimated (faster than its MXFP8 twin, NVFP4 weights
+    lighter); a GPU without FP4 tensor cores gets a 422 naming training.precision."""
+    layout = {"tp": 2, "pp": 4, "dp": 8, "vp": 5, "sequence_parallel": True, "zero_stage": 1}
+    base = {"model": {"preset": "llama3-70b"}, "cluster": {"profile": "gb200-nvl72", "num_gpus": 64}, "layout": layout}
+    nvfp4 = client.post("/v1/estimate", json=base | {"training": {"global_batch_size": 256, "precision": "nvfp4"}})
+    mxfp8 = client.post(
+        "/v1/estimate",
+        json=base | {"training": {"global_batch_size": 256, "precision": "fp8", "fp8_recipe": "mxfp8"}},
+    )
+    assert nvfp4.status_code == 200 and mxfp8.status_code == 200, (nvfp4.text, mxfp8.text)
+    fast, slow = nvfp4.json()["estimate"], mxfp8.json()["estimate"]
+    assert nvfp4.json()["fits"] is True and 1.2 < slow["step_time_s"] / fast["step_time_s"] < 1.6
+    assert fast["memory"]["breakdown_gib"]["parameters"] < slow["memory"]["breakdown_gib"]["parameters"]
+    hopper = base | {"cluster": {"profile": "dgx-h100", "num_gpus": 64}}
+    body = _problem(
+        client.post("/v1/estimate", json=hopper | {"training": {"global_batch_size": 256, "precision": "nvfp4"}}), 422
+    )
+    assert "training.precision" in body["detail"] and "has no nvfp4 tensor cores" in body["detail"], body
+
+
 def test_estimate_malformed_layout_is_422(client: TestClient) -> None:
     base = {k: PLAN[k] for k in ("model", "cluster", "training")}
     body = _problem(client.post("/v1/estimate", json=base | {"layout": {"tp": -1, "pp": 1, "dp": 1}}), 422)

@@ -60,13 +60,13 @@ def test_cast_kernels_by_hand() -> None:
     # tp = 2, T = 4. Inputs per GPU: qkv 4*8, proj 4*8/2, fc1 4*8, fc2 4*32/2 = 144 elements;
     # output gradients: qkv 4*24/2, proj 4*8, fc1 4*32/2, fc2 4*8 = 176; 4 bytes each over 1e12 B/s.
     c = _one(Layout(tp=2, pp=1, dp=1))
-    fwd, bwd = compute.fp8_cast_s(TINY, c, FP8)
+    fwd, bwd = compute.quantize_s(TINY, c, FP8)
     np.testing.assert_allclose([fwd[0], bwd[0]], [4 * 144 / 1e12, 4 * 176 / 1e12], rtol=1e-12)
-    assert compute.fp8_cast_s(TINY, c, BF16)[0][0] == 0.0
+    assert compute.quantize_s(TINY, c, BF16)[0][0] == 0.0
     # A GPU a million times slower, so the layer is GPU-bound (far above the host's launch floor).
     slow_bf16 = replace(BF16, peak_flop_per_s=1e6, hbm_bandwidth_bytes_per_s=1e6)
     slow_fp8 = replace(slow_bf16, peak_flop_per_s=2e6, bf16_peak_flop_per_s=1e6)
-    fwd, bwd = compute.fp8_cast_s(TINY, c, slow_fp8)
+    fwd, bwd = compute.quantize_s(TINY, c, slow_fp8)
     bf16, fp8 = (
         compute.layer_times(TINY, c, slow_bf16, RuntimeFeatures()),
         compute.layer_times(TINY, c, slow_fp8, RuntimeFeatures()),
@@ -86,7 +86,7 @@ def test_profile_resolves_both_peaks_for_fp8(profile_id: str) -> None:
     assert hw.peak_flop_per_s == profile.gpu.peak_tflops.fp8 * TERA
     assert hw.gemm_peak_flop_per_s(False) == profile.gpu.peak_tflops.bf16 * TERA
     assert profile.hardware(Precision.BF16).bf16_peak_flop_per_s is None
-    assert not profile.hardware(Precision.BF16).fp8 and hw.fp8
+    assert not profile.hardware(Precision.BF16).quantized and hw.quantized
 
 
 def test_fused_attention_at_its_published_rate() -> None:

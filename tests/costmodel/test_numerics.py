@@ -144,7 +144,10 @@ def test_16_bit_training_has_no_fp8_weights() -> None:
 
 
 def test_fp8_settings_are_refused_outside_fp8() -> None:
-    with pytest.raises(ValueError, match=r"fp8_param_gather\(true\) keeps FP8 weights; precision\(bf16\) is not fp8"):
+    with pytest.raises(
+        ValueError,
+        match=r"fp8_param_gather\(true\) keeps FP8 or NVFP4 weights; precision\(bf16\) is neither fp8 nor nvfp4",
+    ):
         TrainingSpec(global_batch_size=8, fp8_param_gather=True)
     with pytest.raises(ValueError, match=r"fp8_recipe\(mxfp8\) applies to precision fp8; got precision\(fp16\)"):
         TrainingSpec.model_validate({"global_batch_size": 8, "precision": "fp16", "fp8_recipe": "mxfp8"})

@@ -43,8 +43,9 @@ fused expert MLP (`cutedsl_fused_grouped_mlp`) as `expert_gemm` grouped, with a 
 priced apart; FP8 attention (`fp8_dot_product_attention`) is noted, not expressed. Token dropping and forced load
 balancing, which the recipes set for benchmarking, make the routing uniform, as the planner assumes. Left out:
 26.02.01's `..._H100_FP8_MX_*` names (aliases of the H100 configs; Transformer Engine's MXFP8 needs Blackwell, and
-26.04.01 renamed them FP8_CS), the vision-language `vlm_llama4` rows, SFT / LoRA, NVFP4, Qwen3-Next, Kimi (its
-recipes train with Muon, which the planner does not model) and the GB300 / B300 / VR200 rows (no profile).
+26.04.01 renamed them FP8_CS), the vision-language `vlm_llama4` rows, SFT / LoRA, NVFP4 configs other than
+DeepSeek-V3's (`NVFP4_MODELS`), Qwen3-Next, Kimi (its recipes train with Muon, which the planner does not model)
+and the GB300 / B300 / VR200 rows (no profile).
 Identical rows from several releases are kept once, with every source, each source with its own `not_expressed` list
 (rows sent alike may differ in what the planner cannot express).
 """
@@ -105,7 +106,18 @@ BRIDGE_PRECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     "FP8_CS": ("fp8", "tensorwise", None),
     "FP8_MX": ("fp8", "mxfp8", None),
     "FP8_SC": ("fp8", "blockwise", None),
+    "NVFP4": ("nvfp4", None, None),
 }
+NVFP4_MODELS = {("deepseek", "v3")}
+"""Models whose NVFP4 configs are kept: GPT-OSS's keep their last layers in bf16 (`num_layers_at_end_in_bf16`),
+which the planner does not express."""
+
+
+def _nvfp4_weights_gathered(ref: str, gpu: str) -> bool:
+    """Whether a DeepSeek-V3 NVFP4 config keeps its weights as NVFP4 (`fp4_param_gather`): Bridge's
+    `bf16_with_nvfp4_mixed` sets it from 26.04.01 (not in 26.02 / 26.02.01), and `deepseek_v3_pretrain_config_b200`
+    turns it off again (`deepseek_llm_pretrain.py`, 26.04.01 and 26.06)."""
+    return ref not in ("v0.3.0", "v0.4.0") and gpu != "B200"
 
 
 def _deepseek_layout(pp: int, vp: int, mtp: bool) -> str | None:
@@ -300,6 +312,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                 ):
                     continue
                 key = BRIDGE_MODELS[model_key]
+                if precision_key == "NVFP4" and key not in NVFP4_MODELS:
+                    continue
                 precision, fp8_recipe, precision_note = BRIDGE_PRECISIONS[precision_key]
                 pp, vp = cfg.pipeline_model_parallel_size, cfg.virtual_pipeline_model_parallel_size or 1
                 par = {"tp": cfg.tensor_model_parallel_size, "pp": pp, "cp": cfg.context_parallel_size}
@@ -356,6 +370,8 @@ def bridge_rows(git_dir: str) -> list[tuple[dict[str, Any], str, list[str]]]:
                     graphs and full_iteration,
                     bool(cfg.cutedsl_fused_grouped_mlp),
                 )
+                if precision == "nvfp4" and not _nvfp4_weights_gathered(ref, gpu):
+                    row["training"]["fp8_param_gather"] = False
                 out.append((row, f"NVIDIA-NeMo/Megatron-Bridge@{commit[:10]} ({release}) {path}: {name}", notes))
     return out
 

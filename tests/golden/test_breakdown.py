@@ -26,7 +26,7 @@ def test_parts_add_up_to_the_validated_prediction(run: PublishedRun) -> None:
     assert min(x.gemms_s, x.attention_core_s, x.elementwise_s, x.host_floor_s, x.logits_s) > 0
     # the layer's compute parts, one micro-batch forward each, cannot exceed the step's compute
     layers = run.model.num_layers / run.layout.pp
-    forward = x.gemms_s + x.attention_core_s + x.elementwise_s + x.fp8_cast_s
+    forward = x.gemms_s + x.attention_core_s + x.elementwise_s + x.quantize_s
     assert layers * b.num_microbatches * forward < b.step_parts_s["compute"]
 
 

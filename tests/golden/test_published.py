@@ -85,6 +85,13 @@ GPT_OSS_2606_BAR = 0.40
 """|error| at most, a regression bar (today +37.5%): GPT-OSS stays predicted far too fast with its recipe's graphed,
 grouped, overlapped path, where the other three 26.06 MoE rows are within 8.1%; so its gap is not the eager
 all-to-all path alone (README, "Where the model is weak")."""
+NVFP4_GROUPS = tuple(f"MegatronBridge_PerfSummary_{release}_NVFP4" for release in ("26.02", "26.04.01", "26.06"))
+"""Megatron-Bridge's GB200 NVFP4 rows (Llama 3 70B on 64, Llama 3.1 405B on 256; 26.02, 26.04.01, 26.06):
+predictions in no fit, held to `NVFP4_BARS`."""
+NVFP4_BARS = (0.11, 0.20)
+"""(mean, max) |error| at most over the NVFP4 rows, a regression bar, not a target; today 9.0% / 17.5% (70B +17.5%
+in 26.02 and +7.8% in 26.04.01, predicted fast; 405B -1.2%, -9.9%, -8.6%, predicted slow): one NVFP4 kernel rate for
+every GEMM shape, where TE's profile shows the gain over MXFP8 growing with the GEMM (1.05x-1.66x)."""
 CARD_2026 = "MegatronBridge_Qwen3_30B_Card_2026"
 """Megatron-Bridge's Qwen3 30B-A3B bf16 runs on 16 H100 (model and workflow cards), with and without the all-to-all
 overlap: predictions in no fit, held to `CARD_BARS`."""
@@ -363,6 +370,24 @@ def test_moe_26_06_rows_are_faster_than_26_04_01_as_published_and_predicted() ->
     for before, after in pairs:
         assert after.published_step_s < before.published_step_s
         assert after.predicted_step_s < before.predicted_step_s
+
+
+def test_nvfp4_rows_within_their_regression_bars() -> None:
+    rows = [r for group in NVFP4_GROUPS for r in _rows(group)]
+    mean_bar, max_bar = NVFP4_BARS
+    assert len(rows) == 5 and {r.gpu_kind for r in rows} == {"GB200"} and not any(r.in_fit for r in rows)
+    assert mean(abs(r.error) for r in rows) <= mean_bar
+    assert max(abs(r.error) for r in rows) <= max_bar
+
+
+def test_nvfp4_rows_are_faster_than_their_mxfp8_twins_as_published_and_predicted() -> None:
+    """26.04.01's GB200 Llama 3 70B and 3.1 405B ran the same layout in MXFP8 and NVFP4: NVFP4 published 1.31x and
+    1.48x the throughput; the model predicts NVFP4 faster for both, by less than its 2x peak ratio."""
+    twins = {r.id: r for r in _rows("MegatronBridge_PerfSummary_26.04.01", gpu_kind="GB200")}
+    for nvfp4 in _rows("MegatronBridge_PerfSummary_26.04.01_NVFP4"):
+        mxfp8 = twins[nvfp4.id.replace("_nvfp4", "_mxfp8")]
+        assert nvfp4.published_step_s < mxfp8.published_step_s
+        assert 1 < mxfp8.predicted_step_s / nvfp4.predicted_step_s < 2
 
 
 def test_gpt_oss_26_06_row_within_its_regression_bar() -> None:

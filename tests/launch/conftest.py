@@ -1,5 +1,5 @@
 """Plans the launch tests run over: dense with biases, Llama-style GQA + SwiGLU, MoE, cp > 1, vp > 1,
-uneven splits, ZeRO 0-3, fp16 and fp8. Any test that takes a `case` argument runs on each."""
+uneven splits, ZeRO 0-3, fp16, fp8 and nvfp4. Any test that takes a `case` argument runs on each."""
 
 from __future__ import annotations
 
@@ -150,6 +150,15 @@ CASES = [
         _train(1280),
         Layout(tp=1, pp=4, dp=16, ep=8, zero_stage=1),
         64,
+    ),
+    Case(
+        # Megatron-Bridge's GB200 Llama 3 70B NVFP4 recipe (26.04.01): tp 2, pp 4, vp 5, NVFP4 weights gathered.
+        "llama3-70b-nvfp4-interleaved",
+        _model("llama3-70b"),
+        _train(256, Precision.NVFP4),
+        Layout(tp=2, pp=4, dp=8, vp=5, sequence_parallel=True, zero_stage=1),
+        64,
+        4,
     ),
     Case(
         "llama3-8b-fp8-tp-overlap-zero2",

@@ -512,6 +512,23 @@ def test_fp8_recipe_and_weight_storage(
         assert plain.nemo.config["trainer.plugins.fp8_param_gather"] is False
 
 
+@pytest.mark.parametrize(("gather", "zero_stage", "stored"), [(None, 1, True), (False, 1, False), (None, 0, False)])
+def test_nvfp4(gather: bool | None, zero_stage: int, stored: bool) -> None:
+    # Megatron-LM's FP4 flags, never with --fp8-format; NVFP4 weights as priced (today's recipes: gathered as NVFP4
+    # wherever the distributed optimizer runs); NeMo's plugin keys; TorchTitan cannot run it and says so.
+    layout = Layout(tp=2, pp=4, dp=8, vp=5, sequence_parallel=True, zero_stage=zero_stage)
+    launch = _launch(LLAMA70, layout, batch=256, precision=Precision.NVFP4, fp8_param_gather=gather)
+    flags = _flags(launch.megatron)
+    assert flags["--bf16"] == [] and flags["--fp4-format"] == ["e2m1"] and flags["--fp4-recipe"] == ["nvfp4"]
+    assert ("--fp4-param-gather" in flags) is stored
+    assert not any(f.startswith("--fp8") for f in flags)
+    config = launch.nemo.config
+    assert (config["trainer.plugins.precision"], config["trainer.plugins.fp8"]) == ("bf16-mixed", None)
+    assert (config["trainer.plugins.fp4"], config["trainer.plugins.fp4_recipe"]) == ("e2m1", "nvfp4")
+    assert config["model.config.fp4_param"] is stored
+    assert [n for n in launch.torchtitan.notes if "nvfp4" in n and "rule torchtitan_fp8" in n]
+
+
 def test_runtime_features() -> None:
     runtime = RuntimeFeatures(flash_attention=False, tp_comm_overlap=True, overlap_param_gather=True)
     layout = Layout(tp=8, pp=4, dp=32, sequence_parallel=True, zero_stage=1)

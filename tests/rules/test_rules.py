@@ -738,6 +738,20 @@ def test_fp8_weight_storage_is_the_frameworks_own(
         ]
 
 
+def test_nvfp4_is_refused_by_torchtitan_alone() -> None:
+    # Megatron-LM (every pinned release) and NeMo run NVFP4 (--fp4-format e2m1); TorchTitan's launch has no NVFP4.
+    training = TrainingSpec(global_batch_size=16, precision=Precision.NVFP4)
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=1)
+    for name in ("megatron@core_v0.19.2", "megatron@core_v0.16.1", "megatron@core_v0.15.0", "nemo@2.7.3"):
+        assert layout_violations(layout, DENSE, training, 8, rule_set(*name.split("@"))) == [], name
+    for release in ("0.3.0", "0.2.2"):
+        messages = [v.message for v in layout_violations(layout, DENSE, training, 8, rule_set("torchtitan", release))]
+        assert messages == [
+            "training.precision(nvfp4): the planner's TorchTitan launch quantizes with its float8 converter only"
+            " (quantize.linear.float8); use Megatron-LM or NeMo for NVFP4"
+        ]
+
+
 @pytest.mark.parametrize(
     ("framework", "refused_by"),
     [
