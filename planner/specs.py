@@ -982,7 +982,8 @@ class TrainingSpec(BaseModel):
         description="Under full recomputation, recompute only this many layers of each pipeline stage, the first "
         "ones, and keep the other layers' activations (Megatron-Core `recompute_method` block with "
         "`recompute_num_layers`); null (default): every layer (method uniform, one layer per unit). Applies to "
-        "plans with recompute full; priced without interleaving only (rule recompute_block).",
+        "plans with recompute full; under interleaving the first ones of each model chunk (Megatron-Core builds "
+        "one TransformerBlock per chunk).",
     )
     attention_dropout: float = Field(
         default=0.0,

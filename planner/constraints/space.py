@@ -41,7 +41,6 @@ from planner.rules import (
     LOSS_IN_SPLIT,
     MOE_A2A_OVERLAP,
     POSITIVE_SIZES,
-    RECOMPUTE_BLOCK,
     SEQUENCE_PARALLEL_NEEDS_TP,
     STAGE_SPLIT,
     TENSOR_SPLIT,
@@ -218,7 +217,6 @@ _BUILT_IN = (
     INTERLEAVE_MICROBATCHES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     ACTIVATION_OFFLOAD,
-    RECOMPUTE_BLOCK,
     MOE_A2A_OVERLAP,
 )
 """The core rules the space applies itself: in its generators (positive sizes, world size: only divisors of the
@@ -502,7 +500,7 @@ def respace(space: Space, model: ModelSpec, training: TrainingSpec, allowed: All
     return _with_modes(space.rows, space.row_key, space.layer_keys, modes, job, _level_rules(rules)["pair"], rejected)
 
 
-_PAIR_RULES = (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, RECOMPUTE_BLOCK, MOE_A2A_OVERLAP)
+_PAIR_RULES = (SEQUENCE_PARALLEL_NEEDS_TP, ACTIVATION_OFFLOAD, MOE_A2A_OVERLAP)
 """The pair-level rules every space applies, before the rule set's own."""
 
 

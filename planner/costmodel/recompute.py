@@ -28,8 +28,10 @@ set number of transformer layers per pipeline stage. The rest of the layers in
 the pipeline stage will not have any activations recomputed") and
 `TransformerBlock._checkpointed_forward` (block: layers with index below
 `recompute_num_layers` run checkpointed, the rest plainly). Without
-interleaving a stage is one `TransformerBlock`; with it each model chunk is one,
-which the search's per-key tables cannot express (rule recompute_block).
+interleaving a stage is one `TransformerBlock`; with it each of its vp model chunks is one, so a stage reruns
+min(layers, vp x recompute_num_layers) layers (`recomputed_layers`): exact where the stage's chunks are even or
+every chunk holds at least recompute_num_layers layers, a little high where an end chunk is short (the embedding
+or the loss counted as a layer) and holds fewer.
 """
 
 from __future__ import annotations
@@ -162,11 +164,12 @@ def separate_norms_per_layer(model: ModelSpec) -> float:
 
 def recomputed_layers(c: Candidates, layers: IntArray, block: int | None) -> IntArray:
     """Layers of a stage of `layers` layers that run their recompute mode: under full recompute with `block`
-    (`TrainingSpec.recompute_num_layers`) the first min(block, layers); otherwise all of them (selective
-    recompute reruns every layer's attention core; none reruns nothing, whatever the count)."""
+    (`TrainingSpec.recompute_num_layers`) the first `block` of each of its vp model chunks, min(layers, vp x block)
+    (module docstring); otherwise all of them (selective recompute reruns every layer's attention core; none
+    reruns nothing, whatever the count)."""
     if block is None:
         return layers
-    return np.asarray(np.where(c.recompute == FULL, np.minimum(layers, block), layers))
+    return np.asarray(np.where(c.recompute == FULL, np.minimum(layers, block * c.vp), layers))
 
 
 def recomputed_layers_in_model(c: Candidates, block: int | None) -> FloatArray:

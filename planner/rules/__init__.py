@@ -20,7 +20,6 @@ from planner.rules.core import (
     MAMBA_SPLIT,
     MOE_A2A_OVERLAP,
     POSITIVE_SIZES,
-    RECOMPUTE_BLOCK,
     RECOMPUTE_MODULES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     SIZE_AXES,
@@ -56,7 +55,6 @@ from planner.rules.rule import (
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
-    "RECOMPUTE_BLOCK",
     "RECOMPUTE_MODULES",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",

@@ -19,7 +19,6 @@ from planner.specs import Fp8Recipe, Precision, RecomputeModule
 
 __all__ = [
     "ACTIVATION_OFFLOAD",
-    "RECOMPUTE_BLOCK",
     "RECOMPUTE_MODULES",
     "BATCH_DIVISIBLE",
     "CONTEXT_SPLIT",
@@ -533,29 +532,6 @@ ACTIVATION_OFFLOAD = Rule(
 )
 
 
-def _block(j: Job) -> int | None:
-    return j.training.recompute_num_layers
-
-
-RECOMPUTE_BLOCK = Rule(
-    name="recompute_block",
-    axes=("vp", "recompute"),
-    clauses=(
-        Clause(
-            lambda c, j: (c["vp"] > 1) & (c["recompute"] == 2) & (_block(j) is not None),
-            lambda x, j: (
-                f"training.recompute_num_layers({_block(j)}) with recompute full is priced without interleaving"
-                f" only; got vp({x.vp})"
-            ),
-        ),
-    ),
-    source="A modelling limit, not a framework's: Megatron-Core's block method recomputes the first"
-    " recompute_num_layers layers of each TransformerBlock, one per model chunk under interleaving"
-    " (core_v0.16.1 transformer_block.py _checkpointed_forward), so the recomputed share of a stage depends on vp,"
-    " which the search's per-key tables leave out (`costmodel.recompute`)",
-)
-
-
 def _named_modules(j: Job) -> tuple[RecomputeModule, ...]:
     """The modules the request names for selective recompute (`RuntimeFeatures.recompute_modules`; none when unset)."""
     return j.training.runtime.recompute_modules or ()
@@ -694,7 +670,6 @@ CORE_RULES = (
     INTERLEAVE_MICROBATCHES,
     SEQUENCE_PARALLEL_NEEDS_TP,
     ACTIVATION_OFFLOAD,
-    RECOMPUTE_BLOCK,
     RECOMPUTE_MODULES,
     MOE_A2A_OVERLAP,
     MAMBA_FP8_WIDTH,

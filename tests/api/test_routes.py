@@ -463,7 +463,7 @@ def test_activation_offload_over_the_api(client: TestClient) -> None:
 
 def test_block_recompute_over_the_api(client: TestClient) -> None:
     """recompute_num_layers prices full recompute on the first k layers of a stage (less recompute time than every
-    layer), names rule recompute_block at vp > 1, comes back in the launch arguments, and 0 is a 422 naming it."""
+    layer), of each model chunk under interleaving, comes back in the launch arguments, and 0 is a 422 naming it."""
     base = {
         "model": {"preset": "llama3-8b"},
         "cluster": {"profile": "dgx-h100", "num_gpus": 8},
@@ -479,9 +479,13 @@ def test_block_recompute_over_the_api(client: TestClient) -> None:
     assert planned.status_code == 200, planned.text
     command = planned.json()["plans"][0]["launch"]["megatron"]["command"]
     assert "--recompute-granularity full --recompute-method block --recompute-num-layers 5" in command
+    # Interleaved: the first 5 layers of each of the 2 model chunks of a 16-layer stage, 10 of 16.
     interleaved = {"tp": 1, "pp": 2, "dp": 4, "vp": 2, "recompute": "full", "zero_stage": 1}
-    r = client.post("/v1/estimate", json=base | {"layout": interleaved})
-    assert "recompute_block" in {v["rule"] for v in r.json()["violations"]}
+    chunks = client.post("/v1/estimate", json=base | {"layout": interleaved})
+    every = client.post("/v1/estimate", json=base | {"training": {"global_batch_size": 128}, "layout": interleaved})
+    assert chunks.status_code == every.status_code == 200 and chunks.json()["violations"] == []
+    parts = [r.json()["estimate"]["time_breakdown_s"]["recompute"] for r in (chunks, every)]
+    assert parts[0] == pytest.approx(10 / 16 * parts[1])
     body = _problem(
         client.post(
             "/v1/estimate",

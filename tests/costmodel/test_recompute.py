@@ -1,5 +1,6 @@
 """Block recompute (`TrainingSpec.recompute_num_layers`): under full recompute the first k layers of each pipeline
-stage rerun their forward and keep only their inputs; the other layers keep their activations and rerun nothing."""
+stage (of each model chunk under interleaving) rerun their forward and keep only their inputs; the other layers keep
+their activations and rerun nothing."""
 
 import pytest
 
@@ -13,9 +14,9 @@ MODEL = get_preset("llama3-8b").model  # 32 layers
 CLUSTER = ClusterSpec(profile=load_profiles()["dgx-h100"], num_gpus=8)
 
 
-def _run(block: int | None, recompute: Recompute = Recompute.FULL, pp: int = 1) -> Estimate:
+def _run(block: int | None, recompute: Recompute = Recompute.FULL, pp: int = 1, vp: int = 1) -> Estimate:
     training = TrainingSpec(global_batch_size=64, recompute_num_layers=block)
-    layout = Layout(tp=1, pp=pp, dp=8 // pp, micro_batch_size=1, recompute=recompute, zero_stage=1)
+    layout = Layout(tp=1, pp=pp, dp=8 // pp, vp=vp, micro_batch_size=1, recompute=recompute, zero_stage=1)
     return estimate(MODEL, CLUSTER, training, layout)
 
 
@@ -40,6 +41,19 @@ def test_per_stage_on_a_pipeline() -> None:
     assert block.time_breakdown_s["recompute"] == pytest.approx(2 / 8 * uniform.time_breakdown_s["recompute"])
     none = _run(None, Recompute.NONE, pp=4)
     assert none.time_breakdown_s["bubble"] < block.time_breakdown_s["bubble"] < uniform.time_breakdown_s["bubble"]
+
+
+def test_per_model_chunk_under_interleaving() -> None:
+    """pp 4, vp 2: two chunks of four layers a stage (Megatron-Core builds one TransformerBlock per chunk), k of
+    each recomputed, 2k of the stage's eight; k at or above a chunk's four layers is every layer."""
+    uniform = _run(None, pp=4, vp=2)
+    for k in (1, 3):
+        block = _run(k, pp=4, vp=2)
+        assert block.time_breakdown_s["recompute"] == pytest.approx(2 * k / 8 * uniform.time_breakdown_s["recompute"])
+        assert _activations(uniform) < _activations(block) < _activations(_run(None, Recompute.NONE, pp=4, vp=2))
+    for k in (4, 6):
+        assert _run(k, pp=4, vp=2).step_time_s == uniform.step_time_s
+        assert _activations(_run(k, pp=4, vp=2)) == _activations(uniform)
 
 
 def test_activations_are_k_inputs_and_the_other_layers_whole() -> None:

@@ -146,29 +146,6 @@ def test_activation_offload_rule(layout: Layout, offloaded: int, messages: list[
     assert [v.message for v in violations] == messages
 
 
-# recompute_block reads the training's block recompute: (layout, recompute_num_layers, expected messages)
-BLOCK_ROWS = [
-    (
-        Layout(tp=1, pp=2, dp=1, vp=2, recompute=Recompute.FULL),
-        1,
-        ["training.recompute_num_layers(1) with recompute full is priced without interleaving only; got vp(2)"],
-    ),
-    (Layout(tp=1, pp=2, dp=1, vp=2, recompute=Recompute.SELECTIVE), 1, []),
-    (Layout(tp=1, pp=2, dp=1, recompute=Recompute.FULL), 3, []),
-    (Layout(tp=1, pp=2, dp=1, vp=2, recompute=Recompute.FULL), None, []),
-]
-
-
-@pytest.mark.parametrize(
-    ("layout", "block", "messages"), BLOCK_ROWS, ids=["interleaved-full", "selective", "no-interleaving", "uniform"]
-)
-def test_recompute_block_rule(layout: Layout, block: int | None, messages: list[str]) -> None:
-    training = TrainingSpec(global_batch_size=8, recompute_num_layers=block)
-    violations = layout_violations(layout, DENSE, training, layout.world_size)
-    assert [v.rule for v in violations] == ["recompute_block"] * len(messages)
-    assert [v.message for v in violations] == messages
-
-
 # moe_a2a_overlap reads the runtime's overlap and the model's MoE and MTP: (layout, model, expected messages)
 OVERLAP = "training.runtime.moe_a2a_overlap"
 A2A_ROWS = [
@@ -202,7 +179,7 @@ def test_moe_a2a_overlap_rule(layout: Layout, model: ModelSpec, messages: list[s
 
 
 def test_every_rule_has_a_crafted_case() -> None:
-    crafted = {"activation_offload", "recompute_block", "moe_a2a_overlap"}
+    crafted = {"activation_offload", "moe_a2a_overlap"}
     crafted |= {"mamba_split", "hybrid_context_parallel", "mamba_fp8_width"}  # tests/rules/test_hybrid_rules.py
     crafted |= {"recompute_modules"}  # tests/rules/test_recompute_modules.py
     assert {row[0] for row in ROWS} | crafted == set(CORE.names)

@@ -27,8 +27,7 @@ Llama 3.1 405B, Nemotron-3 8B / 22B, Nemotron-4 15B / 340B, and the dense Mamba-
 (`cuda_graph_scope` mamba, attn) are sent as `cuda_graphs`. Left out, and why: MoE models (DeepSeek,
 Mixtral, Qwen3, Llama 4, GPT-OSS, and the MoE hybrid Nemotron 3 Nano: `extract_moe_recipes.py`), LoRA /
 SFT and the GB300 / B300 rows (no profile). Bridge's NVFP4 configs are kept as precision nvfp4 (their
-`bf16_with_nvfp4_mixed` keeps every transformer layer in NVFP4). Block recompute of at least a model chunk's
-layers under interleaving is sent as full recompute (`_row`). Identical rows from several releases are kept
+`bf16_with_nvfp4_mixed` keeps every transformer layer in NVFP4). Identical rows from several releases are kept
 once, with every source.
 """
 
@@ -44,8 +43,6 @@ import sys
 import types
 from pathlib import Path
 from typing import Any
-
-from planner.presets import get_preset
 
 NEMO_REFS = ("v2.3.0", "v2.4.0", "8cfedd7203462cb251a914e700e5605444277561")
 BRIDGE_REFS = (
@@ -183,16 +180,6 @@ def _row(
     if model is None or gpu not in PROFILES:
         return None
     tp, pp, cp, vp = par["tp"], par["pp"], par["cp"], par["vp"]
-    layers = model["num_layers"] if "num_layers" in model else get_preset(model["preset"]).model.num_layers
-    split = layers + (2 if family == "llama31" else 0)  # the embedding and the loss counted as layers (below)
-    chunk = -(-split // (pp * vp))
-    if recompute_layers >= chunk and vp > 1:
-        # Megatron-Core's block method recomputes the first N layers of each model chunk: N at least the chunk's
-        # layers is every layer, the uniform method's full recompute (Bridge's GB200 Llama 3.1 405B NVFP4 V1: N 1,
-        # one layer per chunk), which the planner prices; it refuses N with interleaving otherwise.
-        recompute_layers, full_uniform = 0, True
-    else:
-        full_uniform = False
     layout: dict[str, Any] = {
         "tp": tp,
         "pp": pp,
@@ -201,7 +188,7 @@ def _row(
         "vp": vp,
         "micro_batch_size": par["mbs"],
         "sequence_parallel": tp > 1,
-        "recompute": "full" if recompute_layers or full_uniform else "none",
+        "recompute": "full" if recompute_layers else "none",
         "zero_stage": 3 if fsdp else 1,
     }
     if family == "llama31":  # both recipes set account_for_{embedding,loss}_in_pipeline_split

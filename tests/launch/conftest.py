@@ -161,6 +161,16 @@ CASES = [
         4,
     ),
     Case(
+        # Block recompute under interleaving: the first layer of each of the five 4-layer chunks of a stage (as
+        # Megatron-Bridge's GB200 Llama 3.1 405B NVFP4 V1 recipe recomputes the first layer of each chunk).
+        "llama3-70b-nvfp4-block-recompute-interleaved",
+        _model("llama3-70b"),
+        TrainingSpec(global_batch_size=256, precision=Precision.NVFP4, recompute_num_layers=1),
+        Layout(tp=2, pp=4, dp=8, vp=5, recompute=FULL, sequence_parallel=True, zero_stage=1),
+        64,
+        4,
+    ),
+    Case(
         "llama3-8b-fp8-tp-overlap-zero2",
         _model("llama3-8b"),
         _train(256, Precision.FP8, tp_comm_overlap=True),

@@ -89,6 +89,8 @@ def transformer_config(a: dict[str, Any]) -> TransformerConfig:
         "bf16": bool(a.get("bf16")),
         "fp16": bool(a.get("fp16")),
         "fp8": a.get("fp8_format"),
+        "fp4": a.get("fp4_format"),  # --fp4-format's dest is fp4, --fp4-param-gather's fp4_param
+        "fp4_param": bool(a.get("fp4_param_gather")),
         "add_bias_linear": not a.get("disable_bias_linear", False),
         "gated_linear_unit": bool(a.get("swiglu")),
         "num_query_groups": a["num_query_groups"] if a.get("group_query_attention") else None,

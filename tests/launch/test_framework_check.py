@@ -17,7 +17,7 @@ import pytest
 
 from planner.costmodel.topology import count_crossings, job_domain_gpus
 from planner.launch import launch_args
-from planner.launch.common import stage_layers
+from planner.launch.common import fp8_weight_storage, stage_layers
 from planner.rules import rule_set
 from planner.rules.core import rank_chunks
 from planner.specs import Precision, Recompute
@@ -87,7 +87,7 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     assert chunks is None or chunks == rank_chunks(stage_layers(p.model, x), x.vp)
     granularity = {Recompute.NONE: None, Recompute.SELECTIVE: "selective", Recompute.FULL: "full"}
     assert config.recompute_granularity == granularity[x.recompute]
-    if x.recompute is Recompute.FULL:  # every layer (uniform, 1) or the first k of each stage (block)
+    if x.recompute is Recompute.FULL:  # every layer (uniform, 1) or the first k of each stage's chunks (block)
         block = p.training.recompute_num_layers
         expected = ("uniform", 1) if block is None else ("block", block)
         assert (config.recompute_method, config.recompute_num_layers) == expected
@@ -99,6 +99,10 @@ def test_megatron_core_accepts_the_launch_and_derives_the_plan(p: Planned, monke
     assert a["global_batch_size"] % (a["micro_batch_size"] * x.dp) == 0
     assert config.fp16 == (p.training.precision is Precision.FP16)
     assert (config.fp8 is not None) == (p.training.precision is Precision.FP8)
+    assert (config.fp4, config.fp4_recipe) == (
+        ("e2m1", "nvfp4") if p.training.precision is Precision.NVFP4 else (None, "nvfp4")
+    )
+    assert config.fp4_param == (p.training.precision is Precision.NVFP4 and fp8_weight_storage(p.training, x)[0])
     offloaded = p.training.activation_offload_layers
     assert (config.cpu_offloading, config.cpu_offloading_num_layers) == (offloaded > 0, offloaded)
     assert config.cpu_offloading_activations and not config.cpu_offloading_weights

@@ -162,7 +162,6 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "interleave_microbatches",
         "sequence_parallel_needs_tp",
         "activation_offload",
-        "recompute_block",
         "recompute_modules",
         "moe_a2a_overlap",
         "mamba_fp8_width",
@@ -785,21 +784,15 @@ def test_activation_offload_is_the_frameworks_own(framework: str, refused_by: st
         ("torchtitan@0.2.2", "torchtitan_no_block_recompute"),
     ],
 )
-def test_block_recompute_is_megatrons_and_priced_without_interleaving(framework: str, refused_by: str | None) -> None:
-    """Megatron's block method (recompute_num_layers under full recompute) passes at vp 1 and, as a modelling limit,
-    fails recompute_block at vp > 1; TorchTitan has no block method. Other recompute modes ignore the count."""
+def test_block_recompute_is_megatrons(framework: str, refused_by: str | None) -> None:
+    """Megatron's block method (recompute_num_layers under full recompute) passes with and without interleaving
+    (the first layers of each model chunk); TorchTitan has no block method. Other recompute modes ignore the count."""
     rules = rule_set(*framework.split("@"))
     block = TrainingSpec(global_batch_size=16, recompute_num_layers=2)
-    full = Layout(tp=1, pp=2, dp=4, recompute=Recompute.FULL, zero_stage=1)
-    found = [v.rule for v in layout_violations(full, DENSE, block, 8, rules)]
-    assert found == ([] if refused_by is None else [refused_by])
-    interleaved = Layout(tp=1, pp=2, dp=4, vp=2, recompute=Recompute.FULL, zero_stage=1)
-    messages = [
-        v.message for v in layout_violations(interleaved, DENSE, block, 8, rules) if v.rule == "recompute_block"
-    ]
-    assert messages == [
-        "training.recompute_num_layers(2) with recompute full is priced without interleaving only; got vp(2)"
-    ]
+    for vp in (1, 2):
+        full = Layout(tp=1, pp=2, dp=4, vp=vp, recompute=Recompute.FULL, zero_stage=1)
+        found = [v.rule for v in layout_violations(full, DENSE, block, 8, rules)]
+        assert found == ([] if refused_by is None else [refused_by])
     for mode in (Recompute.NONE, Recompute.SELECTIVE):
         other = Layout(tp=1, pp=2, dp=4, vp=2, recompute=mode, zero_stage=1)
         assert layout_violations(other, DENSE, block, 8, rules) == []
