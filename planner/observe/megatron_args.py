@@ -277,6 +277,17 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
 
 
 def _precision(args: Mapping[str, Any], where: str) -> str:
+    """The GEMMs' format: nvfp4 (`--fp4-format`, dest fp4, with `--fp4-recipe` nvfp4, Megatron-Core's default; its
+    `Fp4Recipe` enum prints as `Fp4Recipe.x`), fp8 (`--fp8-format`), else the 16-bit dtype. Layers kept in bf16
+    under either (`--first-last-layers-bf16`) are refused: the planner quantizes every transformer layer."""
+    quantized = args.get("fp4") not in (None, False) or args.get("fp8") not in (None, False)
+    if quantized and _on(args, "first_last_layers_bf16"):
+        refuse(f"first_last_layers_bf16 in the {where} keeps layers in bf16, which is not modelled")
+    if args.get("fp4") not in (None, False):
+        recipe = str(args.get("fp4_recipe") or "nvfp4").rsplit(".", 1)[-1]
+        if recipe != "nvfp4":
+            refuse(f"fp4_recipe {recipe} in the {where} is not modelled (nvfp4 is)")
+        return "nvfp4"
     if args.get("fp8") not in (None, False):
         return "fp8"
     if _on(args, "fp16"):
@@ -312,6 +323,8 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training["grad_reduce_in_fp32"] = False
     if training["precision"] == "fp8":
         training |= _fp8(args, where)
+    if training["precision"] == "nvfp4" and isinstance(args.get("fp4_param"), bool):  # --fp4-param-gather's dest
+        training["fp8_param_gather"] = args["fp4_param"]
     training |= _offload(args, where) | _recompute_block(args, where)
     runtime |= _recompute_modules(args, where)
     return training

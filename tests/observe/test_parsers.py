@@ -540,6 +540,26 @@ def test_megatron_fp8_log_states_its_recipe_and_weight_storage() -> None:
         observe_log(custom, profile="dgx-h100")
 
 
+def test_megatron_nvfp4_log() -> None:
+    # --fp4-format e2m1 (dest fp4), --fp4-recipe (an Fp4Recipe enum), --fp4-param-gather (dest fp4_param).
+    text = _log("megatron_llama8b.log").replace(
+        "  fp8 ............................................. None",
+        "  fp8 ............................................. None\n"
+        "  fp4 ............................................. e2m1\n"
+        "  fp4_recipe ...................................... Fp4Recipe.nvfp4\n"
+        "  fp4_param ....................................... True",
+    )
+    training = observe_log(text, profile="gb200-nvl72").request["training"]
+    assert (training["precision"], training["fp8_param_gather"]) == ("nvfp4", True)
+    custom = text.replace("Fp4Recipe.nvfp4", "Fp4Recipe.custom")
+    with pytest.raises(InvalidSpecError, match=r"fp4_recipe custom in the .* is not modelled \(nvfp4 is\)"):
+        observe_log(custom, profile="gb200-nvl72")
+    bf16_ends = "  first_last_layers_bf16 .......................... True\n"
+    ends = text.replace("  fp4_param ....", bf16_ends + "  fp4_param ....")
+    with pytest.raises(InvalidSpecError, match=r"first_last_layers_bf16 in the .* keeps layers in bf16"):
+        observe_log(ends, profile="gb200-nvl72")
+
+
 def test_megatron_log_states_its_activation_offloading() -> None:
     # validate_args turns cpu_offloading on when --cpu-offloading-num-layers > 0; the dump prints both.
     text = _log("megatron_llama8b.log").replace(
