@@ -18,6 +18,7 @@ import pytest
 
 from api.localserver import local_service
 from planner.calibration.accuracy import load_bands
+from planner.specs import Precision
 
 CHROMIUM = os.environ.get("PLANNER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
@@ -93,6 +94,7 @@ def _fill(  # type: ignore[no-untyped-def]
     recompute: tuple[str, ...] = ("none", "selective", "full"),
     framework: str = "megatron",
     framework_version: str = "",
+    precision: str = "bf16",
 ) -> None:
     """Set every field the tests use (the page is shared by the module's tests)."""
     page.check(f'input[name="model-kind"][value="{kind}"]')
@@ -105,6 +107,7 @@ def _fill(  # type: ignore[no-untyped-def]
     page.select_option("#profile", profile)
     page.fill("#num_gpus", gpus)
     page.fill("#global_batch_size", batch)
+    page.select_option("#precision", precision)
     page.fill("#train_tokens", train_tokens)
     page.select_option("#objective", objective)
     page.select_option("#framework", framework)
@@ -215,6 +218,15 @@ def test_new_inputs_reach_the_request(page) -> None:  # type: ignore[no-untyped-
     assert "days to train" in page.locator("#plan-facts").inner_text()
     for gpus in page.locator("#plans tbody tr td:nth-child(2)").all_inner_texts():
         assert int(gpus) <= 64  # gpu_efficiency may use fewer
+
+
+def test_every_precision_is_offered_and_nvfp4_plans_on_blackwell(page) -> None:  # type: ignore[no-untyped-def]
+    options = page.locator("#precision option").all_inner_texts()
+    assert options == [p.value for p in Precision]
+    _fill(page, preset="llama3-70b", profile="gb200-nvl72", gpus="64", batch="256", precision="nvfp4")
+    sent = _submit(page)
+    assert sent["training"]["precision"] == "nvfp4"
+    page.wait_for_selector('#plans tbody tr[data-rank="1"]')
 
 
 def test_hf_config_takes_a_sequence_length(page) -> None:  # type: ignore[no-untyped-def]
