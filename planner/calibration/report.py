@@ -60,6 +60,7 @@ HOLDOUT_ONLY_SOURCES: frozenset[str] = frozenset(
         "MegatronBridge_PerfSummary_26.06_MoE",
         "MegatronBridge_PerfSummary_26.06_GPT-OSS",
         "MegatronBridge_PerfSummary_26.02_NVFP4",
+        "MegatronBridge_PerfSummary_26.02.01_NVFP4",
         "MegatronBridge_PerfSummary_26.04.01_NVFP4",
         "MegatronBridge_PerfSummary_26.06_NVFP4",
         "MegatronBridge_Qwen3_30B_Card_2026",
