@@ -280,15 +280,15 @@ def _precision(args: Mapping[str, Any], where: str) -> str:
     """The GEMMs' format: nvfp4 (`--fp4-format`, dest fp4, with `--fp4-recipe` nvfp4, Megatron-Core's default; its
     `Fp4Recipe` enum prints as `Fp4Recipe.x`), fp8 (`--fp8-format`), else the 16-bit dtype. Layers kept in bf16
     under either (`--first-last-layers-bf16`) are refused: the planner quantizes every transformer layer."""
-    quantized = args.get("fp4") not in (None, False) or args.get("fp8") not in (None, False)
-    if quantized and _on(args, "first_last_layers_bf16"):
+    fp4, fp8 = (args.get(name) not in (None, False) for name in ("fp4", "fp8"))
+    if (fp4 or fp8) and _on(args, "first_last_layers_bf16"):
         refuse(f"first_last_layers_bf16 in the {where} keeps layers in bf16, which is not modelled")
-    if args.get("fp4") not in (None, False):
+    if fp4:
         recipe = str(args.get("fp4_recipe") or "nvfp4").rsplit(".", 1)[-1]
         if recipe != "nvfp4":
             refuse(f"fp4_recipe {recipe} in the {where} is not modelled (nvfp4 is)")
         return "nvfp4"
-    if args.get("fp8") not in (None, False):
+    if fp8:
         return "fp8"
     if _on(args, "fp16"):
         return "fp16"
