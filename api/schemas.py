@@ -511,8 +511,9 @@ class AccuracyOut(BaseModel):
 
     gpu_kind: str = Field(description="The GPU kind of the request's profile (A100, H100, B200, GB200, ...).")
     workload: str = Field(
-        description="dense (on Megatron-Core), dense_fsdp (under PyTorch FSDP), moe (mixture of experts with CUDA"
-        " graphs), moe_eager (mixture of experts without CUDA graphs) or hybrid (Mamba-2 mixers among the layers)."
+        description="dense (on Megatron-Core, sequences up to 8,192 tokens), dense_long (the same, longer sequences),"
+        " dense_fsdp (under PyTorch FSDP), moe (mixture of experts with CUDA graphs), moe_eager (mixture of experts"
+        " without CUDA graphs) or hybrid (Mamba-2 mixers among the layers)."
     )
     rows: int = Field(description="Published runs of this GPU kind and workload the model was checked on.")
     sources: list[str] = Field(description="The published sources those runs come from (`planner validate`).")

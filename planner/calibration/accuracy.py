@@ -27,6 +27,7 @@ from planner.specs import GradientLayout, ModelSpec, TrainingSpec
 __all__ = [
     "BANDS_FILE",
     "DECIMALS",
+    "LONG_SEQUENCE_TOKENS",
     "AccuracyBand",
     "Workload",
     "band_for",
@@ -40,6 +41,10 @@ PERCENTILE_FROM = 10
 """Runs a band needs before its sentence quotes the 90th percentile."""
 DECIMALS = 4
 """Errors are kept to 0.01% (`report.accuracy_bands` rounds them), so the stored file compares exactly."""
+LONG_SEQUENCE_TOKENS = 8192
+"""Sequences longer than this make a dense Megatron-Core run `Workload.DENSE_LONG`: 8,192 is the longest sequence of
+the dense sources' short-context rows (NeMo 24.07's Llama 3), so only NeMo's long-sequence table (16K-1M tokens, the
+model up to 51% fast there: README, "Where the model is weak") speaks for longer ones."""
 
 
 class Workload(StrEnum):
@@ -47,6 +52,9 @@ class Workload(StrEnum):
 
     DENSE = "dense"
     """A transformer without experts, on Megatron-Core's gradient buffers (`GradientLayout.MEGATRON`)."""
+    DENSE_LONG = "dense_long"
+    """A transformer without experts on Megatron-Core's buffers at sequences over `LONG_SEQUENCE_TOKENS`, where the
+    attention core (and context parallelism's ring) outweighs the GEMMs."""
     DENSE_FSDP = "dense_fsdp"
     """A transformer without experts under PyTorch FSDP (`GradientLayout.PYTORCH_FSDP`: Composer, TorchTitan)."""
     MOE = "moe"
@@ -59,6 +67,7 @@ class Workload(StrEnum):
 
 WORKLOAD_TEXT: dict[Workload, str] = {
     Workload.DENSE: "dense transformer",
+    Workload.DENSE_LONG: f"dense transformer at sequences over {LONG_SEQUENCE_TOKENS:,} tokens",
     Workload.DENSE_FSDP: "dense transformer under PyTorch FSDP",
     Workload.MOE: "mixture of experts with CUDA graphs",
     Workload.MOE_EAGER: "mixture of experts without CUDA graphs",
@@ -68,13 +77,15 @@ WORKLOAD_TEXT: dict[Workload, str] = {
 
 def workload_of(model: ModelSpec, training: TrainingSpec) -> Workload:
     """The `Workload` of a model trained with these settings: hybrid if it has Mamba mixers, else mixture of
-    experts (eager without CUDA graphs) if it has experts, else dense, on Megatron-Core or PyTorch FSDP
-    (`TrainingSpec.gradient_layout`)."""
+    experts (eager without CUDA graphs) if it has experts, else dense, on Megatron-Core (long-context past
+    `LONG_SEQUENCE_TOKENS`) or PyTorch FSDP (`TrainingSpec.gradient_layout`)."""
     if model.mamba is not None:
         return Workload.HYBRID
     if model.moe is not None:
         return Workload.MOE if training.runtime.cuda_graphs else Workload.MOE_EAGER
-    return Workload.DENSE_FSDP if training.gradient_layout is GradientLayout.PYTORCH_FSDP else Workload.DENSE
+    if training.gradient_layout is GradientLayout.PYTORCH_FSDP:
+        return Workload.DENSE_FSDP
+    return Workload.DENSE_LONG if model.seq_length > LONG_SEQUENCE_TOKENS else Workload.DENSE
 
 
 @dataclass(frozen=True, slots=True)

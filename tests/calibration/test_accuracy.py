@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from planner.calibration import accuracy
-from planner.calibration.accuracy import AccuracyBand, Workload, band_for, load_bands, workload_of, write_bands
+from planner.calibration.accuracy import (
+    LONG_SEQUENCE_TOKENS,
+    AccuracyBand,
+    Workload,
+    band_for,
+    load_bands,
+    workload_of,
+    write_bands,
+)
 from planner.presets import get_preset
 from planner.specs import GradientLayout, RuntimeFeatures, TrainingSpec
 
@@ -31,6 +39,20 @@ FSDP = TrainingSpec(global_batch_size=64, gradient_layout=GradientLayout.PYTORCH
 )
 def test_workload_of_a_preset(preset: str, training: TrainingSpec, expected: Workload) -> None:
     assert workload_of(get_preset(preset).model, training) is expected
+
+
+@pytest.mark.parametrize(
+    ("seq_length", "training", "expected"),
+    [
+        (LONG_SEQUENCE_TOKENS, EAGER, Workload.DENSE),  # 8,192 tokens: still the short-context band
+        (LONG_SEQUENCE_TOKENS + 1, EAGER, Workload.DENSE_LONG),
+        (131_072, GRAPHED, Workload.DENSE_LONG),
+        (131_072, FSDP, Workload.DENSE_FSDP),  # FSDP's band holds its long-sequence runs (MPT to 65,536)
+    ],
+)
+def test_long_sequences_have_their_own_dense_band(seq_length: int, training: TrainingSpec, expected: Workload) -> None:
+    model = get_preset("llama3-8b").model.model_copy(update={"seq_length": seq_length})
+    assert workload_of(model, training) is expected
 
 
 def _band(rows: int, low: float, high: float) -> AccuracyBand:
