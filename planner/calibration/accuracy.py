@@ -43,8 +43,8 @@ DECIMALS = 4
 """Errors are kept to 0.01% (`report.accuracy_bands` rounds them), so the stored file compares exactly."""
 LONG_SEQUENCE_TOKENS = 8192
 """Sequences longer than this make a dense Megatron-Core run `Workload.DENSE_LONG`: 8,192 is the longest sequence of
-the dense sources' short-context rows (NeMo 24.07's Llama 3), so only NeMo's long-sequence table (16K-1M tokens, the
-model up to 51% fast there: README, "Where the model is weak") speaks for longer ones."""
+the dense sources' other rows (NeMo 24.07's Llama 3), so only NeMo's long-sequence table (16K-1M tokens on H100, where
+the attention core and context parallelism's ring carry the step) speaks for longer ones."""
 
 
 class Workload(StrEnum):

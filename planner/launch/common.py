@@ -14,6 +14,7 @@ from planner.rules import SEQUENCE_PARALLEL_NEEDS_TP, Job
 from planner.rules.frameworks import torchtitan_refuses_fp8
 from planner.specs import (
     QUANTIZED_PRECISIONS,
+    AttentionKernel,
     BackwardPrefetch,
     ExpertGemm,
     Fp8Recipe,
@@ -31,7 +32,9 @@ __all__ = [
     "KnownModel",
     "LaunchArgs",
     "Nodes",
+    "attention_kernel_notes",
     "check_inputs",
+    "megatron_attention_backend",
     "fp8_weight_storage",
     "hybrid_position_notes",
     "known_model",
@@ -420,6 +423,50 @@ def torchtitan_hybrid_notes(model: ModelSpec) -> list[str]:
         " TorchTitan has no Mamba-2 layers, so this launch cannot train the hybrid model (a flavor registered for"
         " it would be a transformer of its width); plans for it refuse hybrid models (rule torchtitan_no_hybrid)."
     ]
+
+
+MEGATRON_ATTENTION_BACKENDS: dict[AttentionKernel, str] = {
+    AttentionKernel.CUDNN: "fused",
+    AttentionKernel.FLASH2: "flash",
+    AttentionKernel.FLASH1: "flash",
+}
+"""Megatron-LM's `--attention-backend` for the kernel a plan is priced with: `fused` is cuDNN's fused attention
+(Megatron-Core sets NVTE_FUSED_ATTN=1, NVTE_FLASH_ATTN=0 for Transformer Engine), `flash` the flash-attn package
+(NVTE_FLASH_ATTN=1, NVTE_FUSED_ATTN=0). Source: Megatron-Core `megatron/core/transformer/enums.py` `AttnBackend` and
+`megatron/core/models/common/language_module/language_module.py` (`check_and_set_env_variable` per backend). Without
+flash attention the launch asks for `unfused`. Transformer Engine runs flash-attn 2 or later, never v1
+(`attention_kernel_notes`)."""
+
+
+def megatron_attention_backend(training: TrainingSpec) -> str:
+    """`--attention-backend` for Megatron-LM (`MEGATRON_ATTENTION_BACKENDS`)."""
+    runtime = training.runtime
+    return MEGATRON_ATTENTION_BACKENDS[runtime.attention_kernel] if runtime.flash_attention else "unfused"
+
+
+def attention_kernel_notes(training: TrainingSpec, framework: str) -> list[str]:
+    """What a Megatron-LM or NeMo launch runs when the plan is priced with another attention kernel than cuDNN's.
+
+    The kernel moves long-sequence predictions by up to 1.5x (README, "Where the model is weak"), so a launch that
+    runs another one says so. Megatron-LM picks the kernel with `--attention-backend` (`megatron_attention_backend`);
+    NeMo's `model.config.attention_backend` is an enum its CLI cannot spell, and its default (auto) lets Transformer
+    Engine choose, which on Hopper is cuDNN's fused attention unless NVTE_FUSED_ATTN=0 (TE
+    `DotProductAttention`'s backend selection: "Select FusedAttention on sm90")."""
+    runtime = training.runtime
+    if not runtime.flash_attention or runtime.attention_kernel is AttentionKernel.CUDNN:
+        return []
+    if runtime.attention_kernel is AttentionKernel.FLASH1:
+        return [
+            "training.runtime.attention_kernel is flash1 (FlashAttention v1), which Transformer Engine does not run:"
+            f" this {framework} launch runs the flash-attn 2 package, faster than priced."
+        ]
+    if framework == "NeMo":
+        return [
+            "Priced with flash-attn 2 (training.runtime.attention_kernel flash2): NeMo's default attention backend lets"
+            " Transformer Engine choose, cuDNN's fused attention on Hopper; set NVTE_FUSED_ATTN=0 in the job's"
+            " environment (or the recipe's model.config.attention_backend to flash) to run what was priced."
+        ]
+    return []
 
 
 def megatron_gradient_notes(training: TrainingSpec) -> list[str]:

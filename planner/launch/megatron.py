@@ -21,10 +21,12 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    attention_kernel_notes,
     backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
     hybrid_position_notes,
+    megatron_attention_backend,
     megatron_gradient_notes,
     model_notes,
     moe_dispatch_config,
@@ -438,7 +440,7 @@ def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: L
     if training.precision is Precision.NVFP4:
         flags += _nvfp4_flags(training, layout)
     flags += _recipe_flags(training)
-    flags += ["--attention-backend", "flash" if runtime.flash_attention else "unfused"]
+    flags += ["--attention-backend", megatron_attention_backend(training)]
     if runtime.overlap_grad_reduce:
         flags.append("--overlap-grad-reduce")
         # validate_args: --overlap-param-gather needs the distributed optimizer (or Megatron FSDP).
@@ -602,6 +604,7 @@ def megatron_launch(
             *hybrid_position_notes(model),
             *_hybrid_notes(model, training, layout, version),
             *megatron_gradient_notes(training),
+            *attention_kernel_notes(training, "Megatron-LM"),
             *_offload_notes(training, version),
             *moe_dispatch_notes(training, layout, version != "core_v0.15.0"),
             *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),

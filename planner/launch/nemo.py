@@ -10,7 +10,8 @@ Every parallel setting is written out, even at its default, because recipes set 
 (llama31_70b sets vp = 5 and cp = 2). Left out, with the reason:
 
 - attention backend: `model.config.attention_backend` is an enum the CLI cannot spell; the default
-  (auto) picks flash or cuDNN fused attention.
+  (auto) lets Transformer Engine pick, cuDNN's fused attention on Hopper, and a plan priced with another
+  kernel says how to run it (`common.attention_kernel_notes`).
 - TP communication overlap: NeMo turns it on through MegatronCommOverlapCallback (a recipe's
   performance mode), not through a plain key.
 
@@ -36,6 +37,7 @@ from planner.costmodel.recompute import selective_modules
 from planner.launch.common import (
     FrameworkLaunch,
     Nodes,
+    attention_kernel_notes,
     backward_prefetch_notes,
     expert_gemm_notes,
     fp8_weight_storage,
@@ -512,6 +514,7 @@ def nemo_launch(
             *_fp16_notes(training),
             *_adam_moment_notes(training),
             *megatron_gradient_notes(training),
+            *attention_kernel_notes(training, "NeMo"),
             *moe_dispatch_notes(training, layout, release.flex_dispatcher_backend),
             *expert_gemm_notes(model, training, ExpertGemm.MULTI_STREAM),
             *backward_prefetch_notes(training, layout, "Megatron-FSDP"),

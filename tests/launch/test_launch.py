@@ -24,6 +24,7 @@ from planner.launch.megatron import moe_layer_freq
 from planner.layout import Layout
 from planner.presets import get_preset
 from planner.specs import (
+    AttentionKernel,
     Fp8Recipe,
     GradientLayout,
     ModelSpec,
@@ -113,7 +114,7 @@ def test_interleaved_gqa_swiglu_cp_distributed_optimizer() -> None:
     assert "--untie-embeddings-and-output-weights" in flags
     assert "--expert-model-parallel-size" not in flags and "--use-megatron-fsdp" not in flags
     assert flags["--bf16"] == [] and "--fp8-format" not in flags
-    assert flags["--attention-backend"] == ["flash"]
+    assert flags["--attention-backend"] == ["fused"]  # cuDNN's fused attention, the kernel priced by default
     assert "--overlap-grad-reduce" in flags and "--overlap-param-gather" in flags
     # cp = 2 != ep = 1 with pp > 1: Megatron-Core rejects --use-tp-pp-dp-mapping for this layout.
     assert "--use-tp-pp-dp-mapping" not in flags
@@ -540,6 +541,30 @@ def test_runtime_features() -> None:
     assert "--compile.enable" in launch.torchtitan.args
     no_sp = _flags(_launch(LLAMA70, dataclasses.replace(layout, sequence_parallel=False), runtime=runtime).megatron)
     assert "--tp-comm-overlap" not in no_sp  # Megatron: TP overlap needs sequence parallelism
+
+
+@pytest.mark.parametrize(
+    ("kernel", "backend", "noted"),
+    [
+        (AttentionKernel.CUDNN, "fused", ()),
+        (AttentionKernel.FLASH2, "flash", ("NeMo",)),
+        (AttentionKernel.FLASH1, "flash", ("Megatron-LM", "NeMo")),
+    ],
+)
+def test_attention_backend_runs_the_kernel_priced(
+    kernel: AttentionKernel, backend: str, noted: tuple[str, ...]
+) -> None:
+    """Megatron-LM's --attention-backend picks the kernel (fused: cuDNN, flash: the flash-attn package); NeMo's CLI
+    cannot, so its launch says how when the plan is priced with flash-attn; Transformer Engine never runs v1."""
+    layout = Layout(tp=8, pp=4, dp=32, sequence_parallel=True, zero_stage=1)
+    launch = _launch(LLAMA70, layout, runtime=RuntimeFeatures(attention_kernel=kernel))
+    assert _flags(launch.megatron)["--attention-backend"] == [backend]
+    for framework, args in (("Megatron-LM", launch.megatron), ("NeMo", launch.nemo)):
+        notes = [n for n in args.notes if "attention_kernel" in n]
+        assert bool(notes) == (framework in noted), (framework, notes)
+    if kernel is AttentionKernel.FLASH2:
+        (note,) = [n for n in launch.nemo.notes if "attention_kernel" in n]
+        assert "NVTE_FUSED_ATTN=0" in note
 
 
 def test_tp_pp_dp_mapping_only_where_megatron_accepts_it() -> None:
