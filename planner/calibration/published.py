@@ -95,7 +95,8 @@ MODERN_RUNTIME_KEYS = (
 )
 """The `RuntimeFeatures` a modern row's `runtime` may state over `RUNTIME_2024` (`tp_comm_overlap` in every row;
 `attention_kernel` `flash2` where NVIDIA's launcher turned cuDNN's fused attention off, `NVTE_FUSED_ATTN: 0` in
-NeMo-Framework-Launcher 24.01-24.07's `conf/config.yaml`, so Transformer Engine ran flash-attn 2; the
+NeMo-Framework-Launcher 24.01-24.07's `conf/config.yaml` for every model but, from July 2024, GPT-3 175B, so
+Transformer Engine ran flash-attn 2; the
 MoE token dispatcher and all-to-all overlap where a Megatron-Bridge MoE recipe sets them; the whole-iteration CUDA
 graph and grouped expert GEMMs where a 26.06 recipe sets `cuda_graph_impl full_iteration` and
 `cutedsl_fused_grouped_mlp`)."""
