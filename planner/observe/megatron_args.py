@@ -298,10 +298,13 @@ def _precision(args: Mapping[str, Any], where: str) -> str:
 
 
 def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
-    backend = str(args.get("attention_backend", "flash"))
+    # AttnBackend.flash runs the flash-attn package (Megatron-Core sets NVTE_FUSED_ATTN=0); fused and auto (the default,
+    # and the only choice before the flag existed) leave Transformer Engine its cuDNN fused attention on Hopper.
+    backend = str(args.get("attention_backend", "auto")).rsplit(".", 1)[-1]
     runtime: dict[str, bool | str] = {field: _on(args, name) for name, field in _RUNTIME.items()}
     runtime |= {
-        "flash_attention": not any(word in backend for word in ("unfused", "local")),
+        "flash_attention": backend not in ("unfused", "local"),
+        "attention_kernel": "flash2" if backend == "flash" else "cudnn",
         "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
         **_cuda_graphs(args),
         # Megatron-LM's default is on (--no-overlap-p2p-communication turns it off); it only acts with vp > 1.

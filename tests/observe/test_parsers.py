@@ -66,7 +66,7 @@ def test_megatron_log() -> None:
         "overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True,
         "moe_a2a_overlap": False, "flash_attention": True, "fused_kernels": True, "cuda_graphs": False,
         "overlap_p2p_comm": True, "moe_dispatcher": "alltoall", "cuda_graph_scope": "modules",
-        "expert_gemm": "multi_stream",
+        "expert_gemm": "multi_stream", "attention_kernel": "flash2",  # AttnBackend.flash: the flash-attn package
     }  # fmt: skip
     # Iteration 10 (<= max(10% of 100, first interval)) is warm-up; the median of the other nine ms values.
     used = [9876.5, 9901.2, 9850.3, 9893.0, 9912.4, 9866.1, 9880.8, 12011.9, 9874.2]
@@ -313,6 +313,26 @@ def test_cuda_graph_scope_and_expert_gemm_read_back(
     )
     runtime = request["training"]["runtime"]
     assert (runtime["cuda_graphs"], runtime["cuda_graph_scope"], runtime["expert_gemm"]) == (graphs, scope, expert_gemm)
+
+
+@pytest.mark.parametrize(
+    ("flags", "flash", "kernel"),
+    [
+        ({}, True, "cudnn"),  # before --attention-backend: Transformer Engine's choice, cuDNN on Hopper
+        ({"attention_backend": "AttnBackend.auto"}, True, "cudnn"),
+        ({"attention_backend": "AttnBackend.fused"}, True, "cudnn"),
+        ({"attention_backend": "AttnBackend.flash"}, True, "flash2"),
+        ({"attention_backend": "AttnBackend.unfused"}, False, "cudnn"),
+        ({"attention_backend": "AttnBackend.local"}, False, "cudnn"),
+    ],
+)
+def test_attention_backend_reads_back_as_the_kernel_run(flags: dict[str, Any], flash: bool, kernel: str) -> None:
+    """An observation prices the attention kernel its run used: the launch's --attention-backend read back."""
+    request, _ = megatron_request(
+        _args(**flags), where="argument dump", world_size=8, vocab_size=50304, framework="megatron"
+    )
+    runtime = request["training"]["runtime"]
+    assert (runtime["flash_attention"], runtime["attention_kernel"]) == (flash, kernel)
 
 
 def test_unmodelled_flex_backend_is_refused() -> None:
