@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.launch.common import MEGATRON_ATTENTION_BACKENDS
 from planner.launch.pipeline_layout import layout_chunks
 from planner.observe.observation import refuse
 from planner.rules.core import rank_chunks
-from planner.specs import HYBRID_LAYER_SYMBOLS, Fp8Recipe, RecomputeModule, RouterLoadBalancing
+from planner.specs import HYBRID_LAYER_SYMBOLS, AttentionKernel, Fp8Recipe, RecomputeModule, RouterLoadBalancing
 
 __all__ = ["REQUIRED", "megatron_request", "padded_vocab_size"]
 
@@ -298,13 +299,16 @@ def _precision(args: Mapping[str, Any], where: str) -> str:
 
 
 def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
-    # AttnBackend.flash runs the flash-attn package (Megatron-Core sets NVTE_FUSED_ATTN=0); fused and auto (the default,
-    # and the only choice before the flag existed) leave Transformer Engine its cuDNN fused attention on Hopper.
+    # The launch's table read backwards (`MEGATRON_ATTENTION_BACKENDS`: flash is the flash-attn package, flash-attn 2
+    # the first kernel it serves); auto (the default, and the only choice before the flag existed) leaves Transformer
+    # Engine its cuDNN fused attention on Hopper.
     backend = str(args.get("attention_backend", "auto")).rsplit(".", 1)[-1]
     runtime: dict[str, bool | str] = {field: _on(args, name) for name, field in _RUNTIME.items()}
     runtime |= {
         "flash_attention": backend not in ("unfused", "local"),
-        "attention_kernel": "flash2" if backend == "flash" else "cudnn",
+        "attention_kernel": next(
+            (k.value for k, b in MEGATRON_ATTENTION_BACKENDS.items() if b == backend), AttentionKernel.CUDNN.value
+        ),
         "fused_kernels": args.get("transformer_impl", "transformer_engine") != "local",
         **_cuda_graphs(args),
         # Megatron-LM's default is on (--no-overlap-p2p-communication turns it off); it only acts with vp > 1.
