@@ -134,7 +134,8 @@ class Numerics:
     quantized input is saved with only its column-wise data, "row-wise data ... not needed in backward pass";
     MXFP8 adds one scale byte per 32 elements, left out); under NVFP4 the column-wise NVFP4 copy, `NVFP4_BYTES`."""
     wire_bytes: int
-    """Activations on the wire (TP, SP, CP, EP and pipeline traffic): bf16/fp16."""
+    """Activations on the wire (TP reductions, CP, EP and pipeline traffic): bf16/fp16; SP's all-gathers into
+    linear layers move `gathered_gemm_input_bytes`."""
     logit_bytes: int
     """Logits in the cross-entropy, computed in fp32 (Megatron `cross_entropy_loss_fusion`)."""
     zero3_weight_shard_bytes: int = HALF_BYTES
@@ -168,6 +169,21 @@ class Numerics:
     def fp8_weights_as_fp8_only(self, zero_stage: IntArray) -> BoolArray:
         """Where the FP8 linear weights are held as FP8 tensors only, with no 16-bit copy (`fp8_param_gather_on`)."""
         return fp8_param_gather_on(self.fp8_param_gather, zero_stage)
+
+    @property
+    def gathered_gemm_input_bytes(self) -> float:
+        """Bytes per element of a tensor that sequence parallelism all-gathers into a linear layer (its input in
+        forward and in the weight-gradient re-gather, its output gradient in backward): the GEMM's input format,
+        16-bit, or under FP8 and NVFP4 the quantized copy, the same bytes the layer saves (`saved_gemm_input_bytes`).
+
+        Transformer Engine quantizes before it gathers. v1.8 (NeMo 24.07's): `module/layernorm_linear.py`
+        `_LayerNormLinear.forward` writes the norm's output as uint8 FP8 and gathers that (`gather_along_first_dim`,
+        "ln_out_total"), and `module/base.py` `grad_output_preprocess` casts the output gradient to FP8 before its
+        gather ("FP8 case with gather: unfused bgrad, cast, transpose for efficient gather"); at d0067d0
+        `distributed.py` `gather_along_first_dim` with a quantizer gathers per-tensor FP8 (`_all_gather_fp8`),
+        blockwise (`_start_all_gather_fp8_blockwise`), MXFP8 (`_all_gather_mxfp8`) and NVFP4 (`_all_gather_nvfp4`)
+        data. The reduce-scatters carry the 16-bit outputs and input gradients (`wire_bytes`)."""
+        return self.saved_gemm_input_bytes
 
     @property
     def gemm_input_copy_bytes(self) -> float:

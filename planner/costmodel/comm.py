@@ -15,7 +15,8 @@ A point-to-point hop (pipeline send, CP ring exchange, all-to-all) sends one
 rank's data through that rank's own NIC share (`network_bytes_per_s`).
 Megatron's per-layer TP collectives follow Narayanan et al. 2021 Sec. 3.2
 (two all-reduces forward, two backward) and Korthikanti et al. 2022 Sec. 4.2.2
-(sequence parallel: a reduce-scatter and an all-gather of the same volume, two calls).
+(sequence parallel: a reduce-scatter and an all-gather of the same elements, two calls; under FP8 and NVFP4 the
+all-gather moves the quantized GEMM input, `Numerics.gathered_gemm_input_bytes`).
 
 Algorithm choice: NCCL's tuner (`src/graph/tuning.cc`, `ncclTopoTuneModel` and
 `topoGetAlgoInfo`) predicts each algorithm's time for the size and runs the
@@ -273,10 +274,14 @@ class TpCollectives:
 
 @dataclass(frozen=True, slots=True)
 class _Block:
-    """One attention or MLP block's collectives over its tensor-parallel group, for one pass."""
+    """One attention or MLP block's collectives over its tensor-parallel group, per pass."""
 
-    pass_s: FloatArray
-    """An all-reduce, or with sequence parallelism an all-gather and a reduce-scatter (two ring passes)."""
+    forward_s: FloatArray
+    """The forward's: an all-reduce of the output, or with sequence parallelism an all-gather of the input and a
+    reduce-scatter of the output (two ring passes)."""
+    backward_s: FloatArray
+    """The backward's: an all-reduce of the input gradient, or with sequence parallelism an all-gather of the
+    output gradient and a reduce-scatter of the input gradient."""
     dgrad_s: FloatArray
     """Its column-parallel linear's backward input-gradient collective: the reduce-scatter, or the all-reduce."""
     gather_s: FloatArray
@@ -284,33 +289,47 @@ class _Block:
 
     def scaled(self, weight: FloatArray | float) -> _Block:
         """Every field times `weight` (a share of the layers, or 0/1 per candidate)."""
-        return _Block(weight * self.pass_s, weight * self.dgrad_s, weight * self.gather_s)
+        return _Block(weight * self.forward_s, weight * self.backward_s, weight * self.dgrad_s, weight * self.gather_s)
 
     def __add__(self, other: _Block) -> _Block:
-        return _Block(self.pass_s + other.pass_s, self.dgrad_s + other.dgrad_s, self.gather_s + other.gather_s)
+        return _Block(
+            self.forward_s + other.forward_s,
+            self.backward_s + other.backward_s,
+            self.dgrad_s + other.dgrad_s,
+            self.gather_s + other.gather_s,
+        )
 
 
 def _block_collectives(
-    nbytes: FloatArray,
+    output_elements: FloatArray,
     group: GroupPlacement,
     c: Candidates,
     hw: Hardware,
     rt: RuntimeFeatures,
-    input_bytes: FloatArray | None = None,
+    gather_bytes: float,
+    reduce_bytes: float,
+    input_elements: FloatArray | None = None,
 ) -> _Block:
-    """A block whose input side (the forward all-gather, the input-gradient reduction) moves `input_bytes`
-    (default `nbytes`) and whose output side (the forward reduction) `nbytes`; a pass is one of each under
-    sequence parallelism, one all-reduce (their mean) without."""
-    gather_out = all_gather_s(nbytes, group, hw, rails=rt.ring_rails)
-    reduce_out = all_reduce_s(nbytes, group, hw, rails=rt.ring_rails)
-    gather_in, reduce_in = gather_out, reduce_out
-    if input_bytes is not None:
-        gather_in = all_gather_s(input_bytes, group, hw, rails=rt.ring_rails)
-        reduce_in = all_reduce_s(input_bytes, group, hw, rails=rt.ring_rails)
+    """A block whose input side (the forward all-gather, the input-gradient reduction) moves `input_elements`
+    (default `output_elements`) and whose output side (the forward reduction, the output-gradient gather)
+    `output_elements`. Under sequence parallelism a pass is one all-gather, at `gather_bytes` per element (what
+    the linear layer it feeds reads, `Numerics.gathered_gemm_input_bytes`), and one reduce-scatter at
+    `reduce_bytes`; without it one all-reduce at `reduce_bytes`."""
+    inputs = output_elements if input_elements is None else input_elements
+
+    def gather(elements: FloatArray, nbytes: float) -> FloatArray:
+        return all_gather_s(nbytes * elements, group, hw, rails=rt.ring_rails)
+
+    def reduce(elements: FloatArray) -> FloatArray:
+        return all_reduce_s(reduce_bytes * elements, group, hw, rails=rt.ring_rails)
+
+    gather_in = gather(inputs, gather_bytes)
+    scatter_in, scatter_out = gather(inputs, reduce_bytes), gather(output_elements, reduce_bytes)
     sp = c.sequence_parallel
     return _Block(
-        np.asarray(np.where(sp, gather_in + gather_out, (reduce_in + reduce_out) / 2), dtype=np.float64),
-        np.asarray(np.where(sp, gather_in, reduce_in), dtype=np.float64),
+        np.asarray(np.where(sp, gather_in + scatter_out, reduce(output_elements)), dtype=np.float64),
+        np.asarray(np.where(sp, gather(output_elements, gather_bytes) + scatter_in, reduce(inputs)), dtype=np.float64),
+        np.asarray(np.where(sp, scatter_in, reduce(inputs)), dtype=np.float64),
         np.asarray(gather_in, dtype=np.float64),
     )
 
@@ -337,8 +356,12 @@ def tp_collectives_s(
     num: Numerics,
     reruns: FloatArray,
 ) -> TpCollectives:
-    """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden in
-    `num.wire_bytes`; a reduce-scatter costs an all-gather's ring pass.
+    """One layer's TP collectives (`TpCollectives`): each moves the layer's activations, tokens x hidden; a
+    reduce-scatter costs an all-gather's ring pass. Reductions carry `num.wire_bytes` per element; sequence
+    parallelism's all-gathers into the attention, dense-MLP, shared-expert and Mamba linears what those layers read
+    (`num.gathered_gemm_input_bytes`: one byte under per-tensor FP8, where Transformer Engine gathers the quantized
+    tensor), the routed experts' 16-bit tokens (Megatron-Core's token dispatcher gathers them over the expert-TP
+    group itself, `gather_from_sequence_parallel_region`, before its grouped linears quantize).
 
     Per block (attention, MLP; in a hybrid each layer's one block, a Mamba mixer's like an MLP's) and pass, one
     collective over the block's tensor-parallel group: the tp group,
@@ -349,12 +372,14 @@ def tp_collectives_s(
     dense one's. Under MLA the attention block's input side moves the latents (`_attention_input_width`).
     Passes: forward and backward, plus `reruns` recomputed forwards (`recompute.full_recompute_reruns`).
     """
-    nbytes = num.wire_bytes * tokens_per_microbatch(model, c) * model.hidden_size
-    dense = _block_collectives(nbytes, placement.tp, c, hw, rt)
+    tokens = tokens_per_microbatch(model, c)
+    hidden = tokens * model.hidden_size
+    wire, gathered = num.wire_bytes, num.gathered_gemm_input_bytes
+    dense = _block_collectives(hidden, placement.tp, c, hw, rt, gathered, wire)
     attention = dense
     if model.mla is not None:
-        latents = num.wire_bytes * tokens_per_microbatch(model, c) * _attention_input_width(model)
-        attention = _block_collectives(nbytes, placement.tp, c, hw, rt, latents)
+        latents = tokens * _attention_input_width(model)
+        attention = _block_collectives(hidden, placement.tp, c, hw, rt, gathered, wire, latents)
     # A Mamba mixer's in_proj / out_proj pair moves the hidden state like an MLP's fc1 / fc2 (Megatron-Core
     # `MambaMixer`: column- then row-parallel over the tp group).
     blocks = attention.scaled(model.attention_layer_share) + dense.scaled(
@@ -362,12 +387,11 @@ def tp_collectives_s(
     )
     if model.moe is not None:
         share = model.moe_layer_share
-        routed = _block_collectives(nbytes, placement.etp, c, hw, rt)
+        routed = _block_collectives(hidden, placement.etp, c, hw, rt, wire, wire)
         shared = np.where(c.etp != c.tp, float(model.moe.num_shared_experts > 0), 0.0)
         blocks = blocks + routed.scaled(share) + dense.scaled(share * shared)
-    passes = 2 + reruns
     return TpCollectives(
-        total_s=np.asarray(passes * blocks.pass_s, dtype=np.float64),
+        total_s=np.asarray((1 + reruns) * blocks.forward_s + blocks.backward_s, dtype=np.float64),
         dgrad_s=np.asarray(blocks.dgrad_s, dtype=np.float64),
         sp_gather_s=np.asarray(np.where(c.sequence_parallel, blocks.gather_s, 0.0), dtype=np.float64),
     )

@@ -284,3 +284,35 @@ def test_block_recompute_reruns_the_collectives_of_its_layers_only() -> None:
     none, every, quarter = total(Recompute.NONE, None), total(Recompute.FULL, None), total(Recompute.FULL, 24)
     assert every == pytest.approx(none * 3 / 2, rel=1e-12)
     assert quarter == pytest.approx(none * 2.25 / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("precision", "recipe", "gathered"),
+    [("bf16", None, 2.0), ("fp8", None, 1.0), ("fp8", "tensorwise", 1.0), ("nvfp4", None, 0.5625)],
+)
+def test_sequence_parallel_gathers_move_the_quantized_gemm_input(
+    precision: str, recipe: str | None, gathered: float
+) -> None:
+    """GPT-3 175B at tp 8, micro-batch 1, sequence parallel: 2048 x 12288 elements per block and pass. Each
+    block's forward gathers its input at the GEMM input's bytes (1 under per-tensor FP8, 0.5625 under NVFP4:
+    Transformer Engine quantizes, then gathers) and reduce-scatters its output in bf16; its backward gathers the
+    output gradient likewise and reduce-scatters the input gradient in bf16 (the dgrad collective); the wgrad
+    re-gather moves the quantized input. Two blocks, one forward and one backward pass."""
+    model = get_preset("gpt3-175b").model
+    training = TrainingSpec.model_validate(
+        {"global_batch_size": 64, "precision": precision, **({"fp8_recipe": recipe} if recipe else {})}
+    )
+    hw = _hw()
+    c = Candidates.from_layouts([Layout(tp=8, pp=1, dp=1, sequence_parallel=True)], model.num_layers, 64)
+    num = training_numerics(training, hw)
+    assert num.gathered_gemm_input_bytes == gathered
+    tp = tp_collectives_s(model, c, place(c, 8, 8), hw, training.runtime, num, full_recompute_reruns(model, c, None))
+    elements = 2048 * 12288
+
+    def ring(nbytes: float) -> float:  # (n-1)/n of the bytes over NVLink, base latency and 7 NVLink steps
+        return 7 / 8 * nbytes / NVLINK_BW + BASE_LAT + 7 * NVLINK_LAT
+
+    gather, scatter = ring(gathered * elements), ring(2 * elements)
+    np.testing.assert_allclose(tp.total_s, [2 * 2 * (gather + scatter)], rtol=1e-12)
+    np.testing.assert_allclose(tp.dgrad_s, [2 * scatter], rtol=1e-12)
+    np.testing.assert_allclose(tp.sp_gather_s, [2 * gather], rtol=1e-12)

@@ -59,44 +59,47 @@ GPT_OSS_2604 = "MegatronBridge_PerfSummary_26.04.01_GPT-OSS"
 in no fit, which the model misses by far (README, "Where the model is weak"), held to `GPT_OSS_BARS`."""
 GPT_OSS_BARS = {
     # GPU kind: |error| at most, a regression bar (today's figure in the comment), not a target
-    "H100": 0.22,  # +21.6% (pp 4, ep 8, micro-batch 1; +19.0% at the H100 eta of 0.640)
-    "B200": 0.42,  # +38.9% (ep 8, micro-batch 4)
-    "GB200": 0.77,  # +73.5% (ep 64, micro-batch 4, all-to-all overlap)
+    "H100": 0.22,  # +21.0% (pp 4, ep 8, micro-batch 1; +19.0% at the H100 eta of 0.640, +21.6% at 0.665)
+    "B200": 0.42,  # +39.8% (ep 8, micro-batch 4; +38.9% at the GB200 constants before 2026-12-07's refit)
+    "GB200": 0.77,  # +73.4% (ep 64, micro-batch 4, all-to-all overlap)
 }
 HYBRID_2604 = "MegatronBridge_PerfSummary_26.04.01_Hybrid"
 """Megatron-Bridge 26.04.01's Nemotron 3 Nano 30B-A3B rows (Mamba-2 / attention / MoE hybrid): predictions in no fit,
 held to `HYBRID_BARS`."""
 HYBRID_BARS = {
     # GPU kind: signed error bounds (lowest, highest), regression bars (today's figure in the comment), not targets
-    "H100": (0.0, 0.09),  # +8.2% (FP8 on 16, the recipe's module recompute: moe, layernorm, core_attn, moe_act; +6.6%
+    "H100": (0.0, 0.09),  # +7.8% (+8.2% at the H100 eta of 0.665; FP8 on 16, the recipe's module recompute: moe,
+    # layernorm, core_attn, moe_act; +6.6%
     # at the H100 eta of 0.640, before NeMo 24.07's rows ran flash-attn 2)
-    "B200": (0.0, 0.22),  # +18.7% (MXFP8 on 8: predicted fast, like the other Blackwell MoE rows)
-    "GB200": (0.0, 0.28),  # +24.6% (MXFP8 on 8)
+    "B200": (0.0, 0.22),  # +20.4% (+18.7% before the GB200 refit of 2026-12-07; MXFP8 on 8: predicted fast, like
+    # the other Blackwell MoE rows)
+    "GB200": (0.0, 0.28),  # +26.6% (+24.6% before that refit; MXFP8 on 8)
 }
 MOE_2606 = "MegatronBridge_PerfSummary_26.06_MoE"
 """Megatron-Bridge 26.06's GB200 MoE rows (Qwen3 30B-A3B / 235B-A22B, DeepSeek-V3, MXFP8) with the release's perf
 configs, which replay the whole iteration as one CUDA graph, run the experts as one grouped kernel and overlap the
 all-to-all: predictions in no fit, held to `MOE_2606_BARS`."""
 MOE_2606_BARS = (0.05, 0.09)
-"""(mean, max) |error| at most over `MOE_2606`, a regression bar, not a target; today 4.5% / 8.1% (Qwen3 30B-A3B on
-8 GPUs +8.1%, 235B-A22B -2.5%, DeepSeek-V3 -2.8%). The same layouts ran 17-56% slower in 26.04.01 with per-module
+"""(mean, max) |error| at most over `MOE_2606`, a regression bar, not a target; today 4.4% / 8.4% (Qwen3 30B-A3B on
+8 GPUs +8.4%, 235B-A22B -2.2%, DeepSeek-V3 -2.6%). The same layouts ran 17-56% slower in 26.04.01 with per-module
 graphs and per-expert GEMMs (the 26.04.01 rows), and the model moves with them."""
 GPT_OSS_2606 = "MegatronBridge_PerfSummary_26.06_GPT-OSS"
 """The same table's GPT-OSS 120B row (MXFP8 on 64 GB200, whole-iteration graph, grouped experts): a prediction in
 no fit, held to `GPT_OSS_2606_BAR`."""
 GPT_OSS_2606_BAR = 0.40
 """|error| at most, a regression bar (today +37.5%): GPT-OSS stays predicted far too fast with its recipe's graphed,
-grouped, overlapped path, where the other three 26.06 MoE rows are within 8.1%; so its gap is not the eager
+grouped, overlapped path, where the other three 26.06 MoE rows are within 8.4%; so its gap is not the eager
 all-to-all path alone (README, "Where the model is weak")."""
 NVFP4_GROUPS = tuple(
     f"MegatronBridge_PerfSummary_{release}_NVFP4" for release in ("26.02", "26.02.01", "26.04.01", "26.06")
 )
 """Megatron-Bridge's GB200 NVFP4 rows (Llama 3 70B on 64, Llama 3.1 405B on 256; 26.02, 26.02.01, 26.04.01, 26.06):
 predictions in no fit, held to `NVFP4_BARS`."""
-NVFP4_BARS = (0.11, 0.20)
-"""(mean, max) |error| at most over the NVFP4 rows, a regression bar, not a target; today 8.9% / 17.5% (70B +17.5%,
-+15.0%, +7.8%, predicted fast; 405B -1.2%, -2.3%, -9.9%, -8.6%, predicted slow): one NVFP4 kernel rate for
-every GEMM shape, where TE's profile shows the gain over MXFP8 growing with the GEMM (1.05x-1.66x)."""
+NVFP4_BARS = (0.11, 0.23)
+"""(mean, max) |error| at most over the NVFP4 rows, a regression bar, not a target; today 9.5% / 21.1% (70B +21.1%,
++18.4%, +11.0%, predicted fast; 405B +3.8%, +2.7%, -5.4%, -3.9%); 8.9% / 17.5% while sequence parallelism's
+gathers moved 16-bit data: one NVFP4 kernel rate for every GEMM shape, where TE's profile shows the gain over
+MXFP8 growing with the GEMM (1.05x-1.66x)."""
 CARD_2026 = "MegatronBridge_Qwen3_30B_Card_2026"
 """Megatron-Bridge's Qwen3 30B-A3B bf16 runs on 16 H100 (model and workflow cards), with and without the all-to-all
 overlap: predictions in no fit, held to `CARD_BARS`."""
@@ -104,34 +107,40 @@ LONG_SEQUENCE = "NeMo_LongSequence_24.03.01"
 """NeMo's long-sequence table (Llama 2 7B FP8 on H100, 4K-1M tokens on 4-1,024 GPUs, context parallelism up to 32):
 predictions in no fit, held to `LONG_SEQUENCE_BARS`."""
 LONG_SEQUENCE_BARS = (0.03, 0.06)
-"""(mean, max) |error| at most over `LONG_SEQUENCE`, a regression bar, not a target; today 1.8% / 4.7% (512K tokens,
--4.7%), with attention at flash-attn 2's rate as the launcher ran it (`NVTE_FUSED_ATTN: 0`); priced at cuDNN's rate
+"""(mean, max) |error| at most over `LONG_SEQUENCE`, a regression bar, not a target; today 1.8% / 4.1% (512K tokens,
+-4.1%; 4.7% while FP8 sequence-parallel gathers moved two bytes), with attention at flash-attn 2's rate as the launcher
+ran it (`NVTE_FUSED_ATTN: 0`); priced at cuDNN's rate
 the same rows were +7% (4K) to +51% (1M) fast (`test_long_sequence_rows_need_the_launchers_attention_kernel`)."""
 MOSAICML = "MosaicML_llmfoundry_MPT"
 """PyTorch FSDP rows (A100 and H100), predictions that enter no fit: their bars are in test_mosaicml.py."""
 H100_FIT_ROW_TOLERANCE = 0.26
-"""Today: max 24.8% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
+"""Today (eta 0.6587): max 23.8% (32B, tp8 pp1: too slow, its data-parallel reduce-scatter/all-gather exposed at four
 micro-batches per step; 26.9% before FP8 GEMMs ran at the measured 1.75x of bf16, `gpu.fp8_gemm_speedup`);
-1.7B (tp1 pp1) +19.3%, too fast (+14.6% before). The pp = 1 rows carry the error, in both fitted sources
+1.7B (tp1 pp1) +21.4%, too fast (+14.6% at 2x). The pp = 1 rows carry the error, in both fitted sources
 (README-only constants: 23.4% / +22.3%)."""
 H100_FIT_LOO_ROW_TOLERANCE = 0.27
-"""Today: max 25.2% leave-one-out (27.4% at the datasheet's 2x FP8 rate)."""
+"""Today: max 24.3% leave-one-out (1.7B; 25.2% before NeMo 24.07 ran flash-attn 2, 27.4% at the datasheet's 2x FP8
+rate)."""
 H100_FIT_MEAN_TOLERANCE = 0.11
-"""Today: README mean 10.3% in sample, 9.1% leave-one-out over all 21 fit rows (12.4% / 11.2% with FP8 GEMMs at the
+"""Today: README mean 9.4% in sample, 6.6% leave-one-out over all 21 fit rows (10.3% / 9.1% before NeMo 24.07 ran
+flash-attn 2; 12.4% / 11.2% with FP8 GEMMs at the
 datasheet's 2x of bf16: one eta then traded the README's bf16 rows, too slow, against NeMo's FP8 rows, too fast;
 fitted apart they took eta 0.667 and 0.550). 11.7% before interleaved pipeline sends overlapped compute
 (`pipeline.exposed_sends_s`)."""
 NEMO_2407_ROW_TOLERANCE = 0.15
-"""Today: max 12.3% (GPT-3 175B on 512 GPUs, too slow, without userbuffers; 12.9% leave-one-out), then +12.2%
-(Nemotron-3 8B at tp 2 and Llama 3 8B at cp 2, pp 1, too fast) and Nemotron-4 340B -9.5%. At the datasheet's
+"""Today: max 10.1% (GPT-3 20B at tp 2, too fast), then GPT-3 175B on 512 GPUs -6.8% (too slow, without
+userbuffers; -9.8% while FP8 sequence-parallel gathers moved two bytes, 12.3% before NeMo 24.07 ran flash-attn 2)
+and Nemotron-4 340B -5.0% (-9.3%). At the datasheet's
 2x FP8 rate the pp = 1 rows were up to 15.9% too fast and the pipelined ones within 11% (-8.1% / -6.7% for the
 two slow ones)."""
 NEMO_2407_MEAN_TOLERANCE = 0.09
-"""Today: mean 7.5% (9.4% at the datasheet's 2x FP8 rate; 10.0% while interleaved sends blocked; 13.8% predicted
+"""Today: mean 3.9% (4.6% while FP8 sequence-parallel gathers moved two bytes, 7.5% before flash-attn 2; 9.4% at the
+datasheet's 2x FP8 rate; 10.0% while interleaved sends blocked; 13.8% predicted
 from README-only constants, before it joined the fit)."""
 NEMOTRON_TOLERANCE = 0.09
-"""Today: +8.6% (+5.4% before NeMo 24.07's rows ran flash-attn 2 as the launcher set it and the refit raised eta
-0.640 -> 0.665), bf16 (+0.2% while FP8 GEMMs ran at the datasheet's 2x of bf16 and the fit's single eta sat lower,
+"""Today: +7.8% (eta 0.6587; +8.6% at 0.665, before FP8 sequence-parallel gathers moved one byte; +5.4% before NeMo
+24.07's rows ran flash-attn 2 as the launcher set it and the refit raised eta 0.640 -> 0.665), bf16 (+0.2% while FP8
+GEMMs ran at the datasheet's 2x of bf16 and the fit's single eta sat lower,
 0.6008 against 0.6404 then; -1.4% while interleaved sends blocked, -3.4% before Transformer Engine's dgrad
 collectives overlapped the wgrad GEMMs) with the schedule of NVIDIA's training config for this model and batch
 (NeMo-Framework-Launcher 24.07 nemotron_340b.yaml: pp 12 with 8 virtual stages, selective recompute, bf16 gradient
@@ -149,43 +158,47 @@ README-only constants): at a third of
 26.04.01's batch the 405B row has 11% less throughput, the model 3%; the container differs too (26.02 -> 26.04.01
 alone: +5.5%)."""
 GB200_FIT_ROW_TOLERANCE = 0.08
-"""Today: +3.1% (70B MXFP8), +5.6% (70B FP8, Megatron-FSDP, 40 layers offloaded; +5.8% before it joined the fit),
--6.2% (405B FP8), -1.9% (405B MXFP8), fitted on these four (eta 0.5073, t0 19.6 us)."""
+"""Today: +3.1% (70B MXFP8), +5.1% (70B FP8, Megatron-FSDP, 40 layers offloaded; +5.8% before it joined the fit),
+-6.0% (405B FP8), -1.7% (405B MXFP8), fitted on these four (eta 0.5043, t0 17.1 us)."""
 GB200_PREDICTION_TOLERANCE = 0.11
-"""Today: +3.3% / +6.3% (8B FP8 / MXFP8, NeMo 25.11, one tray pair), +3.5% (70B FP8, Megatron-FSDP, 40 layers
+"""Today: +3.1% / +6.0% (8B FP8 / MXFP8, NeMo 25.11, one tray pair), +3.0% (70B FP8, Megatron-FSDP, 40 layers
 offloaded): MXFP8 ran 5.5% slower than FP8 there, the model 2.7% (MXFP8 GEMMs at `profiles.MXFP8_GEMM_RATE`)."""
-B200_TOLERANCE = 0.05
-"""Today: -2.5 / -1.7% (8B FP8 / MXFP8), +4.9 / +4.6% (405B on 128 GPUs, pp 8 vp 8 over the network: -1.2 / -1.1%
-while interleaved sends blocked): predictions on GB200's constants
+B200_TOLERANCE = 0.06
+"""Today: -2.8 / -2.0% (8B FP8 / MXFP8), +5.2 / +4.9% (405B on 128 GPUs, tp 4 with FP8 sequence-parallel gathers at
+one byte: +4.9 / +4.6% at two; pp 8 vp 8 over the network: -1.2 / -1.1% while interleaved sends blocked): predictions on
+GB200's constants
 (B200's own peaks), no B200 row in any fit."""
 LOSO_BARS = {
     # (GPU kind, held-out source): (mean |error|, max |error|) at most; today's values in the comment.
     ("A100", "Narayanan2021_Table1"): (0.04, 0.10),  # 3.7% / 9.0%
     ("A100", "Narayanan2021_Table2"): (0.05, 0.14),  # 4.2% / 13.0%
     ("A100", "Korthikanti2022"): (0.06, 0.09),  # 4.7% / 8.1% (6.8% / 9.5% while its dgrad collectives were paid)
-    # H100 today, then before NeMo 24.07's rows ran flash-attn 2 as its launcher set it (eta 0.640 -> 0.665):
-    ("H100", README_H100): (0.11, 0.26),  # 9.6% / 24.0% (11.0% / 25.2%): fitted on the 21 other rows, all FP8
-    ("H100", NEMO_2407): (0.06, 0.12),  # 4.5% / 10.5% (8.4% / 14.2%): fitted on the 18 other rows, 9 of them bf16
-    ("H100", BRIDGE): (0.05, 0.08),  # 3.7% / 5.0% (3.5% / 7.0%)
-    ("H100", NEMOTRON): (0.09, 0.09),  # 8.4% (5.8%)
-    ("H100", BRIDGE_2511): (0.09, 0.14),  # 7.3% / 12.8% (7.8% / 10.1%: the 405B row)
-    ("H100", LONG_SEQUENCE): (0.03, 0.06),  # 1.7% / 4.7% (33% / 51% at cuDNN's attention rate)
-    ("GB200", BRIDGE): (0.07, 0.14),  # 4.6% / 10.4%: fitted on 25.11's two 8B rows and its 70B row
-    ("GB200", BRIDGE_2511): (0.07, 0.11),  # 4.4% / 6.3%
+    # H100 today (eta 0.6587, FP8 sequence-parallel gathers at one byte), then before NeMo 24.07's rows ran flash-attn 2
+    # as its launcher set it (eta 0.640):
+    ("H100", README_H100): (0.11, 0.26),  # 10.0% / 24.4% (11.0% / 25.2%): fitted on the 21 other rows, all FP8
+    ("H100", NEMO_2407): (0.06, 0.12),  # 3.9% / 9.7% (8.4% / 14.2%): fitted on the 18 other rows, 9 of them bf16
+    ("H100", BRIDGE): (0.05, 0.08),  # 3.9% / 4.8% (3.5% / 7.0%)
+    ("H100", NEMOTRON): (0.09, 0.09),  # 7.5% (5.8%)
+    ("H100", BRIDGE_2511): (0.09, 0.14),  # 7.5% / 13.3% (7.8% / 10.1%: the 405B row)
+    ("H100", LONG_SEQUENCE): (0.03, 0.06),  # 1.8% / 4.1% (33% / 51% at cuDNN's attention rate)
+    ("GB200", BRIDGE): (0.07, 0.14),  # 4.2% / 9.9%: fitted on 25.11's two 8B rows and its 70B row
+    ("GB200", BRIDGE_2511): (0.07, 0.11),  # 4.0% / 6.0%
 }
 MOE_BARS = {
     # GPU kind: (mean |error|, max |error|) at most over the kind's MoE rows; regression bars, not targets (today's
     # figures in the comment, then the figures before TE's per-expert GEMMs were priced one after another,
     # `costmodel.host.expert_gemm_concurrency`)
-    "H100": (0.29, 0.39),  # 27.1% / 37.5% (36.6% / 56.6%): Qwen3 30B-A3B FP8 without CUDA graphs +37.5% (+56.6%),
-    # 235B-A22B +16.7% (a2a overlap, 4 local experts; +16.5%); at the H100 eta of 0.640: 26.1% / 36.2%
-    "GB200": (0.06, 0.08),  # 3.0% / 4.6% (5.2% / 8.1%): Qwen3 235B-A22B +1.4% (+8.1%), DeepSeek-V3 -4.6% (-2.4%),
+    "H100": (0.29, 0.39),  # 26.9% / 37.2% (36.6% / 56.6%): Qwen3 30B-A3B FP8 without CUDA graphs +37.2% (+56.6%),
+    # 235B-A22B +16.6% (a2a overlap, 4 local experts; +16.5%); at the H100 eta of 0.640: 26.1% / 36.2%
+    "GB200": (0.06, 0.08),  # 1.1% / 2.2% (5.2% / 8.1%): Qwen3 235B-A22B +2.2% (+8.1%), DeepSeek-V3 -0.1% (-2.4%),
     # both HybridEP inside the NVL72 domain
-    "B200": (0.13, 0.16),  # 10.0% / 13.2% (23.8% / 38.5%): DeepSeek-V3 -9.0% (-7.8%; DeepEP across 4 nodes with a2a
-    # overlap), Qwen3 235B-A22B +13.2% (+38.5%; 16 local experts, alltoall), 30B-A3B +7.9% (+25.1%; HybridEP)
+    "B200": (0.13, 0.16),  # 11.0% / 15.8% (23.8% / 38.5%): DeepSeek-V3 -7.0% (-7.8%; DeepEP across 4 nodes with a2a
+    # overlap), Qwen3 235B-A22B +15.8% (+38.5%; 16 local experts, alltoall), 30B-A3B +10.2% (+25.1%; HybridEP); 9.4%
+    # / 13.2% at the GB200 constants before 2026-12-07's refit
 }
 CARD_BARS = (0.06, 0.07)
-"""(mean, max) |error| at most over `CARD_2026`; today 4.5% / 5.5% (2.9% / 4.0% at the H100 eta of 0.640; 21.0% / 21.7%
+"""(mean, max) |error| at most over `CARD_2026`; today 4.1% / 5.1% (2.9% / 4.0% at the H100 eta of 0.640, 4.5% / 5.5% at
+0.665; 21.0% / 21.7%
 while four local experts shared the
 SMs). The totals are right partly by cancellation: the overlap's measured gain (3.7 s, 36.55% of the dispatch and
 combine hidden, its profile says) puts that communication near 10 s where the model prices 4.7 s, so the model's
@@ -341,7 +354,7 @@ def test_gb200_predictions_within_11_percent(row: RunRow) -> None:
 
 
 @pytest.mark.parametrize("row", _rows(BRIDGE_2511, gpu_kind="B200"), ids=lambda r: r.id)
-def test_b200_rows_on_gb200_constants_within_5_percent(row: RunRow) -> None:
+def test_b200_rows_on_gb200_constants_within_6_percent(row: RunRow) -> None:
     b200, gb200 = report().kind("B200"), report().kind("GB200")
     assert b200.calibration.transferred_from is not None and b200.calibration.transferred_from.startswith("GB200")
     assert b200.calibration.gemm_peak_efficiency == gb200.calibration.gemm_peak_efficiency
