@@ -315,21 +315,26 @@ def _block_collectives(
     `output_elements`. Under sequence parallelism a pass is one all-gather, at `gather_bytes` per element (what
     the linear layer it feeds reads, `Numerics.gathered_gemm_input_bytes`), and one reduce-scatter at
     `reduce_bytes`; without it one all-reduce at `reduce_bytes`."""
-    inputs = output_elements if input_elements is None else input_elements
 
-    def gather(elements: FloatArray, nbytes: float) -> FloatArray:
-        return all_gather_s(nbytes * elements, group, hw, rails=rt.ring_rails)
+    def side(elements: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """(all-gather, reduce-scatter, all-reduce) seconds of one side; a reduce-scatter is an all-gather's ring."""
+        scatter = all_gather_s(reduce_bytes * elements, group, hw, rails=rt.ring_rails)
+        gather = (
+            scatter
+            if gather_bytes == reduce_bytes
+            else all_gather_s(gather_bytes * elements, group, hw, rails=rt.ring_rails)
+        )
+        return gather, scatter, all_reduce_s(reduce_bytes * elements, group, hw, rails=rt.ring_rails)
 
-    def reduce(elements: FloatArray) -> FloatArray:
-        return all_reduce_s(reduce_bytes * elements, group, hw, rails=rt.ring_rails)
-
-    gather_in = gather(inputs, gather_bytes)
-    scatter_in, scatter_out = gather(inputs, reduce_bytes), gather(output_elements, reduce_bytes)
+    gather_out, scatter_out, reduce_out = side(output_elements)
+    gather_in, scatter_in, reduce_in = (
+        (gather_out, scatter_out, reduce_out) if input_elements is None else side(input_elements)
+    )
     sp = c.sequence_parallel
     return _Block(
-        np.asarray(np.where(sp, gather_in + scatter_out, reduce(output_elements)), dtype=np.float64),
-        np.asarray(np.where(sp, gather(output_elements, gather_bytes) + scatter_in, reduce(inputs)), dtype=np.float64),
-        np.asarray(np.where(sp, scatter_in, reduce(inputs)), dtype=np.float64),
+        np.asarray(np.where(sp, gather_in + scatter_out, reduce_out), dtype=np.float64),
+        np.asarray(np.where(sp, gather_out + scatter_in, reduce_in), dtype=np.float64),
+        np.asarray(np.where(sp, scatter_in, reduce_in), dtype=np.float64),
         np.asarray(gather_in, dtype=np.float64),
     )
 
