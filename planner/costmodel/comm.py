@@ -373,8 +373,9 @@ def tp_collectives_s(
     except the MLP block of an MoE layer, whose routed experts are split over the etp group (none when etp = 1:
     the token all-to-all, `expert_dispatch.ep_comm_per_layer_s`, hands each expert its rows; Megatron-Core MoE
     parallel folding, Liu et al. 2025, arXiv 2504.14960, Sec. 3), plus a tp-group collective for the shared
-    experts (split over tp) when etp differs from tp. With etp = tp an MoE layer's MLP block is priced as a
-    dense one's. Under MLA the attention block's input side moves the latents (`_attention_input_width`).
+    experts (split over tp) when etp differs from tp. With etp = tp an MoE layer's MLP block moves a dense one's
+    elements, its gathers in 16 bits. Under MLA the attention block's input side moves the latents
+    (`_attention_input_width`).
     Passes: forward and backward, plus `reruns` recomputed forwards (`recompute.full_recompute_reruns`).
     """
     tokens = tokens_per_microbatch(model, c)
