@@ -65,6 +65,8 @@ HOLDOUT_ONLY_SOURCES: frozenset[str] = frozenset(
         "MegatronBridge_PerfSummary_26.06_NVFP4",
         "MegatronBridge_Qwen3_30B_Card_2026",
         "NeMo_LongSequence_24.03.01",
+        "NeMo_PerfSummary_25.04",
+        "NeMo_PerfSummary_25.04_MoE",
     }
 )
 """Sources that enter no fit, not even another source's leave-one-source-out refit: they are reported with the
@@ -77,7 +79,10 @@ the overlap; each row's notes list what the model does not price) and fit nothin
 its Nemotron 3 Nano rows (hybrid Mamba-2 / attention / MoE layers, `costmodel.mamba`). Megatron-Bridge 26.06's GB200
 MoE rows (whole-iteration CUDA graphs, grouped expert GEMMs, the all-to-all overlap) fit nothing either; its GPT-OSS
 row is again a source of its own. NeMo's long-sequence table (Llama 2 7B FP8 on H100 at 4K-1M tokens, context
-parallelism up to 32) judges the attention and the CP ring at lengths no fit row reaches, and fits nothing."""
+parallelism up to 32) judges the attention and the CP ring at lengths no fit row reaches, and fits nothing. NeMo 25.04's
+GB200 table (NeMo 2 performance recipes, FP8 current scaling: GPT-3 175B, Llama 3 8B / 70B, Llama 3.1 405B,
+Nemotron-4 15B / 340B, and Mixtral 8x7B as a source of its own) judges the GB200 constants on a release and on model
+families the fit never saw, and fits nothing."""
 
 VALIDATION_PROFILE = VALIDATION_PROFILES["A100"]
 """The A100 profile: Narayanan 2021 and Korthikanti 2022 ran on Selene (DGX A100 80 GB); the figure checks use it."""

@@ -103,6 +103,17 @@ MXFP8 growing with the GEMM (1.05x-1.66x)."""
 CARD_2026 = "MegatronBridge_Qwen3_30B_Card_2026"
 """Megatron-Bridge's Qwen3 30B-A3B bf16 runs on 16 H100 (model and workflow cards), with and without the all-to-all
 overlap: predictions in no fit, held to `CARD_BARS`."""
+NEMO_2504 = "NeMo_PerfSummary_25.04"
+"""NeMo 25.04's GB200 table (FP8 current scaling; GPT-3 175B, Llama 3 8B / 70B, Llama 3.1 405B, Nemotron-4 15B /
+340B with that release's NeMo 2 recipes): predictions in no fit, held to `NEMO_2504_BARS`."""
+NEMO_2504_BARS = (0.07, 0.20)
+"""(mean, max) |error| at most over `NEMO_2504`, a regression bar, not a target; today 6.0% / 18.6% (Llama 3.1 405B at
+tp 4 pp 8 cp 2 vp 8, +18.6%; the other five -1.9% to +8.6%)."""
+NEMO_2504_MOE = "NeMo_PerfSummary_25.04_MoE"
+"""The same table's Mixtral 8x7B row (ep 8, token drop at capacity 1, CUDA graphs): a prediction in no fit, held to
+`NEMO_2504_MOE_BAR`."""
+NEMO_2504_MOE_BAR = 0.15
+"""Signed error at most (and above 0: predicted fast, like the other MoE rows); today +13.1%."""
 LONG_SEQUENCE = "NeMo_LongSequence_24.03.01"
 """NeMo's long-sequence table (Llama 2 7B FP8 on H100, 4K-1M tokens on 4-1,024 GPUs, context parallelism up to 32):
 predictions in no fit, held to `LONG_SEQUENCE_BARS`."""
@@ -420,6 +431,16 @@ def test_nvfp4_rows_are_faster_than_their_mxfp8_twins_as_published_and_predicted
         assert 1 < mxfp8.predicted_step_s / nvfp4.predicted_step_s < 2
 
 
+def test_nemo_25_04_gb200_rows_within_their_regression_bars() -> None:
+    rows = _rows(NEMO_2504)
+    mean_bar, max_bar = NEMO_2504_BARS
+    assert len(rows) == 6 and {r.gpu_kind for r in rows} == {"GB200"} and not any(r.in_fit for r in rows)
+    assert mean(abs(r.error) for r in rows) <= mean_bar
+    assert max(abs(r.error) for r in rows) <= max_bar
+    (moe,) = _rows(NEMO_2504_MOE)
+    assert moe.gpu_kind == "GB200" and not moe.in_fit and 0 < moe.error <= NEMO_2504_MOE_BAR
+
+
 def test_long_sequence_rows_within_their_regression_bars() -> None:
     rows = _rows(LONG_SEQUENCE)
     mean_bar, max_bar = LONG_SEQUENCE_BARS
@@ -537,8 +558,9 @@ def test_held_out_summary_counts_each_row_once_as_no_fit_saw_it() -> None:
             pytest.approx(expected.max),
         )
     assert by_kind["all"].rows == sum(by_kind[k].rows for k in kinds)
-    # H100 2 + 2 cards, GB200 2 + 3 of 26.06, B200 3, GPT-OSS (GB200 twice) and Nemotron 3 Nano on each
-    assert by_kind["all"].moe_rows == 19
+    # H100 2 + 2 cards, GB200 2 + 3 of 26.06 + NeMo 25.04's Mixtral, B200 3, GPT-OSS (GB200 twice) and Nemotron 3
+    # Nano on each
+    assert by_kind["all"].moe_rows == 20
 
 
 def test_accuracy_bands_split_the_held_out_rows_by_kind_and_workload() -> None:
