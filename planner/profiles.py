@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
@@ -369,6 +369,15 @@ class Hardware:
     def quantized(self) -> bool:
         """Whether the run's linear GEMMs are quantized (fp8 or nvfp4: at that peak, behind cast kernels)."""
         return self.bf16_peak_flop_per_s is not None
+
+    def unquantized(self) -> Hardware:
+        """The same GPU with nothing quantized, every GEMM at the 16-bit peak: what a quantized run's BF16 layers
+        run on (`TrainingSpec.bf16_layers_at_start` / `bf16_layers_at_end`); itself when the run is not quantized."""
+        if self.bf16_peak_flop_per_s is None:
+            return self
+        return replace(
+            self, peak_flop_per_s=self.bf16_peak_flop_per_s, bf16_peak_flop_per_s=None, fp8_gemm_rate=1.0, nvfp4=False
+        )
 
     def gemm_peak_flop_per_s(self, fp8_gemm: bool) -> float:
         """The peak one GEMM runs at: the training precision's for a GEMM Transformer Engine quantizes

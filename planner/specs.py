@@ -956,6 +956,23 @@ class TrainingSpec(BaseModel):
         "FP8 weights at zero_stage 0). Off: bf16 weights plus the quantized copy Transformer Engine caches "
         "across micro-batches.",
     )
+    bf16_layers_at_start: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Under precision fp8 or nvfp4, the first this many transformer layers run in BF16 (Megatron-LM "
+        "`--first-last-layers-bf16 --num-layers-at-start-in-bf16`). 0 (default): every layer quantized, Megatron-LM's "
+        "default and what NVIDIA's performance scripts run; Megatron-Bridge's and NeMo 2's FP8 current-scaling "
+        "precision keeps 1 (Nemotron-H: 2). At most num_layers / pp and not with fp8_recipe delayed (rule "
+        "bf16_end_layers).",
+    )
+    bf16_layers_at_end: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LAYERS,
+        description="Under precision fp8 or nvfp4, the last this many transformer layers run in BF16 (Megatron-LM "
+        "`--num-layers-at-end-in-bf16` with `--first-last-layers-bf16`); as bf16_layers_at_start.",
+    )
     adam_moments: AdamMoments = Field(
         default=AdamMoments.FP32,
         strict=False,
@@ -1005,6 +1022,13 @@ class TrainingSpec(BaseModel):
 
     @model_validator(mode="after")
     def _fp8_settings_need_fp8(self) -> Self:
+        if self.precision not in (Precision.FP8, Precision.NVFP4):
+            for name in ("bf16_layers_at_start", "bf16_layers_at_end"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"{name}({getattr(self, name)}) keeps layers in BF16 under a quantized run; precision"
+                        f"({self.precision.value}) is neither fp8 nor nvfp4"
+                    )
         if self.precision is Precision.FP8:
             return self
         if self.fp8_param_gather is True and self.precision is not Precision.NVFP4:

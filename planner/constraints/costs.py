@@ -37,9 +37,26 @@ class StageCosts:
     memory_intercept_bytes: tuple[float, float, float]
     memory_per_layer_bytes: tuple[float, float, float]
     capacity_bytes: float
+    bf16_layers: tuple[int, int, int] = (0, 0, 0)
+    """BF16 layers a stage of each kind holds at most (`TrainingSpec.bf16_layers_at_start` on the first,
+    `bf16_layers_at_end` on the last)."""
+    bf16_layer_extra_s: float = 0.0
+    """What one of them takes beyond a quantized layer (`shared.bf16_layer_extra_s`)."""
+
+    def kind_extra_s(self, kind: StageKind) -> float:
+        """A stage's seconds beyond its layers at `layer_time_s`: the output layer and loss on the last stage, and
+        the BF16 layers' extra on the end stages (a stage holding fewer layers than its BF16 count is still
+        charged the count: an upper bound the cost model's estimate of the chosen split then replaces)."""
+        logits = self.last_extra_s if kind == StageKind.LAST else 0.0
+        return logits + self.bf16_layers[kind] * self.bf16_layer_extra_s
+
+    @property
+    def total_extra_s(self) -> float:
+        """Every stage's `kind_extra_s` once: the logits and all BF16 layers' extra."""
+        return self.last_extra_s + sum(self.bf16_layers) * self.bf16_layer_extra_s
 
     def stage_time_s(self, kind: StageKind, layers: int) -> float:
-        return layers * self.layer_time_s + (self.last_extra_s if kind == StageKind.LAST else 0.0)
+        return layers * self.layer_time_s + self.kind_extra_s(kind)
 
     def stage_memory_bytes(self, kind: StageKind, layers: int) -> float:
         return self.memory_intercept_bytes[kind] + layers * self.memory_per_layer_bytes[kind]
@@ -71,6 +88,7 @@ def _same_training_costs(
     qa = layer_quantities(model, training, at, hw)
     # A layer's seconds and the logits' do not depend on the stage's layer count: read them at n = 1.
     layer_time, logits = qa.layer_s.critical_path_s[:k], qa.logits_s[:k]
+    bf16_extra = qa.bf16_layer_extra_s.critical_path_s[:k]
     peaks = np.stack([stage.peak for stage in memory_by_stage(at, training_numerics(training, hw), qa.stage_terms)])
     # peaks: (StageKind) x (n=1 block, n=2 block)
     slope = peaks[:, k:] - peaks[:, :k]
@@ -82,6 +100,8 @@ def _same_training_costs(
             memory_intercept_bytes=_by_kind(intercept, i),
             memory_per_layer_bytes=_by_kind(slope, i),
             capacity_bytes=hw.hbm_bytes,
+            bf16_layers=(training.bf16_layers_at_start, 0, training.bf16_layers_at_end),
+            bf16_layer_extra_s=float(bf16_extra[i]),
         )
         for i in range(k)
     ]

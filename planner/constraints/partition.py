@@ -82,13 +82,16 @@ def _add_problem(
         LAST: model.new_int_var(1, upper, f"{tag}last"),
     }
     model.add(p.vp * (chunks[FIRST] + (p.pp - 2) * chunks[MIDDLE] + chunks[LAST]) == p.num_layers)
-    slowest = model.new_int_var(0, _us(p.costs.stage_time_s(LAST, p.num_layers)) + 1, f"{tag}slowest_us")
+    bound = _us(p.costs.stage_time_s(LAST, p.num_layers)) + 1
+    if any(p.costs.bf16_layers):  # the first stage's BF16 layers may weigh more than the last stage's extra
+        bound = max(bound, _us(p.costs.layer_time_s) * p.num_layers + _us(p.costs.total_extra_s) + 1)
+    slowest = model.new_int_var(0, bound, f"{tag}slowest_us")
     capacity_mib = math.floor(p.costs.capacity_bytes / MIB)
     for kind, var in chunks.items():
         if kind == MIDDLE and p.pp == 2:
             continue
         layers = p.vp * var
-        extra = p.costs.last_extra_s if kind == LAST else 0.0
+        extra = p.costs.kind_extra_s(kind)
         model.add(slowest >= _us(p.costs.layer_time_s) * layers + _us(extra))
         per_layer = math.ceil(p.costs.memory_per_layer_bytes[kind] / MIB)
         model.add(per_layer * layers + math.ceil(p.costs.memory_intercept_bytes[kind] / MIB) <= capacity_mib)

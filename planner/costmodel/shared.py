@@ -10,7 +10,7 @@ are the same either way, so the search stays exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,9 +32,16 @@ from planner.costmodel.recompute import (
 from planner.costmodel.topology import Placement, place
 from planner.numerics import training_numerics
 from planner.profiles import Hardware
-from planner.specs import ModelSpec, TrainingSpec
+from planner.specs import ModelSpec, Precision, TrainingSpec
 
-__all__ = ["LayerQuantities", "LayerSeconds", "layer_quantities", "output_stage_extra_s"]
+__all__ = [
+    "LayerQuantities",
+    "LayerSeconds",
+    "bf16_layer_extra_s",
+    "bf16_layers_by_stage",
+    "layer_quantities",
+    "output_stage_extra_s",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +95,9 @@ class LayerQuantities:
     """One micro-batch on the slowest stage (compute includes the logits there); pipeline sends excluded."""
     average_stage_s: FloatArray
     """One micro-batch on an average stage: all layers and the logits over pp; pipeline sends excluded."""
+    bf16_layer_extra_s: LayerSeconds
+    """What one of a quantized run's BF16 layers (`TrainingSpec.bf16_layers_at_start` / `bf16_layers_at_end`) takes
+    beyond a quantized layer, one micro-batch (`bf16_layer_extra_s`); zero without them."""
 
     def take(self, index: IntArray) -> LayerQuantities:
         def pick(a: np.ndarray) -> np.ndarray:
@@ -103,6 +113,7 @@ class LayerQuantities:
             dp_collectives_s=self.dp_collectives_s.map(pick),
             slowest_stage_s=self.slowest_stage_s.map(pick),
             average_stage_s=self.average_stage_s[index],
+            bf16_layer_extra_s=self.bf16_layer_extra_s.map(pick),
         )
 
 
@@ -133,6 +144,50 @@ def _layer_seconds(
     )
 
 
+def bf16_layer_extra_s(
+    model: ModelSpec,
+    c: Candidates,
+    hw: Hardware,
+    training: TrainingSpec,
+    placement: Placement,
+    layer_s: LayerSeconds,
+) -> LayerSeconds:
+    """Seconds one BF16 layer of a quantized run takes beyond a quantized one, one micro-batch, by kind: the layer
+    priced on the same GPU with nothing quantized (`Hardware.unquantized`; its GEMMs at the 16-bit peak, no cast
+    kernels, its sequence-parallel gathers and saved inputs in 16 bits) less the quantized layer. Zero unless
+    the training keeps layers in BF16 (Megatron-Core `fp8_utils.is_first_last_bf16_layer`: the first
+    `num_layers_at_start_in_bf16` and the last `num_layers_at_end_in_bf16` layers of the model run outside the
+    FP8 / FP4 autocast; Megatron-LM `--first-last-layers-bf16`)."""
+    if not (training.bf16_layers_at_start or training.bf16_layers_at_end) or not hw.quantized:
+        return layer_s.map(np.zeros_like)
+    bf16 = training.model_copy(
+        update={
+            "precision": Precision.BF16,
+            "fp8_recipe": None,
+            "fp8_param_gather": None,
+            "bf16_layers_at_start": 0,
+            "bf16_layers_at_end": 0,
+        }
+    )
+    twin = _layer_seconds(model, c, hw.unquantized(), bf16, placement)
+    return LayerSeconds(*(getattr(twin, f) - getattr(layer_s, f) for f in LayerSeconds.__slots__))
+
+
+def bf16_layers_by_stage(training: TrainingSpec, c: Candidates) -> tuple[IntArray, IntArray, IntArray]:
+    """BF16 layers on the first, middle and last stage (`StageKind` order): the first `bf16_layers_at_start` on the
+    first stage, the last `bf16_layers_at_end` on the last (one stage holds both at pp = 1), each at most the
+    stage's layers. Megatron-Core allows at most num_layers / pp of each (rule bf16_end_layers), so they sit on the
+    end stages; under interleaving they are the first chunk's and the last chunk's, priced on those stages."""
+    start, end = training.bf16_layers_at_start, training.bf16_layers_at_end
+    single = c.pp == 1
+    first, middle, last = stage_kinds(c)
+    return (
+        np.minimum(start + np.where(single, end, 0), first.layers),
+        np.zeros_like(middle.layers),
+        np.minimum(end + np.where(single, start, 0), last.layers),
+    )
+
+
 def output_stage_extra_s(model: ModelSpec, c: Candidates, hw: Hardware, layer_s: LayerSeconds) -> FloatArray:
     """Seconds the last stage spends per micro-batch beyond its layers: the output layer and loss
     (`compute.logits_time_s`), and each multi-token-prediction module (`ModelSpec.mtp_num_layers`): one more
@@ -157,13 +212,15 @@ def _slowest_stage(
     logits_s: FloatArray,
     offload_s: StageOffload,
     block: int | None = None,
+    bf16: tuple[tuple[IntArray, IntArray, IntArray], LayerSeconds] | None = None,
 ) -> tuple[LayerSeconds, FloatArray]:
     """Seconds of one micro-batch on the slowest stage, by kind, and on an average stage.
 
     `offload_s` gives a stage's exposed activation copies from its layer count (zero without offloading); the
     average stage carries the slowest one's share (offloading runs at pp = 1, rule activation_offload).
     `block` (`TrainingSpec.recompute_num_layers`): a stage reruns its recompute on `recompute.recomputed_layers`
-    of its layers only.
+    of its layers only. `bf16`: each stage kind's BF16 layers (`bf16_layers_by_stage`) and what one adds
+    (`bf16_layer_extra_s`), on top of the stage's layers priced as quantized ones.
     """
     layer_total = layer_s.critical_path_s
     stages = stage_kinds(c)
@@ -173,8 +230,12 @@ def _slowest_stage(
         s.layers * layer_total - (s.layers - r) * layer_s.recompute + np.where(s.output, logits_s, 0.0) + o
         for s, r, o in zip(stages, rerun, offload, strict=True)
     ]
-    options = ([s.layers for s in stages], [s.output for s in stages], offload, rerun)
-    n, has_logits, copies, r = select_max(totals, *options)
+    options: list[Sequence[np.ndarray]] = [[s.layers for s in stages], [s.output for s in stages], offload, rerun]
+    if bf16 is not None:
+        edges, extra = bf16
+        totals = [t + e * extra.critical_path_s for t, e in zip(totals, edges, strict=True)]
+        options.append(list(edges))
+    n, has_logits, copies, r, *rest = select_max(totals, *options)
     slowest = layer_s.map(lambda a: n * a)
     slowest = replace(
         slowest,
@@ -184,7 +245,13 @@ def _slowest_stage(
         offload=copies,
     )
     skipped = 0.0 if block is None else model.num_layers - recomputed_layers_in_model(c, block)
-    return slowest, (model.num_layers * layer_total - skipped * layer_s.recompute + logits_s + copies) / c.pp
+    average = model.num_layers * layer_total - skipped * layer_s.recompute + logits_s + copies
+    if bf16 is not None:  # the slowest stage's BF16 layers, by kind; every stage's over the average
+        (e,) = rest
+        slowest = LayerSeconds(*(getattr(slowest, f) + e * getattr(extra, f) for f in LayerSeconds.__slots__))
+        kept = edges[0] + edges[2] - np.where(c.pp == 1, edges[0], 0)  # one stage holds both ends at pp = 1
+        average = average + kept * extra.critical_path_s
+    return slowest, average / c.pp
 
 
 def _stage_offload(
@@ -217,7 +284,13 @@ def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw
     num = training_numerics(training, hw)
     per_layer = activation_bytes_per_layer(model, c, training.runtime, num)
     offload = _stage_offload(c, hw, training, layer_s, per_layer)
-    slowest, average = _slowest_stage(model, c, layer_s, logits_s, offload, training.recompute_num_layers)
+    extra = bf16_layer_extra_s(model, c, hw, training, placement, layer_s)
+    bf16 = (
+        (bf16_layers_by_stage(training, c), extra)
+        if training.bf16_layers_at_start or training.bf16_layers_at_end
+        else None
+    )
+    slowest, average = _slowest_stage(model, c, layer_s, logits_s, offload, training.recompute_num_layers, bf16)
     return LayerQuantities(
         placement=placement,
         layer_s=layer_s,
@@ -228,4 +301,5 @@ def layer_quantities(model: ModelSpec, training: TrainingSpec, c: Candidates, hw
         dp_collectives_s=collectives,
         slowest_stage_s=slowest,
         average_stage_s=average,
+        bf16_layer_extra_s=extra,
     )

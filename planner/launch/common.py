@@ -505,8 +505,9 @@ def torchtitan_fp8_notes(training: TrainingSpec) -> list[str]:
             " float8 converter is FP8 only); plans for it refuse nvfp4 (rule torchtitan_fp8)."
         ]
     return [
-        "training.fp8_recipe / fp8_param_gather ask for what this launch cannot run: TorchTitan's float8 converter"
-        " scales tensorwise and keeps fp32 sharded weights; plans for it refuse them (rule torchtitan_fp8)."
+        "training.fp8_recipe / fp8_param_gather / bf16_layers_at_start / bf16_layers_at_end ask for what this launch"
+        " cannot run: TorchTitan's float8 converter scales tensorwise, converts every layer and keeps fp32 sharded"
+        " weights; plans for it refuse them (rule torchtitan_fp8)."
     ]
 
 

@@ -432,6 +432,21 @@ def _nvfp4_flags(training: TrainingSpec, layout: Layout) -> list[str]:
     return ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"] + (["--fp4-param-gather"] if stored else [])
 
 
+def _bf16_end_layer_flags(training: TrainingSpec) -> list[str]:
+    """The layers a quantized run keeps in BF16 (`TrainingSpec.bf16_layers_at_start` / `bf16_layers_at_end`), both
+    counts written: Megatron-Core defaults each to 1 once `--first-last-layers-bf16` is set."""
+    start, end = training.bf16_layers_at_start, training.bf16_layers_at_end
+    if not (start or end):
+        return []
+    return [
+        "--first-last-layers-bf16",
+        "--num-layers-at-start-in-bf16",
+        str(start),
+        "--num-layers-at-end-in-bf16",
+        str(end),
+    ]
+
+
 def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: Layout) -> list[str]:
     runtime = training.runtime
     flags = ["--fp16"] if training.precision is Precision.FP16 else ["--bf16"]
@@ -439,6 +454,7 @@ def _precision_runtime_flags(model: ModelSpec, training: TrainingSpec, layout: L
         flags += ["--fp8-format", "hybrid"] + _fp8_flags(training, layout)
     if training.precision is Precision.NVFP4:
         flags += _nvfp4_flags(training, layout)
+    flags += _bf16_end_layer_flags(training)
     flags += _recipe_flags(training)
     flags += ["--attention-backend", megatron_attention_backend(training)]
     if runtime.overlap_grad_reduce:

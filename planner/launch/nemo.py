@@ -372,6 +372,12 @@ def _precision(training: TrainingSpec, layout: Layout) -> dict[str, Override]:
         recipe |= _fp8(training, layout)
     if training.precision is Precision.NVFP4:
         recipe |= _nvfp4(training, layout)
+    if training.bf16_layers_at_start or training.bf16_layers_at_end:  # MegatronMixedPrecision's BF16 end layers
+        recipe |= {
+            "trainer.plugins.first_last_layers_bf16": True,
+            "trainer.plugins.num_layers_at_start_in_bf16": training.bf16_layers_at_start,
+            "trainer.plugins.num_layers_at_end_in_bf16": training.bf16_layers_at_end,
+        }
     return {
         "trainer.plugins.precision": "bf16-mixed",
         "trainer.plugins.fp8": "hybrid" if training.precision is Precision.FP8 else None,

@@ -280,10 +280,8 @@ def _model(args: Mapping[str, Any], where: str, vocab_size: int) -> dict[str, An
 def _precision(args: Mapping[str, Any], where: str) -> str:
     """The GEMMs' format: nvfp4 (`--fp4-format`, dest fp4, with `--fp4-recipe` nvfp4, Megatron-Core's default; its
     `Fp4Recipe` enum prints as `Fp4Recipe.x`), fp8 (`--fp8-format`), else the 16-bit dtype. Layers kept in bf16
-    under either (`--first-last-layers-bf16`) are refused: the planner quantizes every transformer layer."""
+    under either (`--first-last-layers-bf16`) are read by `_bf16_end_layers`."""
     fp4, fp8 = (args.get(name) not in (None, False) for name in ("fp4", "fp8"))
-    if (fp4 or fp8) and _on(args, "first_last_layers_bf16"):
-        refuse(f"first_last_layers_bf16 in the {where} keeps layers in bf16, which is not modelled")
     if fp4:
         recipe = str(args.get("fp4_recipe") or "nvfp4").rsplit(".", 1)[-1]
         if recipe != "nvfp4":
@@ -332,6 +330,8 @@ def _training(args: Mapping[str, Any], where: str) -> dict[str, Any]:
         training |= _fp8(args, where)
     if training["precision"] == "nvfp4" and isinstance(args.get("fp4_param"), bool):  # --fp4-param-gather's dest
         training["fp8_param_gather"] = args["fp4_param"]
+    if training["precision"] in ("fp8", "nvfp4"):
+        training |= _bf16_end_layers(args, where)
     training |= _offload(args, where) | _recompute_block(args, where)
     runtime |= _recompute_modules(args, where)
     return training
@@ -370,6 +370,25 @@ def _offload(args: Mapping[str, Any], where: str) -> dict[str, Any]:
     if _on(args, "cpu_offloading_weights"):
         refuse(f"cpu_offloading_weights in the {where} offloads weights, which is not modelled")
     return {"activation_offload_layers": _int(args, "cpu_offloading_num_layers", where)}
+
+
+def _bf16_end_layers(args: Mapping[str, Any], where: str) -> dict[str, int]:
+    """The layers a quantized run keeps in BF16 (`--first-last-layers-bf16` with `--num-layers-at-start-in-bf16` /
+    `--num-layers-at-end-in-bf16`, each 1 by default in Megatron-Core's TransformerConfig) as `TrainingSpec`
+    states them; none without the switch."""
+    if not _on(args, "first_last_layers_bf16"):
+        return {}
+    counts: dict[str, int] = {}
+    for name, field in (
+        ("num_layers_at_start_in_bf16", "bf16_layers_at_start"),
+        ("num_layers_at_end_in_bf16", "bf16_layers_at_end"),
+    ):
+        value = args.get(name)
+        value = 1 if value is None else value
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            refuse(f"{name} = {value!r} in the {where} is not a count of layers")
+        counts[field] = value
+    return counts
 
 
 def _fp8(args: Mapping[str, Any], where: str) -> dict[str, Any]:

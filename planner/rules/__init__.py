@@ -11,6 +11,7 @@ from __future__ import annotations
 from planner.rules.core import (
     ACTIVATION_OFFLOAD,
     BATCH_DIVISIBLE,
+    BF16_END_LAYERS,
     CONTEXT_SPLIT,
     CORE_RULES,
     EXPERT_SPLIT,
@@ -57,6 +58,7 @@ __all__ = [
     "ACTIVATION_OFFLOAD",
     "RECOMPUTE_MODULES",
     "BATCH_DIVISIBLE",
+    "BF16_END_LAYERS",
     "CONTEXT_SPLIT",
     "CORE",
     "CORE_RULES",

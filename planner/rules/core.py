@@ -657,6 +657,44 @@ MAMBA_FP8_WIDTH = Rule(
     " the innermost dimension of the Mamba layer input projection output tensor must be a multiple of 16')",
 )
 
+
+def _bf16_layers(j: Job) -> tuple[int, int]:
+    return j.training.bf16_layers_at_start, j.training.bf16_layers_at_end
+
+
+def _bf16_under_delayed_scaling(j: Job) -> bool:
+    """BF16 end layers under FP8 delayed scaling (the recipe Megatron-LM runs when none is named)."""
+    fp8 = j.training.precision is Precision.FP8 and j.training.fp8_recipe in (None, Fp8Recipe.DELAYED)
+    return fp8 and any(_bf16_layers(j))
+
+
+BF16_END_LAYERS = Rule(
+    name="bf16_end_layers",
+    axes=("pp",),
+    clauses=(
+        Clause(
+            lambda c, j: np.full(np.shape(c["pp"]), _bf16_under_delayed_scaling(j), dtype=np.bool_),
+            lambda x, j: (
+                f"training.bf16_layers_at_start({_bf16_layers(j)[0]}) / bf16_layers_at_end({_bf16_layers(j)[1]})"
+                " keep layers in BF16, which FP8 delayed scaling does not support; set training.fp8_recipe"
+                " tensorwise, mxfp8 or blockwise"
+            ),
+        ),
+        Clause(
+            lambda c, j: max(_bf16_layers(j)) > j.model.num_layers // c["pp"],
+            lambda x, j: (
+                f"training.bf16_layers_at_start({_bf16_layers(j)[0]}) and bf16_layers_at_end({_bf16_layers(j)[1]})"
+                f" must each be at most num_layers({j.model.num_layers}) // pp({x.pp}) ="
+                f" {j.model.num_layers // x.pp}"
+            ),
+        ),
+    ),
+    source="Megatron-LM (main of 2026-08, d98e8a64) megatron/core/transformer/transformer_config.py"
+    " TransformerConfig.__post_init__ (with fp8: 'Delayed scaling does not support first / last layer in BF16';"
+    " num_layers_at_start_in_bf16 and num_layers_at_end_in_bf16 'must be between 0 and number of layers per"
+    " pipeline stage', num_layers // pipeline_model_parallel_size)",
+)
+
 CORE_RULES = (
     POSITIVE_SIZES,
     WORLD_SIZE,
@@ -673,5 +711,6 @@ CORE_RULES = (
     RECOMPUTE_MODULES,
     MOE_A2A_OVERLAP,
     MAMBA_FP8_WIDTH,
+    BF16_END_LAYERS,
 )
 """Today's rules, in the order their violations are reported."""

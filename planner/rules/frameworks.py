@@ -261,11 +261,12 @@ TORCHTITAN_ADAM_MOMENTS = Rule(
 
 def torchtitan_refuses_fp8(training: TrainingSpec) -> bool:
     """Whether the quantized settings ask for what TorchTitan's float8 launch cannot run (rule torchtitan_fp8):
-    NVFP4, FP8 weight storage, or a recipe other than its tensorwise scaling."""
+    NVFP4, FP8 weight storage, a recipe other than its tensorwise scaling, or layers kept in BF16."""
     return (
         training.precision is Precision.NVFP4
         or training.fp8_param_gather is True
         or training.fp8_recipe not in (None, Fp8Recipe.TENSORWISE)
+        or bool(training.bf16_layers_at_start or training.bf16_layers_at_end)
     )
 
 
@@ -279,6 +280,12 @@ def _torchtitan_fp8_message(x: Layout, j: Job) -> str:
         return (
             "training.fp8_param_gather(true) is Megatron-Core's FP8 weight storage; TorchTitan's float8 keeps"
             " fp32 sharded weights (quantize.linear.float8.enable_fsdp_float8_all_gather only changes the gather)"
+        )
+    if j.training.bf16_layers_at_start or j.training.bf16_layers_at_end:
+        return (
+            f"training.bf16_layers_at_start({j.training.bf16_layers_at_start}) / bf16_layers_at_end"
+            f"({j.training.bf16_layers_at_end}): the planner's TorchTitan launch converts every transformer layer's"
+            " linears to float8; use Megatron-LM or NeMo to keep layers in BF16"
         )
     recipe = j.training.fp8_recipe.value if j.training.fp8_recipe is not None else None
     return f"training.fp8_recipe({recipe}): the planner's TorchTitan launch runs float8 tensorwise; use tensorwise"

@@ -210,7 +210,7 @@ def idle_reason(
 def _needs_split(model: ModelSpec, layout: Layout, default: Estimate, costs: StageCosts) -> bool:
     """Whether CP-SAT could beat the default split: it does not fit, or its slowest stage is above the ideal."""
     stages = layout.layers_per_stage or ()
-    ideal = (model.num_layers * costs.layer_time_s + costs.last_extra_s) / layout.pp
+    ideal = (model.num_layers * costs.layer_time_s + costs.total_extra_s) / layout.pp
     return not default.fits or slowest_stage_s(stages, costs) > max(ideal, layout.vp * costs.layer_time_s) * (1 + 1e-9)
 
 

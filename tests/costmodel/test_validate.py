@@ -9,7 +9,7 @@ from planner.layout import Layout
 from planner.presets import get_preset
 from planner.profiles import ClusterSpec, load_profiles
 from planner.rules import CORE
-from planner.specs import ModelSpec, MoESpec, Recompute, TrainingSpec
+from planner.specs import Fp8Recipe, ModelSpec, MoESpec, Precision, Recompute, TrainingSpec
 from planner.validate import layout_violations
 
 BASE = {"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8, "num_query_groups": 4, "ffn_hidden_size": 256}
@@ -146,6 +146,48 @@ def test_activation_offload_rule(layout: Layout, offloaded: int, messages: list[
     assert [v.message for v in violations] == messages
 
 
+# bf16_end_layers reads the training's BF16 end layers and FP8 recipe: (layout, recipe, start, end, messages)
+BF16_ROWS = [
+    (Layout(tp=1, pp=2, dp=1), Fp8Recipe.TENSORWISE, 1, 1, []),
+    (Layout(tp=1, pp=1, dp=1), Fp8Recipe.MXFP8, 8, 0, []),
+    (
+        Layout(tp=1, pp=2, dp=1),
+        None,
+        1,
+        0,
+        [
+            "training.bf16_layers_at_start(1) / bf16_layers_at_end(0) keep layers in BF16, which FP8 delayed"
+            " scaling does not support; set training.fp8_recipe tensorwise, mxfp8 or blockwise"
+        ],
+    ),
+    (
+        Layout(tp=1, pp=4, dp=1),
+        Fp8Recipe.TENSORWISE,
+        1,
+        3,
+        ["training.bf16_layers_at_start(1) and bf16_layers_at_end(3) must each be at most num_layers(8) // pp(4) = 2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "recipe", "start", "end", "messages"), BF16_ROWS, ids=["ok", "all-layers", "delayed", "past-stage"]
+)
+def test_bf16_end_layers_rule(
+    layout: Layout, recipe: Fp8Recipe | None, start: int, end: int, messages: list[str]
+) -> None:
+    training = TrainingSpec(
+        global_batch_size=8,
+        precision=Precision.FP8,
+        fp8_recipe=recipe,
+        bf16_layers_at_start=start,
+        bf16_layers_at_end=end,
+    )
+    violations = layout_violations(layout, DENSE, training, layout.world_size)
+    assert [v.rule for v in violations] == ["bf16_end_layers"] * len(messages)
+    assert [v.message for v in violations] == messages
+
+
 # moe_a2a_overlap reads the runtime's overlap and the model's MoE and MTP: (layout, model, expected messages)
 OVERLAP = "training.runtime.moe_a2a_overlap"
 A2A_ROWS = [
@@ -179,7 +221,7 @@ def test_moe_a2a_overlap_rule(layout: Layout, model: ModelSpec, messages: list[s
 
 
 def test_every_rule_has_a_crafted_case() -> None:
-    crafted = {"activation_offload", "moe_a2a_overlap"}
+    crafted = {"activation_offload", "moe_a2a_overlap", "bf16_end_layers"}
     crafted |= {"mamba_split", "hybrid_context_parallel", "mamba_fp8_width"}  # tests/rules/test_hybrid_rules.py
     crafted |= {"recompute_modules"}  # tests/rules/test_recompute_modules.py
     assert {row[0] for row in ROWS} | crafted == set(CORE.names)

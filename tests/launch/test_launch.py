@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -511,6 +512,35 @@ def test_fp8_recipe_and_weight_storage(
         plain = _launch(LLAMA70, Layout(tp=8, pp=4, dp=32), precision=Precision.FP8, fp8_recipe=recipe)
         assert "--fp8-param-gather" not in plain.megatron.args
         assert plain.nemo.config["trainer.plugins.fp8_param_gather"] is False
+
+
+def test_bf16_end_layers() -> None:
+    # Layers kept in BF16 as priced: Megatron-LM's switch with both counts written (its TransformerConfig defaults
+    # each to 1 once the switch is on), NeMo's MegatronMixedPrecision keys; TorchTitan cannot and says so. Every
+    # flag and key is in each recorded release's list.
+    layout = Layout(tp=4, pp=8, dp=2, vp=5, sequence_parallel=True, zero_stage=1)
+    ends = {"bf16_layers_at_start": 0, "bf16_layers_at_end": 2}
+    launch = _launch(LLAMA70, layout, batch=128, precision=Precision.FP8, fp8_recipe=Fp8Recipe.TENSORWISE, **ends)
+    flags = _flags(launch.megatron)
+    assert flags["--first-last-layers-bf16"] == []
+    assert (flags["--num-layers-at-start-in-bf16"], flags["--num-layers-at-end-in-bf16"]) == (["0"], ["2"])
+    keys = {k: v for k, v in launch.nemo.config.items() if "bf16" in k}
+    assert keys == {
+        "trainer.plugins.first_last_layers_bf16": True,
+        "trainer.plugins.num_layers_at_start_in_bf16": 0,
+        "trainer.plugins.num_layers_at_end_in_bf16": 2,
+    }
+    assert [n for n in launch.torchtitan.notes if "rule torchtitan_fp8" in n]
+    data = Path(__file__).resolve().parents[1] / "data"
+    for path in data.glob("megatron_lm_flags.*.txt"):
+        listed = set(path.read_text().split())
+        assert {"--first-last-layers-bf16", "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16"} <= listed
+    for path in data.glob("nemo_strategy_params*.txt"):
+        listed = set(path.read_text().split())
+        assert set(keys) <= listed, path.name
+    plain = _launch(LLAMA70, layout, batch=128, precision=Precision.FP8, fp8_recipe=Fp8Recipe.TENSORWISE)
+    assert "--first-last-layers-bf16" not in plain.megatron.args
+    assert not any("bf16" in k for k in plain.nemo.config)
 
 
 @pytest.mark.parametrize(("gather", "zero_stage", "stored"), [(None, 1, True), (False, 1, False), (None, 0, False)])

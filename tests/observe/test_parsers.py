@@ -574,10 +574,28 @@ def test_megatron_nvfp4_log() -> None:
     custom = text.replace("Fp4Recipe.nvfp4", "Fp4Recipe.custom")
     with pytest.raises(InvalidSpecError, match=r"fp4_recipe custom in the .* is not modelled \(nvfp4 is\)"):
         observe_log(custom, profile="gb200-nvl72")
-    bf16_ends = "  first_last_layers_bf16 .......................... True\n"
+    # Layers kept in BF16 (`--first-last-layers-bf16`): the dump prints both counts, Megatron-Core's 1 unless set.
+    bf16_ends = (
+        "  first_last_layers_bf16 .......................... True\n"
+        "  num_layers_at_start_in_bf16 ..................... 2\n"
+        "  num_layers_at_end_in_bf16 ....................... 1\n"
+    )
     ends = text.replace("  fp4_param ....", bf16_ends + "  fp4_param ....")
-    with pytest.raises(InvalidSpecError, match=r"first_last_layers_bf16 in the .* keeps layers in bf16"):
-        observe_log(ends, profile="gb200-nvl72")
+    training = observe_log(ends, profile="gb200-nvl72").request["training"]
+    assert (training["bf16_layers_at_start"], training["bf16_layers_at_end"]) == (2, 1)
+    switch_only = text.replace("  fp4_param ....", bf16_ends.splitlines(keepends=True)[0] + "  fp4_param ....")
+    training = observe_log(switch_only, profile="gb200-nvl72").request["training"]
+    assert (training["bf16_layers_at_start"], training["bf16_layers_at_end"]) == (1, 1)
+    negative = ends.replace(
+        "num_layers_at_end_in_bf16 ....................... 1", "num_layers_at_end_in_bf16 ....................... -1"
+    )
+    with pytest.raises(InvalidSpecError, match=r"num_layers_at_end_in_bf16 = -1 in the .* is not a count of layers"):
+        observe_log(negative, profile="gb200-nvl72")
+    off = ends.replace(
+        "first_last_layers_bf16 .......................... True",
+        "first_last_layers_bf16 .......................... False",
+    )
+    assert "bf16_layers_at_start" not in observe_log(off, profile="gb200-nvl72").request["training"]
 
 
 def test_megatron_log_states_its_activation_offloading() -> None:

@@ -165,6 +165,7 @@ def test_core_set_is_todays_rules_in_order() -> None:
         "recompute_modules",
         "moe_a2a_overlap",
         "mamba_fp8_width",
+        "bf16_end_layers",
     )
 
 
@@ -841,3 +842,27 @@ def test_a_window_pattern_needs_a_megatron_core_that_reads_it(framework: str, re
     if refused_by is not None:
         (violation,) = layout_violations(layout, j.model, j.training, j.num_gpus, rules)
         assert violation.message.startswith("model.sliding_window_pattern(2): this NeMo's Megatron-Core has")
+
+
+@pytest.mark.parametrize("framework", ["megatron", "nemo", "torchtitan"])
+def test_bf16_end_layers_per_framework(framework: str) -> None:
+    """Megatron-LM and NeMo keep layers in BF16 (`--first-last-layers-bf16`, MegatronMixedPrecision); TorchTitan's
+    float8 launch converts every layer and refuses them."""
+    model = get_preset("llama3-8b").model
+    training = TrainingSpec(
+        global_batch_size=64, precision=Precision.FP8, fp8_recipe=Fp8Recipe.TENSORWISE, bf16_layers_at_start=1
+    )
+    layout = Layout(tp=1, pp=1, dp=8, zero_stage=1)
+    found = [(v.rule, v.message) for v in layout_violations(layout, model, training, 8, rule_set(framework))]
+    expected = (
+        [
+            (
+                "torchtitan_fp8",
+                "training.bf16_layers_at_start(1) / bf16_layers_at_end(0): the planner's TorchTitan launch converts"
+                " every transformer layer's linears to float8; use Megatron-LM or NeMo to keep layers in BF16",
+            )
+        ]
+        if framework == "torchtitan"
+        else []
+    )
+    assert found == expected

@@ -13,7 +13,7 @@ from planner.profiles import ClusterSpec, load_profiles
 from planner.search.constraints import parse_constraints
 from planner.search.plan import gpu_counts, plan
 from planner.search.rank import Objective
-from planner.specs import ModelSpec, MoESpec, TrainingSpec
+from planner.specs import Fp8Recipe, ModelSpec, MoESpec, Precision, TrainingSpec
 from planner.validate import layout_violations
 
 from .reference import legal_layouts, reference_best
@@ -58,6 +58,11 @@ def _instance(seed: int) -> tuple[ModelSpec, ClusterSpec, TrainingSpec, dict[str
     third = np.random.default_rng(20_000 + seed)
     block = int(third.integers(1, model.num_layers + 1)) if third.random() < 0.2 else None
     training = TrainingSpec(global_batch_size=batch, activation_offload_layers=offload, recompute_num_layers=block)
+    # On FP8 GPUs a quarter train in FP8 current scaling with BF16 end layers (a fourth stream).
+    fourth = np.random.default_rng(30_000 + seed)
+    if profile.gpu.peak_tflops.fp8 is not None and fourth.random() < 0.25:
+        ends = {"bf16_layers_at_start": int(fourth.integers(0, 2)), "bf16_layers_at_end": 1}
+        training = training.model_copy(update={"precision": Precision.FP8, "fp8_recipe": Fp8Recipe.TENSORWISE} | ends)
     return model, ClusterSpec(profile=profile, num_gpus=gpus), training, allowed
 
 
