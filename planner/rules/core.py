@@ -14,7 +14,16 @@ import numpy as np
 from planner.costmodel.candidates import BoolArray, default_stage_layers, stages_of
 from planner.costmodel.recompute import missing_module
 from planner.layout import Layout
-from planner.rules.rule import EMBEDDING_IN_SPLIT, LOSS_IN_SPLIT, Clause, Columns, Job, Rule, StageClause
+from planner.rules.rule import (
+    EMBEDDING_IN_SPLIT,
+    LOSS_IN_SPLIT,
+    Clause,
+    Columns,
+    Job,
+    Rule,
+    StageClause,
+    every_layout,
+)
 from planner.specs import Fp8Recipe, Precision, RecomputeModule
 
 __all__ = [
@@ -506,7 +515,7 @@ ACTIVATION_OFFLOAD = Rule(
     axes=("pp", "recompute"),
     clauses=(
         Clause(
-            lambda c, j: np.zeros(np.shape(c["pp"]), dtype=np.bool_) | (_offloaded(j) >= j.model.num_layers),
+            lambda c, j: every_layout(c, "pp", _offloaded(j) >= j.model.num_layers),
             lambda x, j: (
                 f"training.activation_offload_layers({_offloaded(j)}) must be < num_layers({j.model.num_layers})"
             ),
@@ -558,7 +567,7 @@ RECOMPUTE_MODULES = Rule(
     axes=("recompute",),
     clauses=(
         Clause(
-            lambda c, j: np.zeros(np.shape(c["recompute"]), dtype=np.bool_) | (_absent_module(j) is not None),
+            lambda c, j: every_layout(c, "recompute", _absent_module(j) is not None),
             lambda x, j: f"{_absent_module(j)}; name only modules the model has",
         ),
         Clause(
@@ -607,7 +616,7 @@ MOE_A2A_OVERLAP = Rule(
             ),
         ),
         Clause(
-            lambda c, j: np.zeros(np.shape(c["ep"]), dtype=np.bool_) | (_a2a_overlap(j) and j.model.mtp_num_layers > 1),
+            lambda c, j: every_layout(c, "ep", _a2a_overlap(j) and j.model.mtp_num_layers > 1),
             lambda x, j: (
                 f"training.runtime.moe_a2a_overlap needs model.mtp_num_layers <= 1; got {j.model.mtp_num_layers}"
             ),
@@ -649,7 +658,7 @@ MAMBA_FP8_WIDTH = Rule(
     axes=("pp",),
     clauses=(
         Clause(
-            lambda c, j: np.full(np.shape(c["pp"]), _fp8_width_breaks(j), dtype=np.bool_),
+            lambda c, j: every_layout(c, "pp", _fp8_width_breaks(j)),
             _fp8_width_message,
         ),
     ),
@@ -673,7 +682,7 @@ BF16_END_LAYERS = Rule(
     axes=("pp",),
     clauses=(
         Clause(
-            lambda c, j: np.full(np.shape(c["pp"]), _bf16_under_delayed_scaling(j), dtype=np.bool_),
+            lambda c, j: every_layout(c, "pp", _bf16_under_delayed_scaling(j)),
             lambda x, j: (
                 f"training.bf16_layers_at_start({_bf16_layers(j)[0]}) / bf16_layers_at_end({_bf16_layers(j)[1]})"
                 " keep layers in BF16, which FP8 delayed scaling does not support; set training.fp8_recipe"

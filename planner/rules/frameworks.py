@@ -29,6 +29,7 @@ from planner.rules.rule import (
     Job,
     Rule,
     SplitClause,
+    every_layout,
     layout_columns,
 )
 from planner.specs import AdamMoments, Fp8Recipe, GradientLayout, ModelSpec, MoeDispatcher, Precision, TrainingSpec
@@ -151,12 +152,6 @@ QUERY_GROUPS_SPLIT = Rule(
 )
 
 
-def _every_layout(c: Columns, broken: bool) -> BoolArray:
-    """`broken` for every layout of the columns: a rule on the job's training, which no layout changes."""
-    out: BoolArray = np.full(np.shape(c["zero_stage"]), broken, dtype=np.bool_)
-    return out
-
-
 def _fsdp_message(x: Layout, j: Job) -> str:
     held = "Megatron-FSDP's" if x.zero_stage >= 2 else "its DDP buffer's and distributed optimizer's"
     return (
@@ -169,7 +164,10 @@ MEGATRON_GRADIENT_LAYOUT = Rule(
     name="megatron_gradient_layout",
     axes=("zero_stage",),
     clauses=(
-        Clause(lambda c, j: _every_layout(c, j.training.gradient_layout is GradientLayout.PYTORCH_FSDP), _fsdp_message),
+        Clause(
+            lambda c, j: every_layout(c, "zero_stage", j.training.gradient_layout is GradientLayout.PYTORCH_FSDP),
+            _fsdp_message,
+        ),
     ),
     source=f"{_MEGATRON} to {_MEGATRON_19} megatron/core/distributed/param_and_grad_buffer.py"
     " _ParamAndGradBuffer (the gradient buffer in fp32 if grad_reduce_in_fp32 else the parameter dtype, reduced"
@@ -189,7 +187,7 @@ TORCHTITAN_GRADIENT_LAYOUT = Rule(
     axes=("zero_stage",),
     clauses=(
         Clause(
-            lambda c, j: _every_layout(c, _megatron_gradients_in_16_bit(j)),
+            lambda c, j: every_layout(c, "zero_stage", _megatron_gradients_in_16_bit(j)),
             lambda x, j: (
                 "training.gradient_layout('megatron') with grad_reduce_in_fp32(false) prices 16-bit gradients plus"
                 " an fp32 copy; TorchTitan's FSDP2 reduces in training.mixed_precision_reduce and holds the fp32"
@@ -246,7 +244,7 @@ TORCHTITAN_ADAM_MOMENTS = Rule(
     axes=("zero_stage",),
     clauses=(
         Clause(
-            lambda c, j: _every_layout(c, j.training.adam_moments is not AdamMoments.FP32),
+            lambda c, j: every_layout(c, "zero_stage", j.training.adam_moments is not AdamMoments.FP32),
             lambda x, j: (
                 "training.adam_moments(bf16): TorchTitan's AdamW keeps its states in the fp32 sharded"
                 " parameters' dtype; use fp32"
@@ -296,7 +294,7 @@ TORCHTITAN_FP8 = Rule(
     axes=("zero_stage",),
     clauses=(
         Clause(
-            lambda c, j: _every_layout(c, torchtitan_refuses_fp8(j.training)),
+            lambda c, j: every_layout(c, "zero_stage", torchtitan_refuses_fp8(j.training)),
             _torchtitan_fp8_message,
         ),
     ),
@@ -314,7 +312,7 @@ def _offload_rule(name: str, framework: str, source: str) -> Rule:
         axes=("pp",),
         clauses=(
             Clause(
-                lambda c, j: np.full(np.shape(c["pp"]), j.training.activation_offload_layers > 0, dtype=np.bool_),
+                lambda c, j: every_layout(c, "pp", j.training.activation_offload_layers > 0),
                 lambda x, j: (
                     f"training.activation_offload_layers({j.training.activation_offload_layers}) > 0: {framework}"
                     " has no activation offloading the planner can launch; use 0"
@@ -589,7 +587,7 @@ NEMO_25_NO_WINDOW_PATTERN = Rule(
     axes=("pp",),
     clauses=(
         Clause(
-            lambda c, j: np.full(np.shape(c["pp"]), j.model.sliding_window_pattern is not None, dtype=np.bool_),
+            lambda c, j: every_layout(c, "pp", j.model.sliding_window_pattern is not None),
             lambda x, j: (
                 f"model.sliding_window_pattern({j.model.sliding_window_pattern}): this NeMo's Megatron-Core has"
                 " window_size but no window_attn_skip_freq, so every layer would attend through the window; use"
@@ -631,12 +629,6 @@ TORCHTITAN_MOE_DISPATCH = Rule(
 
 def _hybrid(j: Job) -> bool:
     return j.model.hybrid_pattern is not None
-
-
-def _every_hybrid_layout(c: Columns, broken: bool) -> BoolArray:
-    """`broken` for every layout of the columns (read through pp): a rule on the model or the training."""
-    out: BoolArray = np.full(np.shape(c["pp"]), broken, dtype=np.bool_)
-    return out
 
 
 _OLD_MAMBA_STACK = (
@@ -738,15 +730,15 @@ def _hybrid_features_rule(release: str, *, moe_layers: bool, offload: bool) -> R
     megatron_no_activation_offload already refuses it)."""
     clauses = [
         Clause(
-            lambda c, j: _every_hybrid_layout(c, _hybrid(j) and _conv_kernel(j) != MEGATRON_MAMBA_CONV),
+            lambda c, j: every_layout(c, "pp", _hybrid(j) and _conv_kernel(j) != MEGATRON_MAMBA_CONV),
             lambda x, j: (
                 f"model.mamba.conv_kernel({_conv_kernel(j)}): Megatron-Core's MambaMixer convolves over"
                 f" {MEGATRON_MAMBA_CONV} positions (d_conv, no config field); use {MEGATRON_MAMBA_CONV}"
             ),
         ),
         Clause(
-            lambda c, j: _every_hybrid_layout(
-                c, _hybrid(j) and j.model.moe is not None and j.training.runtime.moe_a2a_overlap
+            lambda c, j: every_layout(
+                c, "pp", _hybrid(j) and j.model.moe is not None and j.training.runtime.moe_a2a_overlap
             ),
             lambda x, j: (
                 "training.runtime.moe_a2a_overlap with model.hybrid_pattern: the combined 1F1B schedule builds its"
@@ -757,7 +749,7 @@ def _hybrid_features_rule(release: str, *, moe_layers: bool, offload: bool) -> R
     if offload:
         clauses.append(
             Clause(
-                lambda c, j: _every_hybrid_layout(c, _hybrid(j) and j.training.activation_offload_layers > 0),
+                lambda c, j: every_layout(c, "pp", _hybrid(j) and j.training.activation_offload_layers > 0),
                 lambda x, j: (
                     f"training.activation_offload_layers({j.training.activation_offload_layers}) > 0 with"
                     " model.hybrid_pattern: Megatron-Core's hybrid stack enters no CPU-offload context"
@@ -768,8 +760,8 @@ def _hybrid_features_rule(release: str, *, moe_layers: bool, offload: bool) -> R
     if not moe_layers:
         clauses.append(
             Clause(
-                lambda c, j: _every_hybrid_layout(
-                    c, j.model.hybrid_pattern is not None and "E" in j.model.hybrid_pattern
+                lambda c, j: every_layout(
+                    c, "pp", j.model.hybrid_pattern is not None and "E" in j.model.hybrid_pattern
                 ),
                 lambda x, j: (
                     f"model.hybrid_pattern has {j.model.num_moe_layers} MoE layers (E): this release's hybrid layer"
@@ -806,7 +798,7 @@ TORCHTITAN_NO_HYBRID = Rule(
     axes=("pp",),
     clauses=(
         Clause(
-            lambda c, j: _every_hybrid_layout(c, _hybrid(j)),
+            lambda c, j: every_layout(c, "pp", _hybrid(j)),
             lambda x, j: (
                 "model.hybrid_pattern: TorchTitan has no Mamba-2 layers (nor a per-layer hybrid stack), so it cannot"
                 " train a hybrid model; plan it for Megatron-LM or NeMo"

@@ -28,6 +28,7 @@ __all__ = [
     "Rule",
     "SplitClause",
     "StageClause",
+    "every_layout",
     "layout_columns",
 ]
 
@@ -53,6 +54,13 @@ and the two pipeline-split flags are 0/1 columns."""
 
 Columns = Mapping[str, IntArray]
 """Axis name -> integer column; columns broadcast against each other."""
+
+
+def every_layout(c: Columns, axis: str, broken: bool) -> BoolArray:
+    """`broken` for every layout of the columns, read through the rule's `axis`: a clause on the job alone (the
+    model or the training), which no layout changes."""
+    out: BoolArray = np.full(np.shape(c[axis]), broken, dtype=np.bool_)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
