@@ -59,7 +59,7 @@ class RowBreakdown:
 
 def layer_parts(run: PublishedRun, profile: HardwareProfile) -> LayerParts:
     """One layer's forward parts for a published run's layout (`LayerParts`)."""
-    hw = profile.training_hardware(run.training)
+    hw = run.hardware(profile)
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     rt = run.training.runtime
     core_fwd, core_bwd = compute._attention_core_s(run.model, c, hw, rt)
@@ -85,7 +85,7 @@ def _published_step_s(run: PublishedRun) -> float:
 def row_breakdown(run: PublishedRun, profiles: Mapping[str, HardwareProfile], profile_id: str) -> RowBreakdown:
     """The predicted step of `run` on `profiles[profile_id]`, split by kind, and its layer's parts."""
     profile = profiles[profile_id]
-    hw = profile.training_hardware(run.training)
+    hw = run.hardware(profile)
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     time_s = estimate_steps(run.model, run.training, c, hw).time_s
     predicted = float(time_s.total[0])

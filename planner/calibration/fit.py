@@ -227,7 +227,7 @@ def fit_rows(runs: Sequence[PublishedRun], gpu_kind: str) -> list[PublishedRun]:
 
 def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = None) -> tuple[float, float]:
     """(TFLOP/s per GPU in the papers' convention, `published_flop`; step seconds) predicted for a published run."""
-    hw = hw or profile.training_hardware(run.training)
+    hw = hw or run.hardware(profile)
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     steps = estimate_steps(run.model, run.training, c, hw)
     step = float(steps.step_time_s[0])
@@ -237,7 +237,7 @@ def predict(run: PublishedRun, profile: HardwareProfile, hw: Hardware | None = N
 def log_errors(run: PublishedRun, profile: HardwareProfile, values: Mapping[str, np.ndarray]) -> np.ndarray:
     """Log error (log of predicted / published throughput) of one run at every grid point at once: `values`
     holds one array per constant set, all of one length (the constants broadcast like candidates)."""
-    hw = _hardware_at(profile, profile.training_hardware(run.training), values)
+    hw = _hardware_at(profile, run.hardware(profile), values)
     size = next(iter(values.values())).shape[0]
     one = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
     grid = one.take(np.zeros(size, dtype=np.int64))

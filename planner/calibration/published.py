@@ -17,7 +17,7 @@ from typing import Any
 
 from planner.layout import Layout
 from planner.presets import get_preset
-from planner.profiles import ClusterSpec, HardwareProfile
+from planner.profiles import ClusterSpec, Hardware, HardwareProfile, NetworkSection
 from planner.specs import (
     BackwardPrefetch,
     GradientLayout,
@@ -29,7 +29,7 @@ from planner.specs import (
 )
 from planner.units import TERA
 
-__all__ = ["DATA_FILE", "FSDP_ERA", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
+__all__ = ["DATA_FILE", "FSDP_ERA", "FSDP_ERAS", "PublishedRun", "gpu_kind_of", "megatron_model_flop", "published_runs"]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "published_runs.json"
 
@@ -115,6 +115,11 @@ gradients as PyTorch FSDP does (`GradientLayout.PYTORCH_FSDP`: fp32 sharded grad
 row's reduction dtype), set by `_fsdp` for the era, not per row.
 """
 
+FSDP_ERAS = frozenset({FSDP_ERA, "pytorch-fsdp-2024"})
+"""Eras read as PyTorch FSDP rows (`_fsdp`): MosaicML's (`FSDP_ERA`) and IBM's fms-fsdp benchmarks (eager
+PyTorch FSDP FULL_SHARD with SDPA's FlashAttention-2, early 2024), each stating its runtime as above; a row may add
+`layout.recompute_num_layers` (fms-fsdp's block-level selective checkpointing of a fraction of the layers)."""
+
 _FSDP_BACKWARD_PREFETCH = {
     "BACKWARD_PRE": BackwardPrefetch.PRE,
     "BACKWARD_POST": BackwardPrefetch.POST,
@@ -155,6 +160,16 @@ class PublishedRun:
     source: str
     gpu: str = ""
     """The GPU as the row names it (A100-SXM4-40GB, ...): picks the validation profile where a kind has two."""
+    network: NetworkSection | None = None
+    """The cluster's network where the source states one unlike its kind's profile (`hardware.network`: NICs per
+    node and Gbit/s each); None: the profile's."""
+
+    def hardware(self, profile: HardwareProfile) -> Hardware:
+        """The hardware this run trained on: `profile` at the run's training settings
+        (`HardwareProfile.training_hardware`), with the run's stated network in place of the profile's."""
+        if self.network is not None:
+            profile = profile.model_copy(update={"network": self.network})
+        return profile.training_hardware(self.training)
 
     def cluster(self, profile: HardwareProfile) -> ClusterSpec:
         return ClusterSpec(profile=profile, num_gpus=self.num_gpus)
@@ -247,6 +262,7 @@ def _published(
         step_time_s=step_time_s,
         source=row["source"]["citation"],
         gpu=row["hardware"]["gpu"],
+        network=NetworkSection.model_validate(row["hardware"]["network"]) if "network" in row["hardware"] else None,
     )
 
 
@@ -375,7 +391,7 @@ def _modern(row: dict[str, Any]) -> list[PublishedRun]:
 
 
 def _fsdp(row: dict[str, Any]) -> list[PublishedRun]:
-    """A PyTorch FSDP row (`FSDP_ERA`): ZeRO-3, no tensor or pipeline parallelism, its runtime as stated, FSDP's
+    """A PyTorch FSDP row (`FSDP_ERAS`): ZeRO-3, no tensor or pipeline parallelism, its runtime as stated, FSDP's
     gradient layout."""
     lay, runtime = row["layout"], row["runtime"]
     prefetch = _FSDP_BACKWARD_PREFETCH[runtime["fsdp"]["backward_prefetch"]]
@@ -385,6 +401,7 @@ def _fsdp(row: dict[str, Any]) -> list[PublishedRun]:
         runtime=RuntimeFeatures(**runtime["features"], zero3_backward_prefetch=prefetch),
         grad_reduce_in_fp32=runtime["grad_reduce_in_fp32"],
         gradient_layout=GradientLayout.PYTORCH_FSDP,
+        recompute_num_layers=lay.get("recompute_num_layers"),
     )
     model = _model(row)
     layout = _layout(lay, Recompute(lay["recompute"]), lay["sequence_parallel"], lay["zero_stage"])
@@ -410,7 +427,7 @@ def published_runs() -> tuple[PublishedRun, ...]:
             runs += _narayanan(row)
         elif row["group"] == "Korthikanti2022":
             runs += _korthikanti(row)
-        elif row.get("runtime", {}).get("era") == FSDP_ERA:
+        elif row.get("runtime", {}).get("era") in FSDP_ERAS:
             runs += _fsdp(row)
         elif "runtime" in row:
             runs += _modern(row)

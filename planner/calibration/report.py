@@ -67,6 +67,7 @@ HOLDOUT_ONLY_SOURCES: frozenset[str] = frozenset(
         "NeMo_LongSequence_24.03.01",
         "NeMo_PerfSummary_25.04",
         "NeMo_PerfSummary_25.04_MoE",
+        "IBM_fms_fsdp_2024",
     }
 )
 """Sources that enter no fit, not even another source's leave-one-source-out refit: they are reported with the
@@ -82,7 +83,8 @@ row is again a source of its own. NeMo's long-sequence table (Llama 2 7B FP8 on 
 parallelism up to 32) judges the attention and the CP ring at lengths no fit row reaches, and fits nothing. NeMo 25.04's
 GB200 table (NeMo 2 performance recipes, FP8 current scaling: GPT-3 175B, Llama 3 8B / 70B, Llama 3.1 405B,
 Nemotron-4 15B / 340B, and Mixtral 8x7B as a source of its own) judges the GB200 constants on a release and on model
-families the fit never saw, and fits nothing."""
+families the fit never saw, and fits nothing. IBM's fms-fsdp table (eager PyTorch FSDP, LLaMA 13B-70B on 128 A100 and
+96 H100, each cluster's own network) judges the same constants on a second PyTorch FSDP stack, and fits nothing."""
 
 VALIDATION_PROFILE = VALIDATION_PROFILES["A100"]
 """The A100 profile: Narayanan 2021 and Korthikanti 2022 ran on Selene (DGX A100 80 GB); the figure checks use it."""
@@ -267,7 +269,7 @@ def _row(run: PublishedRun, profile: HardwareProfile, loo: _Errors, loso: _Error
         pub_step = run.step_time_s
         pub_tflops = hardware_flop / pub_step / run.num_gpus / TERA
     c = Candidates.from_layouts([run.layout], run.model.num_layers, run.training.global_batch_size)
-    memory = memory_per_gpu(run.model, c, run.training, profile.training_hardware(run.training))
+    memory = memory_per_gpu(run.model, c, run.training, run.hardware(profile))
     return RunRow(
         id=run.id,
         gpu_kind=run.gpu_kind,
