@@ -37,9 +37,23 @@ def _sample(text: str, name: str, labels: str = "", default: float | None = None
     return total
 
 
+def _await_workers(url: str, workers: int, timeout_s: float = 60.0) -> None:
+    """Wait until `workers` processes serve: /readyz answers once the first does, and on a loaded machine the
+    second may still be importing when the test's load begins (its requests would then all go to the first)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with httpx.Client(base_url=url, timeout=30) as c:
+            live = _sample(c.get("/metrics").text, "planner_workers", default=0)
+        if live == workers:
+            return
+        assert time.monotonic() < deadline, f"{live:.0f} of {workers} workers serving after {timeout_s:.0f} s"
+        time.sleep(0.2)
+
+
 def test_metrics_are_the_totals_of_both_workers() -> None:
     """Two workers, many connections: every scrape (whichever worker answers it) reports the same totals."""
     with local_service(workers=2, planner_serve=True) as url:
+        _await_workers(url, 2)  # its /metrics scrapes count in no route total asserted below
 
         def livez(_: int) -> int:
             with httpx.Client(base_url=url, timeout=30) as c:  # a new connection each: the workers share them
