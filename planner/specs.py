@@ -781,6 +781,13 @@ class RuntimeFeatures(BaseModel):
         description="Transformer Engine fused layers (bias, activation and dropout-add fused into fewer kernels, "
         "launched from C++); false: eager Megatron-LM of 2021, one Python-launched kernel per op.",
     )
+    eager_elementwise: bool = Field(
+        default=False,
+        description="The model code's norms, rotary embedding, gated activation and residual adds run as chains of"
+        " eager PyTorch ops with fp32 intermediates (Hugging Face-style LLaMA code such as IBM's fms without"
+        " torch.compile), each op reading and writing HBM, not as one fused kernel each (Transformer Engine,"
+        " Megatron-Core, or a compiled model); priced at the bytes counted in `costmodel.elementwise`.",
+    )
     cuda_graphs: bool = Field(
         default=False,
         description="Layers captured as CUDA graphs (Megatron-Core --enable-cuda-graph): one host launch "

@@ -68,7 +68,7 @@ def layer_parts(run: PublishedRun, profile: HardwareProfile) -> LayerParts:
         gemms_s=float(compute._gemm_set_time_s(run.model, c, hw, rt)[0]),
         attention_core_s=float(core_fwd[0]),
         attention_core_backward_s=float(core_bwd[0]),
-        elementwise_s=float(compute._elementwise_forward_s(run.model, c, hw)[0]),
+        elementwise_s=float(compute._elementwise_forward_s(run.model, c, hw, rt)[0]),
         quantize_s=float(cast_fwd[0]),
         host_floor_s=float(layer_host_s(run.model, c, rt).forward[0]),
         logits_s=float(compute.logits_time_s(run.model, c, hw)[0]),

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import FULL, SELECTIVE, Candidates, FloatArray, tokens_per_microbatch
+from planner.costmodel.elementwise import ElementwiseKernels, expanded_kv_width, kernels_for, rotated_width
 from planner.costmodel.gemms import (
     Gemm,
     GemmRole,
@@ -56,15 +57,6 @@ __all__ = [
     "tensor_core_time_s",
 ]
 
-NORM_FORWARD_BYTES_PER_ELEMENT = 4
-"""A norm's forward reads its 16-bit input and writes its 16-bit output. Korthikanti 2022 Table 2."""
-DROPOUT_ADD_BYTES_PER_ELEMENT = 7
-"""A fused bias-dropout-add reads the branch and the residual (2 + 2), writes the sum (2) and its 1-byte mask."""
-RESIDUAL_PATH_BYTES_PER_ELEMENT = 2 * (NORM_FORWARD_BYTES_PER_ELEMENT + DROPOUT_ADD_BYTES_PER_ELEMENT)
-"""Forward bytes per (token x hidden) outside the TP-split region: two norms and two bias-dropout-adds (22)."""
-TRANSFORMER_BLOCKS = 2
-"""Blocks of a transformer layer, each with its norm and residual (attention and MLP): what
-`RESIDUAL_PATH_BYTES_PER_ELEMENT` counts; a hybrid's layer has `ModelSpec.blocks_per_layer` (one)."""
 SCORE_BYTES_PER_ELEMENT = 13
 """Forward bytes per attention-score element without flash attention: QK^T writes 2, fused
 softmax reads and writes 4, dropout reads, writes and masks 5, AV reads 2. Korthikanti Table 2."""
@@ -339,16 +331,19 @@ class _ElementwiseBytes:
         return np.asarray(self.residual + mlp + self.attention, dtype=np.float64)
 
 
-def _elementwise_bytes(model: ModelSpec, c: Candidates) -> _ElementwiseBytes:
-    """Forward bytes of the memory-bound kernels outside attention: the residual path, the MLP activation
-    (and, in an MoE layer, the routed and shared experts' activations and the token permutation,
-    `PERMUTE_BYTES_PER_COPY`), the attention's rotary embeddings and latent norms (`_attention_elementwise_bytes`)."""
+def _elementwise_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> _ElementwiseBytes:
+    """Forward bytes of the memory-bound kernels outside attention, at the byte table of the code `rt` describes
+    (`costmodel.elementwise`): the residual path (each block's norm and residual add, on the rank's sequence shard
+    under SP), the MLP activation (and, in an MoE layer, the routed and shared experts' activations and the token
+    permutation, `PERMUTE_BYTES_PER_COPY`), the attention's own (`_attention_elementwise_bytes`)."""
+    kernels = kernels_for(rt)
     h = model.hidden_size
     tokens = tokens_per_microbatch(model, c)
     residual_split = np.where(c.sequence_parallel, c.tp, 1)
-    blocks = model.blocks_per_layer / TRANSFORMER_BLOCKS  # a hybrid's layer holds one block, its norm and residual
-    residual = blocks * RESIDUAL_PATH_BYTES_PER_ELEMENT * tokens * h / residual_split
-    per_width = (6 if model.gated_mlp else 4) * tokens / c.tp  # activation bytes per unit of MLP width
+    # A transformer layer has two blocks (attention, MLP); a hybrid's layer holds one (`blocks_per_layer`).
+    residual = model.blocks_per_layer * (kernels.norm + kernels.residual_add) * tokens * h / residual_split
+    activation = kernels.gated_activation if model.gated_mlp else kernels.plain_activation
+    per_width = activation * tokens / c.tp  # activation bytes per unit of MLP width
     dense = model.dense_mlp_share * model.ffn_hidden_size * per_width
     routed: FloatArray | float = 0.0
     shared: FloatArray | float = 0.0
@@ -360,28 +355,32 @@ def _elementwise_bytes(model: ModelSpec, c: Candidates) -> _ElementwiseBytes:
         # The permuted copies are whole rows (h wide) on each of an expert's etp ranks (`_local_gemm`).
         copies = PERMUTE_BYTES_PER_COPY * model.moe.top_k + PERMUTE_BYTES_PER_TOKEN
         permute = share * copies * h * c.etp * tokens / c.tp
-    attention = model.attention_layer_share * _attention_elementwise_bytes(model, c) * tokens
+    attention = model.attention_layer_share * _attention_elementwise_bytes(model, c, kernels) * tokens
     return _ElementwiseBytes(residual, dense, routed, shared, permute, np.asarray(attention, dtype=np.float64))
 
 
-def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray:
+def _elementwise_forward_s(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> FloatArray:
     """Forward seconds of the memory-bound kernels outside attention (`_elementwise_bytes`) over HBM."""
-    return _elementwise_bytes(model, c).total / hw.hbm_bandwidth_bytes_per_s
+    return _elementwise_bytes(model, c, rt).total / hw.hbm_bandwidth_bytes_per_s
 
 
-def _attention_elementwise_bytes(model: ModelSpec, c: Candidates) -> FloatArray:
-    """Forward HBM bytes per token of the attention's memory-bound kernels: RoPE reads and writes the rotated
-    widths (Q and K; under MLA their RoPE parts, heads x qk_pos_emb_head_dim and the one shared key part), the
-    query and key norms read and write Q and K (`ModelSpec.qk_norm_width`; Megatron-Core `SelfAttention`
-    `q_layernorm` / `k_layernorm`, one TE norm kernel each), and MLA's two latent RMSNorms read and write the
-    latents (Megatron-Core `MLASelfAttention` `q_layernorm`, `kv_layernorm`), on the rank's sequence shard under
-    SP like the down-projections."""
-    mla, q, kv = model.mla, model.attention_hidden_size, model.kv_hidden_size
+def _attention_elementwise_bytes(model: ModelSpec, c: Candidates, kernels: ElementwiseKernels) -> FloatArray:
+    """Forward HBM bytes per token of the attention's memory-bound kernels (`kernels`' bytes per element): RoPE
+    reads and writes the rotated widths (Q and K; under MLA their RoPE parts, heads x qk_pos_emb_head_dim and the
+    one shared key part), the query and key norms read and write Q and K (`ModelSpec.qk_norm_width`; Megatron-Core
+    `SelfAttention` `q_layernorm` / `k_layernorm`, one TE norm kernel each), and MLA's two latent RMSNorms read and
+    write the latents (Megatron-Core `MLASelfAttention` `q_layernorm`, `kv_layernorm`), on the rank's sequence shard
+    under SP like the down-projections. Eager code with grouped-query attention also copies the keys and values out
+    to every query head (`ElementwiseKernels.expands_grouped_kv`)."""
+    mla = model.mla
     if mla is None:
-        rotated = 0 if model.learned_position_embeddings else 4 * (q + kv)
-        return np.asarray((rotated + 4 * model.qk_norm_width) / c.tp, dtype=np.float64)
-    rope = 4 * mla.qk_pos_emb_head_dim * (model.num_attention_heads / c.tp + 1)
-    latents = 4 * ((mla.q_lora_rank or 0) + mla.kv_lora_rank) / np.where(c.sequence_parallel, c.tp, 1)
+        rotated = kernels.rotary * rotated_width(model)
+        expanded = expanded_kv_width(model, kernels)
+        # The copy reads K and V (2 kv) and writes them q wide (2 q = expanded + 2 kv).
+        copies = HALF_BYTES * (expanded + 4 * model.kv_hidden_size) if expanded else 0
+        return np.asarray((rotated + kernels.norm * model.qk_norm_width + copies) / c.tp, dtype=np.float64)
+    rope = kernels.rotary * mla.qk_pos_emb_head_dim * (model.num_attention_heads / c.tp + 1)
+    latents = kernels.norm * ((mla.q_lora_rank or 0) + mla.kv_lora_rank) / np.where(c.sequence_parallel, c.tp, 1)
     return np.asarray(rope + latents, dtype=np.float64)
 
 
@@ -401,7 +400,7 @@ def layer_times(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatur
         mixer_fwd, mixer_bwd = mixer_time_s(model, c, hw)
         core_fwd = core_fwd + model.mamba_layer_share * mixer_fwd
         core_bwd = core_bwd + model.mamba_layer_share * mixer_bwd
-    elementwise = _elementwise_bytes(model, c)
+    elementwise = _elementwise_bytes(model, c, rt)
     elementwise_fwd = elementwise.total / hw.hbm_bandwidth_bytes_per_s
     cast_fwd, cast_bwd = quantize_s(model, c, hw)
     host = layer_host_s(model, c, rt)
@@ -432,7 +431,7 @@ def _selective_rerun_s(
     each module it covers (`recompute.selective_modules`; GPU-bound, the host's launches not floored).
 
     core_attn: the attention core. mla_up_proj: MLA's up-projections and RoPE (`_up_projection_s`). layernorm: each
-    norm that is a module of its own (`recompute` docstring), `NORM_FORWARD_BYTES_PER_ELEMENT`. mlp: the dense MLP's
+    norm that is a module of its own (`recompute` docstring), at `rt`'s bytes per norm element. mlp: the dense MLP's
     GEMMs, activation and fused norm. moe: the MoE layer's router, expert and shared-expert GEMMs, activations and
     token permutation (its all-to-alls are the caller's, `shared.layer_quantities`). moe_act: the routed experts'
     activation. shared_experts: the shared experts' GEMMs and activation.
@@ -444,13 +443,13 @@ def _selective_rerun_s(
         return sum(share * seconds for role, (seconds, share) in roles.items() if role in held)
 
     tokens = tokens_per_microbatch(model, c)
-    norm = NORM_FORWARD_BYTES_PER_ELEMENT * model.hidden_size * tokens / np.where(c.sequence_parallel, c.tp, 1)
+    norm = kernels_for(rt).norm * model.hidden_size * tokens / np.where(c.sequence_parallel, c.tp, 1)
     seconds: FloatArray | float = np.zeros(c.shape, dtype=np.float64)
     memory: FloatArray | float = 0.0
     if RecomputeModule.CORE_ATTN in reruns:
         seconds = seconds + attention_fwd
     if RecomputeModule.MLA_UP_PROJ in reruns:
-        seconds = seconds + _up_projection_s(model, c, hw)
+        seconds = seconds + _up_projection_s(model, c, hw, rt)
     if RecomputeModule.LAYERNORM in reruns:
         memory = memory + separate_norms_per_layer(model) * norm
     if RecomputeModule.MLP in reruns:
@@ -468,7 +467,7 @@ def _selective_rerun_s(
     return np.asarray(seconds + memory / hw.hbm_bandwidth_bytes_per_s, dtype=np.float64)
 
 
-def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArray | float:
+def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware, rt: RuntimeFeatures) -> FloatArray | float:
     """Forward seconds of MLA's up-projection GEMMs and its RoPE, what mla_up_proj recompute reruns
     (`_attention_elementwise_bytes` counts the latent norms too, which this slightly over-prices); zero without
     MLA."""
@@ -476,7 +475,7 @@ def _up_projection_s(model: ModelSpec, c: Candidates, hw: Hardware) -> FloatArra
         return 0.0
     gemms = sum(gemm_time_s(*_gemm_rows_n_k(model, c, g), hw, fp8_eligible=g.fp8) for g in up_projection_gemms(model))
     tokens = tokens_per_microbatch(model, c)
-    return gemms + _attention_elementwise_bytes(model, c) * tokens / hw.hbm_bandwidth_bytes_per_s
+    return gemms + _attention_elementwise_bytes(model, c, kernels_for(rt)) * tokens / hw.hbm_bandwidth_bytes_per_s
 
 
 def _gemm_rows_n_k(model: ModelSpec, c: Candidates, g: Gemm) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -34,6 +34,7 @@ from planner.costmodel.candidates import (
     select_max,
     tokens_per_microbatch,
 )
+from planner.costmodel.elementwise import ElementwiseKernels, expanded_kv_width, kernels_for, rotated_width
 from planner.costmodel.mamba import mixer_activation_bytes_per_token
 from planner.costmodel.offload import offloaded_layers
 from planner.costmodel.params import ParamCounts, StageShape, stage_fp8_weights, stage_kinds, stage_params
@@ -116,16 +117,20 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     tp = c.tp.astype(np.float64)
     sp_split = np.where(c.sequence_parallel, tp, 1.0)
     gemm_in = num.saved_gemm_input_bytes
+    kernels = kernels_for(rt)
     norms_and_inputs = (model.blocks_per_layer / 2) * (
-        2 * num.activation_bytes + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
+        2 * (num.activation_bytes + kernels.norm_saved_extra) + 2 * gemm_in + 2 * num.hidden_dropout_mask_bytes
     )
     replicated = norms_and_inputs * h / sp_split + _latent_bytes_per_token(model, num) / sp_split
     # Q (query_width), K and V (key_value_width) as the core reads them, the attention output (q) and its copy.
     attention = _query_key_value_bytes_per_token(model, num) + (num.activation_bytes + num.gemm_input_copy_bytes) * q
     attention = attention + num.activation_bytes * model.qk_norm_width  # the QK norms' inputs
+    # Eager code (`costmodel.elementwise`): the rotation's fp32 copies, K and V copied out to every query head.
+    attention = attention + kernels.rotary_saved * rotated_width(model)
+    attention = attention + num.activation_bytes * expanded_kv_width(model, kernels)
     share = model.attention_layer_share
     mixer = model.mamba_layer_share * mixer_activation_bytes_per_token(model, num) if model.mamba else 0.0
-    mlp = _mlp_parts_per_token(model, c, num)
+    mlp = _mlp_parts_per_token(model, c, num, kernels)
     split = (share * attention + mixer) / tp + mlp.dense + mlp.routed + mlp.shared
     scores = share * num.attention_score_bytes * model.num_attention_heads * model.seq_length / tp
     kept_scores = 0.0 if rt.flash_attention else scores
@@ -208,16 +213,19 @@ class _MlpParts:
     shared: FloatArray
 
 
-def _mlp_parts_per_token(model: ModelSpec, c: Candidates, num: Numerics) -> _MlpParts:
+def _mlp_parts_per_token(model: ModelSpec, c: Candidates, num: Numerics, kernels: ElementwiseKernels) -> _MlpParts:
     """MLP tensors one GPU keeps per token of its micro-batch: 4 ffn (GeLU input and output) or 6 ffn (gate,
     up, SwiGLU output) in 16-bit, over tp; the activation's output is fc2's input, kept as
-    `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn).
+    `Numerics.saved_gemm_input_bytes` (1 under FP8: 3 or 5 ffn). Eager gated code keeps the activation's own
+    output too (`ElementwiseKernels.gated_activation_saved_extra`).
 
     MoE: each of the top_k routed copies also keeps its permuted 2h input, whole on each of its expert's etp
     ranks, so etp / tp of it per token here (`compute._local_gemm`: an expert's rows are etp / tp of the
     routed tokens; the FFN-wide tensors, split over etp, come to ffn / tp per token either way).
     """
-    activation_input = (2 if model.gated_mlp else 1) * num.activation_bytes
+    activation_input = (
+        (2 * num.activation_bytes + kernels.gated_activation_saved_extra) if model.gated_mlp else num.activation_bytes
+    )
     per_ffn = activation_input + num.saved_gemm_input_bytes
     tp = c.tp.astype(np.float64)
     zero = np.zeros(c.shape, dtype=np.float64)  # every part broadcast to the candidates' shape
@@ -259,7 +267,9 @@ def working_bytes(model: ModelSpec, c: Candidates, rt: RuntimeFeatures, num: Num
     one_layer_scores: FloatArray | float = 0.0
     if not rt.flash_attention and model.num_attention_layers:
         one_layer_scores = num.attention_score_bytes * model.num_attention_heads * model.seq_length / c.tp
-    rebuilt = tokens * _selective_dropped(model, c, rt, num, one_layer_scores, _mlp_parts_per_token(model, c, num))
+    rebuilt = tokens * _selective_dropped(
+        model, c, rt, num, one_layer_scores, _mlp_parts_per_token(model, c, num, kernels_for(rt))
+    )
     kept = _kept_bytes_per_layer(model, c, rt, num)
     return np.asarray(np.where(c.recompute == FULL, kept, np.where(c.recompute == SELECTIVE, rebuilt, 0.0)))
 

@@ -34,6 +34,7 @@ __all__ = [
     "MEGATRON_ATTENTION_BACKENDS",
     "Nodes",
     "attention_kernel_notes",
+    "eager_elementwise_notes",
     "check_inputs",
     "fp8_weight_storage",
     "hybrid_position_notes",
@@ -468,6 +469,17 @@ def attention_kernel_notes(training: TrainingSpec, framework: str) -> list[str]:
             " environment (or the recipe's model.config.attention_backend to flash) to run what was priced."
         ]
     return []
+
+
+def eager_elementwise_notes(training: TrainingSpec, framework: str) -> list[str]:
+    """A Megatron-LM or NeMo launch runs Transformer Engine's fused norms, activations and RoPE, whatever
+    `RuntimeFeatures.eager_elementwise` priced (`costmodel.elementwise`)."""
+    if not training.runtime.eager_elementwise:
+        return []
+    return [
+        "training.runtime.eager_elementwise prices eager PyTorch model code (fp32 norms and RoPE, unfused SwiGLU):"
+        f" this {framework} launch runs Transformer Engine's fused kernels, faster than priced."
+    ]
 
 
 def megatron_gradient_notes(training: TrainingSpec) -> list[str]:

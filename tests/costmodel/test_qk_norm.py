@@ -66,7 +66,8 @@ def test_two_head_wide_weights_per_layer_replicated_over_tp() -> None:
 def test_one_more_read_and_write_of_q_and_k_forward(tp: int) -> None:
     """4 bytes per element of Q and K (16-bit read and write), split by tp: 4 x 96 x 20 tokens / tp over 1 TB/s."""
     c = _candidates(tp, micro_batch=2)
-    delta = compute._elementwise_forward_s(QK, c, HW) - compute._elementwise_forward_s(PLAIN, c, HW)
+    rt = RuntimeFeatures()
+    delta = compute._elementwise_forward_s(QK, c, HW, rt) - compute._elementwise_forward_s(PLAIN, c, HW, rt)
     np.testing.assert_allclose(delta, [4 * 96 * 2 * S / tp / 1e12], rtol=1e-12)
 
 

@@ -597,6 +597,16 @@ def test_attention_backend_runs_the_kernel_priced(
         assert "NVTE_FUSED_ATTN=0" in note
 
 
+@pytest.mark.parametrize("eager", [False, True])
+def test_megatron_and_nemo_say_they_run_fused_kernels_where_eager_code_was_priced(eager: bool) -> None:
+    """Both run Transformer Engine's fused norms and activations: a plan priced with eager model code says so."""
+    layout = Layout(tp=8, pp=4, dp=32, sequence_parallel=True, zero_stage=1)
+    launch = _launch(LLAMA70, layout, runtime=RuntimeFeatures(eager_elementwise=eager))
+    for framework, args in (("Megatron-LM", launch.megatron), ("NeMo", launch.nemo)):
+        notes = [n for n in args.notes if "eager_elementwise" in n]
+        assert len(notes) == int(eager) and all(framework in n and "faster than priced" in n for n in notes)
+
+
 def test_tp_pp_dp_mapping_only_where_megatron_accepts_it() -> None:
     model = get_preset("mixtral-8x7b").model
     cases = [
