@@ -12,7 +12,9 @@ kind's two fitted constants (DESIGN.md, Calibration). The host launches the
 kernels while the GPU runs earlier ones: a layer pass takes the larger of the
 GPU's time and the host's launch floor (`costmodel.host`), not their sum.
 Element-wise kernels (norms, dropout, activation, softmax without flash
-attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth.
+attention, optimizer) are memory-bound: bytes / achieved HBM bandwidth, at
+the bytes per element of the code that runs them (fused kernels or eager
+PyTorch ops, `costmodel.elementwise`).
 
 Sources: Narayanan et al. 2021 (arXiv 2104.04473) Sec. 5.1 (GEMM flop) and
 Fig. 7 (throughput grows with micro-batch size); bytes per element follow the

@@ -111,6 +111,9 @@ def activation_bytes_per_layer(model: ModelSpec, c: Candidates, rt: RuntimeFeatu
     (`_mlp_parts_per_token`). Under FP8 the four linear layers keep their inputs' fp8 copies
     (`Numerics.saved_gemm_input_bytes`: the QKV, fc1 and fc2 inputs at one byte, the attention output kept
     by the core in 16-bit plus the output projection's fp8 copy, `Numerics.gemm_input_copy_bytes`).
+    Eager model code (`RuntimeFeatures.eager_elementwise`) keeps more: each norm's fp32 input copy, RoPE's fp32 Q
+    and K, K and V copied out to every query head, and a gated activation's own output
+    (`costmodel.elementwise.EAGER`).
     """
     h, q = model.hidden_size, model.attention_hidden_size
     tokens = tokens_per_microbatch(model, c)
