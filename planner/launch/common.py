@@ -42,7 +42,10 @@ __all__ = [
     "megatron_attention_backend",
     "megatron_gradient_notes",
     "torchtitan_fp8_notes",
+    "torchtitan_async_tp",
     "torchtitan_block_recompute_notes",
+    "torchtitan_compiles",
+    "torchtitan_compile_notes",
     "torchtitan_hybrid_notes",
     "torchtitan_mtp_notes",
     "torchtitan_qk_norm_notes",
@@ -479,6 +482,45 @@ def eager_elementwise_notes(training: TrainingSpec, framework: str) -> list[str]
     return [
         "training.runtime.eager_elementwise prices eager PyTorch model code (fp32 norms and RoPE, unfused SwiGLU):"
         f" this {framework} launch runs Transformer Engine's fused kernels, faster than priced."
+    ]
+
+
+def torchtitan_async_tp(training: TrainingSpec, layout: Layout) -> bool:
+    """TorchTitan's async TP (its TP communication overlap) is on: TP overlap asked for and tp > 1."""
+    return training.runtime.tp_comm_overlap and layout.tp > 1
+
+
+def torchtitan_compiles(training: TrainingSpec, layout: Layout) -> bool:
+    """Whether a TorchTitan launch compiles its model and loss with `torch.compile`: wherever the plan was priced
+    at fused element-wise kernels (`RuntimeFeatures.eager_elementwise` off, `costmodel.elementwise.FUSED`), and
+    wherever async TP needs it.
+
+    TorchTitan's model code is plain PyTorch ops (torchtitan/models/llama3/model.py at v0.2.2: `nn.RMSNorm`,
+    RoPE on complex fp32 copies in `apply_rotary_emb`, `F.silu(self.w1(x)) * self.w3(x)`); eagerly each op is its
+    own kernel, as the `EAGER` table counts for code of this kind. Only compiled (`Compile.enable`, off by default
+    in JobConfig and in the shipped train configs) do they run fused, as `FUSED` prices them. torchao's float8
+    and MX converters also expect compile for their casts (torchtitan/components/quantization/float8.py and
+    mx.py warn without it), and async TP refuses to run without it (torchtitan/distributed/tensor_parallel.py).
+    """
+    return torchtitan_async_tp(training, layout) or not training.runtime.eager_elementwise
+
+
+def torchtitan_compile_notes(training: TrainingSpec, layout: Layout) -> list[str]:
+    """What a TorchTitan launch's compile setting means for the priced step (`torchtitan_compiles`)."""
+    if not torchtitan_compiles(training, layout):
+        return [
+            "torch.compile is off, as training.runtime.eager_elementwise prices the model code eagerly; the eager"
+            " byte counts are those of IBM's fms LLaMA (costmodel.elementwise.EAGER), which TorchTitan's own eager"
+            " ops need not match."
+        ]
+    if training.runtime.eager_elementwise:
+        return [
+            "torch.compile is on because async TP needs it: it fuses the element-wise code that"
+            " training.runtime.eager_elementwise priced eagerly, so this launch runs faster than priced."
+        ]
+    return [
+        "torch.compile (model and loss) is on: the plan prices fused norms, activations and RoPE, which"
+        " TorchTitan's model code reaches only compiled. The first steps include the compilation time."
     ]
 
 

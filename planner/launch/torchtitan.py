@@ -33,7 +33,10 @@ from planner.launch.common import (
     known_model,
     model_notes,
     torchrun_command,
+    torchtitan_async_tp,
     torchtitan_block_recompute_notes,
+    torchtitan_compile_notes,
+    torchtitan_compiles,
     torchtitan_fp8_notes,
     torchtitan_hybrid_notes,
     torchtitan_moe_dispatch_notes,
@@ -70,7 +73,7 @@ def _parallelism(model: ModelSpec, training: TrainingSpec, layout: Layout) -> di
         "data_parallel_shard_degree": shard,
         "fsdp_reshard_after_forward": "always" if layout.zero_stage == 3 else "never",
         "tensor_parallel_degree": layout.tp,
-        "enable_async_tensor_parallel": training.runtime.tp_comm_overlap and layout.tp > 1,
+        "enable_async_tensor_parallel": torchtitan_async_tp(training, layout),
         "pipeline_parallel_degree": layout.pp,
         "context_parallel_degree": layout.cp,
         "expert_parallel_degree": layout.ep,
@@ -115,8 +118,7 @@ def _config(model: ModelSpec, training: TrainingSpec, layout: Layout, inputs: La
         model_section["converters"] = ["quantize.linear.float8"]
     if model_section:
         config["model"] = model_section
-    if training.runtime.tp_comm_overlap and layout.tp > 1:
-        config["compile"] = {"enable": True}  # async TP runs only under torch.compile
+    config["compile"] = {"enable": torchtitan_compiles(training, layout)}
     return config
 
 
@@ -195,6 +197,7 @@ def _v02_launch(
             *_data_notes(inputs),
             *model_notes(model),
             *torchtitan_hybrid_notes(model),
+            *torchtitan_compile_notes(training, layout),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),

@@ -34,7 +34,10 @@ from planner.launch.common import (
     model_notes,
     sequence_parallel_on,
     torchrun_command,
+    torchtitan_async_tp,
     torchtitan_block_recompute_notes,
+    torchtitan_compile_notes,
+    torchtitan_compiles,
     torchtitan_fp8_notes,
     torchtitan_hybrid_notes,
     torchtitan_moe_dispatch_notes,
@@ -112,10 +115,12 @@ def _training(model: ModelSpec, training: TrainingSpec, layout: Layout) -> dict[
 
 
 def _compile(training: TrainingSpec, layout: Layout) -> dict[str, object]:
-    """Async TP runs only under torch.compile of the model (CompileConfig.__post_init__)."""
-    if training.runtime.tp_comm_overlap and layout.tp > 1:
-        return {"enable": True, "components": ["model", "loss"], "enable_async_tensor_parallel": True}
-    return {"enable_async_tensor_parallel": False}
+    """torch.compile of the model and loss where the plan was priced fused or async TP needs it
+    (`common.torchtitan_compiles`; async TP runs only compiled, CompileConfig.__post_init__)."""
+    async_tp = torchtitan_async_tp(training, layout)
+    if torchtitan_compiles(training, layout):
+        return {"enable": True, "components": ["model", "loss"], "enable_async_tensor_parallel": async_tp}
+    return {"enable": False, "enable_async_tensor_parallel": False}
 
 
 def _data(inputs: LaunchInputs) -> dict[str, object]:
@@ -209,6 +214,7 @@ def torchtitan_v03_launch(
             *_notes(training, inputs, shipped),
             *model_notes(model),
             *torchtitan_hybrid_notes(model),
+            *torchtitan_compile_notes(training, layout),
             *torchtitan_fp8_notes(training),
             *torchtitan_offload_notes(training),
             *torchtitan_mtp_notes(model),

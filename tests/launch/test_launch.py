@@ -573,6 +573,27 @@ def test_runtime_features() -> None:
     assert "--tp-comm-overlap" not in no_sp  # Megatron: TP overlap needs sequence parallelism
 
 
+@pytest.mark.parametrize("torchtitan", ["0.3.0", "0.2.2"])
+def test_torchtitan_compiles_what_was_priced_fused(torchtitan: str) -> None:
+    """TorchTitan's model code is eager PyTorch ops; only torch.compile runs them as the fused kernels the default
+    plan prices (`costmodel.elementwise.FUSED`), so every release's launch turns it on, and off (with a note) for a
+    plan priced eager, unless async TP needs it (then a note says the launch runs faster than priced)."""
+    versions = {"torchtitan": torchtitan}
+
+    def compiled(layout: Layout, **runtime: bool) -> tuple[bool, list[str]]:
+        training = TrainingSpec(global_batch_size=64, runtime=runtime)
+        launch = launch_args(LLAMA3_8B, training, layout, layout.world_size, 8, versions=versions).torchtitan
+        return "--compile.enable" in launch.args, launch.notes
+
+    plain, overlapped = Layout(tp=1, pp=1, dp=8), Layout(tp=4, pp=1, dp=2, sequence_parallel=True)
+    on, notes = compiled(plain)
+    assert on and any("torch.compile (model and loss) is on" in n for n in notes)
+    on, notes = compiled(plain, eager_elementwise=True)
+    assert not on and any("torch.compile is off" in n for n in notes)
+    on, notes = compiled(overlapped, eager_elementwise=True)
+    assert on and any("async TP needs it" in n and "faster than priced" in n for n in notes)
+
+
 @pytest.mark.parametrize(
     ("kernel", "backend", "noted"),
     [

@@ -173,7 +173,20 @@ def test_async_tp_compiles_the_model_and_is_off_otherwise() -> None:
     plain = _titan(LLAMA8, Layout(tp=4, pp=1, dp=2), 64, runtime=RuntimeFeatures(tp_comm_overlap=False))
     on = ["--compile.enable", "--compile.components", "model,loss", "--compile.enable-async-tensor-parallel"]
     assert " ".join(on) in " ".join(overlap.args) and "--parallelism.enable-sequence-parallel" in overlap.args
-    assert "--compile.no-enable-async-tensor-parallel" in plain.args and "--compile.enable" not in plain.args
+    fused = ["--compile.enable", "--compile.components", "model,loss", "--compile.no-enable-async-tensor-parallel"]
+    assert " ".join(fused) in " ".join(plain.args)
+
+
+def test_compile_follows_the_element_wise_code_the_plan_was_priced_for() -> None:
+    """Priced fused (the default), the model is compiled; priced eager (`runtime.eager_elementwise`), the config
+    function's compile is turned off, spelled out because the function, not a default, decides it otherwise."""
+    layout = Layout(tp=1, pp=1, dp=8)
+    fused = _titan(LLAMA8, layout, 64)
+    eager = _titan(LLAMA8, layout, 64, runtime=RuntimeFeatures(eager_elementwise=True))
+    assert "--compile.enable" in fused.args and "--compile.no-enable" not in fused.args
+    assert "--compile.no-enable" in eager.args and "--compile.enable" not in eager.args
+    assert any("torch.compile (model and loss) is on" in n for n in fused.notes)
+    assert any("torch.compile is off" in n for n in eager.notes)
 
 
 def test_cuda_graphs_are_left_on_without_pp_or_ep() -> None:
