@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 from planner.specs import ModelSpec, RuntimeFeatures
 
-__all__ = ["EAGER", "FUSED", "ElementwiseKernels", "expanded_kv_width", "kernels_for", "rotated_width"]
+__all__ = [
+    "EAGER",
+    "FUSED",
+    "ElementwiseKernels",
+    "expanded_kv_width",
+    "kernels_for",
+    "kv_copy_launches",
+    "rotated_width",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +49,12 @@ class ElementwiseKernels:
     """Bytes per rotated element of Q and K the rotary embedding keeps for its backward."""
     gated_activation_saved_extra: float
     """Bytes per element of MLP width a gated activation keeps beyond a fused one (its two 16-bit inputs)."""
+    norm_launches: int
+    """Kernels one norm launches per forward pass (`costmodel.host` counts a layer's launches from these)."""
+    gated_activation_launches: int
+    """Kernels a gated activation launches per forward pass."""
+    rotary_launches: int
+    """Kernels rotary embedding launches per forward pass, queries and keys together."""
 
 
 FUSED = ElementwiseKernels(
@@ -53,13 +67,18 @@ FUSED = ElementwiseKernels(
     norm_saved_extra=0,
     rotary_saved=0,
     gated_activation_saved_extra=0,
+    norm_launches=1,
+    gated_activation_launches=1,
+    rotary_launches=1,
 )
 """One fused kernel per part (Megatron-Core with Transformer Engine, Megatron-LM's fused kernels). A norm reads its
 16-bit input and writes its output (2 + 2); a bias-dropout-add reads the branch and the residual (2 + 2) and writes
 the sum (2) and its 1-byte mask; GeLU reads and writes the MLP width (2 + 2), SwiGLU reads both halves and writes
 one (2 + 2 + 2); RoPE reads and writes what it rotates (2 + 2). Korthikanti et al. 2022 (arXiv 2205.05198) Table 2,
-each tensor read and written once. What they keep for backward is `costmodel.memory`'s baseline (Korthikanti Table 2:
-a norm's input, an activation's input; a fused RoPE recomputes its rotation)."""
+each tensor read and written once, one launch each (`costmodel.host` counts the plain activation, which Transformer
+Engine fuses into its GEMM's epilogue, by `RuntimeFeatures.fused_kernels`). What they keep for backward is
+`costmodel.memory`'s baseline (Korthikanti Table 2: a norm's input, an activation's input; a fused RoPE recomputes
+its rotation)."""
 
 EAGER = ElementwiseKernels(
     norm=36,
@@ -71,6 +90,9 @@ EAGER = ElementwiseKernels(
     norm_saved_extra=4,
     rotary_saved=4,
     gated_activation_saved_extra=2,
+    norm_launches=8,
+    gated_activation_launches=2,
+    rotary_launches=8,
 )
 """One kernel per PyTorch op, as IBM's fms LLaMA runs without `torch.compile` (foundation-model-stack at f33fdd26,
 2024-02-26, the last commit before fms-fsdp's cf6e42c, which asks for `ibm-fms >= 0.0.3` and published the README's
@@ -91,6 +113,11 @@ activations, fp32 = 4:
   (and the same for values; fms/modules/attention.py `MultiHeadAttention.forward`) copies both out to the query
   heads' width before `F.scaled_dot_product_attention`, which keeps the copies. (The output's
   `.transpose(2, 1).contiguous()` copies nothing: SDPA's flash kernel writes its output sequence-major already.)
+
+Launches, one per op: a norm 8 (`float`, `pow`, `mean`, `+ eps`, `rsqrt`, the product, `type_as`, the weight's
+product; two of them over the row statistics only, so they add launches but no bytes above); SwiGLU 2; RoPE 8, four
+each for Q and K (`float`, the product, `sum`, `type_as`); the grouped-KV copy 2, one each for K and V; the plain
+activation and the residual add 1 each.
 
 Kept for backward (autograd's saved tensors), beyond `FUSED`: norm 4, the fp32 copy of the input that `pow` and
 the product keep (the 16-bit normalized tensor `self.weight * x` keeps replaces the input a fused norm keeps);
@@ -119,3 +146,9 @@ def expanded_kv_width(model: ModelSpec, kernels: ElementwiseKernels) -> int:
     if not kernels.expands_grouped_kv or model.mla is not None or kv >= q:
         return 0
     return 2 * (q - kv)
+
+
+def kv_copy_launches(model: ModelSpec, kernels: ElementwiseKernels) -> int:
+    """Kernels the grouped-KV copy launches per forward pass: one each for K and V where it copies anything
+    (`expanded_kv_width`)."""
+    return 2 if expanded_kv_width(model, kernels) > 0 else 0

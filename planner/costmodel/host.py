@@ -18,7 +18,10 @@ attention core as five kernels (QK^T `baddbmm`, fused scale-mask-softmax,
 dropout, AV `bmm`, the context's permute copy; Korthikanti et al. 2022, arXiv
 2205.05198, Sec. 4.1 and Table 2) and a separate bias-GeLU; Transformer Engine
 (`LayerNormLinear`, `LayerNormMLP`, `DotProductAttention`) fuses the attention
-core into one kernel and the bias-GeLU into the GEMM epilogue. Backward runs
+core into one kernel and the bias-GeLU into the GEMM epilogue. Eager model code
+(`RuntimeFeatures.eager_elementwise`) launches one kernel per PyTorch op: its norms,
+RoPE, gated activation and grouped-KV copy launch what `costmodel.elementwise.EAGER`
+counts (a norm 8, RoPE 8), the table that also prices their bytes. Backward runs
 two GEMMs per forward GEMM (input and weight gradients) and one kernel per
 other op; the 2021 runtime adds one fp32 `main_grad` accumulation per weight
 (gradient-accumulation fusion came later, Megatron-LM
@@ -59,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.costmodel.candidates import Candidates, FloatArray
+from planner.costmodel.elementwise import kernels_for, kv_copy_launches
 from planner.costmodel.gemms import layer_gemms
 from planner.costmodel.mamba import MIXER_BACKWARD_KERNELS, MIXER_FORWARD_KERNELS
 from planner.specs import CudaGraphScope, ExpertGemm, ModelSpec, RuntimeFeatures
@@ -161,12 +165,15 @@ def _expert_gemm_launches(local_experts: FloatArray | float, rt: RuntimeFeatures
 def layer_kernels(model: ModelSpec, c: Candidates, rt: RuntimeFeatures) -> LayerKernels:
     """Kernels per forward and backward pass of the average layer (module docstring)."""
     gemms = sum(g.layer_share for g in layer_gemms(model) if not g.is_expert)
+    ew = kernels_for(rt)
     core = FUSED_ATTENTION_CORE_KERNELS if rt.flash_attention else UNFUSED_ATTENTION_CORE_KERNELS
-    activation = 1 if (model.gated_mlp or not rt.fused_kernels) else 0
-    rope = 0 if model.learned_position_embeddings else 1
-    attention = core + rope + len(model.attention_norm_widths)  # the attention's own norms, one kernel each
+    epilogue_gelu = rt.fused_kernels and not rt.eager_elementwise  # TE fuses a plain GeLU into its GEMM
+    activation = ew.gated_activation_launches if model.gated_mlp else (0 if epilogue_gelu else 1)
+    rope = 0 if model.learned_position_embeddings else ew.rotary_launches
+    qk_norms = len(model.attention_norm_widths) * ew.norm_launches  # the attention's own norms
+    attention = core + rope + qk_norms + kv_copy_launches(model, ew)
     blocks = model.blocks_per_layer / BLOCKS_PER_TRANSFORMER_LAYER  # 1 for a transformer, 1/2 for a hybrid
-    residual = blocks * (NORMS_PER_LAYER + RESIDUALS_PER_LAYER)
+    residual = blocks * (NORMS_PER_LAYER * ew.norm_launches + RESIDUALS_PER_LAYER)
     mlp = model.dense_mlp_share + model.moe_layer_share
     mamba = model.mamba_layer_share
     forward_other = (

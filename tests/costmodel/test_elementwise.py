@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.costmodel import compute
+from planner.costmodel import compute, host
 from planner.costmodel.candidates import Candidates
 from planner.costmodel.elementwise import EAGER, FUSED, expanded_kv_width, kernels_for, rotated_width
 from planner.costmodel.memory import activation_bytes_per_layer
@@ -105,3 +105,16 @@ def test_eager_layers_are_slower_and_the_gap_is_the_memory_bound_part() -> None:
     assert extra[0] > 0
     np.testing.assert_allclose(eager.forward_s - fused.forward_s, extra, rtol=1e-9)
     np.testing.assert_allclose(eager.backward_s - fused.backward_s, 2 * extra, rtol=1e-9)
+
+
+def test_eager_code_launches_one_kernel_per_op() -> None:
+    """Host launches per forward pass of the GQA layer at tp 1 (`host.layer_kernels`), by hand. Fused: 4 GEMMs
+    (QKV, projection, fc1, fc2), 2 norms, 2 residual adds, the attention core, RoPE and SwiGLU, one launch each:
+    11. Eager: the norms 8 each, RoPE 8 (4 for Q, 4 for K), SwiGLU 2, the copies of K and V 2: 4 + 16 + 2 + 1 + 8 +
+    2 + 2 = 35. Backward runs one kernel per op besides the GEMMs' two each, so the difference is the same."""
+    c = _candidates(1)
+    fused, eager = (host.layer_kernels(GQA, c, rt) for rt in (FUSED_RT, EAGER_RT))
+    assert fused.forward[0] == 11 and eager.forward[0] == 35
+    assert eager.backward[0] - fused.backward[0] == 35 - 11
+    learned = host.layer_kernels(MHA_LEARNED, c, EAGER_RT)  # no RoPE, no copy: 4 + 16 + 2 + 1 + 2
+    assert learned.forward[0] == 25
