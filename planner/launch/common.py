@@ -495,12 +495,13 @@ def torchtitan_compiles(training: TrainingSpec, layout: Layout) -> bool:
     at fused element-wise kernels (`RuntimeFeatures.eager_elementwise` off, `costmodel.elementwise.FUSED`), and
     wherever async TP needs it.
 
-    TorchTitan's model code is plain PyTorch ops (torchtitan/models/llama3/model.py at v0.2.2: `nn.RMSNorm`,
+    TorchTitan's model code is plain PyTorch ops (torchtitan/models/llama3/model/model.py at v0.2.2: `nn.RMSNorm`,
     RoPE on complex fp32 copies in `apply_rotary_emb`, `F.silu(self.w1(x)) * self.w3(x)`); eagerly each op is its
-    own kernel, as the `EAGER` table counts for code of this kind. Only compiled (`Compile.enable`, off by default
-    in JobConfig and in the shipped train configs) do they run fused, as `FUSED` prices them. torchao's float8
-    and MX converters also expect compile for their casts (torchtitan/components/quantization/float8.py and
-    mx.py warn without it), and async TP refuses to run without it (torchtitan/distributed/tensor_parallel.py).
+    own kernel, as the `EAGER` table counts for code of this kind. Only compiled (`Compile.enable`: off in
+    JobConfig and in the shipped 8B and 70B train configs, on in the 405B one) do they run fused, as `FUSED`
+    prices them. The float8 MoE and MXFP8 converters warn that they need compile for speed
+    (torchtitan/components/quantization/float8.py, mx.py), and async TP refuses to run without it
+    (torchtitan/distributed/tensor_parallel.py).
     """
     return torchtitan_async_tp(training, layout) or not training.runtime.eager_elementwise
 
