@@ -45,6 +45,15 @@ _TRAINER = re.compile(
 _AC = re.compile(r"Applied (\w+) activation checkpointing to the model")
 _STEP = re.compile(r"(?<!validate )step:\s*(\d+)\s+loss:.*?memory:\s*([0-9.]+)\s*GiB.*?tps:\s*([0-9,]+)")
 _CONFIGS = re.compile(r"Running with configs: (\{)")
+_COMPILED = "Compiling each TransformerBlock with torch.compile"
+"""Logged where the model is compiled (v0.2.2 torchtitan/models/llama3/infra/parallelize.py `apply_compile`, v0.3.0
+torchtitan/distributed/compile.py), only when `compile.enable` with "model" in `compile.components`."""
+_EAGER_NOTE = (
+    "torch.compile was off (no '" + _COMPILED + "' line): the run's RoPE and SwiGLU ran as eager PyTorch ops, one"
+    " kernel each, which an estimate prices as fused kernels unless runtime.eager_elementwise is set; that flag"
+    " prices IBM fms's eager code, which moves more than TorchTitan's (PyTorch's RMSNorm is fused), so the measured"
+    " step lies between the two estimates."
+)
 _SINGLE_STAGE = {"1F1B", "GPipe"}
 """Schedules with one stage per rank (torchtitan/distributed/pipeline_parallel.py: PipelineScheduleSingle)."""
 _LLAMA_TRAITS = {"gated_mlp": True, "tied_embeddings": False, "linear_bias": False}
@@ -301,5 +310,17 @@ def parse_torchtitan(
         timing=steady_state(intervals, skip),
         peak_memory_gib=max(float(m.group(2)) for m in steps) if steps else None,
         file=file,
-        notes=[_SPLIT_NOTE] if release == "0.3.0" and mesh[0] > 1 else [],
+        notes=[
+            *([_SPLIT_NOTE] if release == "0.3.0" and mesh[0] > 1 else []),
+            *([] if _compiled(text, config) else [_EAGER_NOTE]),
+        ],
+    )
+
+
+def _compiled(text: str, config: Mapping[str, Any]) -> bool:
+    """Whether the run compiled its model: the log line, else the config's `compile` section."""
+    if _COMPILED in text:
+        return True
+    return bool(_get(config, "compile", "enable", False)) and "model" in _get(
+        config, "compile", "components", ["model", "loss"]
     )

@@ -652,3 +652,23 @@ def test_megatron_log_states_its_block_recompute() -> None:
     )
     request = observe_log(uniform, profile="dgx-h100").request
     assert request["layout"]["recompute"] == "full" and "recompute_num_layers" not in request["training"]
+
+
+def test_torchtitan_runs_without_compile_are_noted_eager() -> None:
+    """A TorchTitan run that did not compile its model ran RoPE and SwiGLU eagerly, which the default estimate prices
+    fused: its observation says so. The compile line in the log, or compile.enable in the config, clears it."""
+
+    def eager_noted(text: str, config_text: str | None = None) -> bool:
+        obs = observe_log(text, profile="dgx-h100", config_text=config_text)
+        return any(n.startswith("torch.compile was off") for n in obs.notes)
+
+    v02, v03 = _log("torchtitan_llama8b.log"), _log(V03)
+    assert eager_noted(v02) and eager_noted(v03)
+    assert observe_log(v03, profile="dgx-h100").notes[0].startswith("stage split")  # the split note stays first
+    line = "[rank0]:[titan] 2025-11-05 09:00:03,010 - root - INFO - Compiling each TransformerBlock with torch.compile"
+    compiled = v02.replace(
+        "[rank0]:[titan] 2025-11-05 09:00:03,020", line + "\n[rank0]:[titan] 2025-11-05 09:00:03,020"
+    )
+    assert compiled != v02 and not eager_noted(compiled)
+    assert not eager_noted(v02, "[compile]\nenable = true\n")
+    assert eager_noted(v02, '[compile]\nenable = true\ncomponents = ["loss"]\n')  # the loss alone: the model is eager
