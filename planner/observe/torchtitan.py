@@ -313,8 +313,22 @@ def parse_torchtitan(
         notes=[
             *([_SPLIT_NOTE] if release == "0.3.0" and mesh[0] > 1 else []),
             *([] if _compiled(text, config) else [_EAGER_NOTE]),
+            *_hybrid_sharding_notes(mesh[1], mesh[2]),
         ],
     )
+
+
+def _hybrid_sharding_notes(dp_replicate: int, dp_shard: int) -> list[str]:
+    """HSDP (FSDP2 sharding over dp_shard, replicated over dp_replicate) has no layout of its own here: the layout
+    records dp = dp_replicate x dp_shard, which the estimate shards over."""
+    if dp_replicate == 1 or dp_shard == 1:
+        return []
+    return [
+        f"hybrid sharding (dp_replicate={dp_replicate} x dp_shard={dp_shard}): the layout records dp"
+        f" {dp_replicate * dp_shard} and the estimate shards the model states over all of those ranks, not over"
+        f" dp_shard's {dp_shard} with each shard's gradients all-reduced over {dp_replicate} replicas as the run"
+        " did: it predicts less memory than the run held and per-layer gathers over the whole data-parallel group."
+    ]
 
 
 def _compiled(text: str, config: Mapping[str, Any]) -> bool:

@@ -672,3 +672,20 @@ def test_torchtitan_runs_without_compile_are_noted_eager() -> None:
     assert compiled != v02 and not eager_noted(compiled)
     assert not eager_noted(v02, "[compile]\nenable = true\n")
     assert eager_noted(v02, '[compile]\nenable = true\ncomponents = ["loss"]\n')  # the loss alone: the model is eager
+
+
+def test_torchtitan_hybrid_sharding_is_noted() -> None:
+    """HSDP (dp_replicate > 1 and dp_shard > 1) is recorded as ZeRO over dp = replicate x shard, and said so; plain
+    FSDP (dp_replicate 1) and DDP (dp_shard 1) are what they record."""
+    text = _log("torchtitan_llama8b.log")
+
+    def mesh(replicate: int, shard: int) -> Any:
+        line = f"pp=1, dp_replicate={replicate}, dp_shard={shard}, cp=1"
+        return observe_log(text.replace("pp=1, dp_replicate=1, dp_shard=8, cp=1", line), profile="dgx-h100")
+
+    hybrid = mesh(2, 4)
+    assert hybrid.request["layout"]["dp"] == 8 and hybrid.request["layout"]["zero_stage"] == 3
+    assert [n for n in hybrid.notes if n.startswith("hybrid sharding (dp_replicate=2 x dp_shard=4)")]
+    for plain in (mesh(1, 8), mesh(8, 1)):
+        assert not [n for n in plain.notes if n.startswith("hybrid sharding")]
+    assert mesh(8, 1).request["layout"]["zero_stage"] == 0
