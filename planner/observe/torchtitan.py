@@ -52,7 +52,7 @@ _EAGER_NOTE = (
     "torch.compile was off (no '" + _COMPILED + "' line): the run's RoPE and SwiGLU ran as eager PyTorch ops, one"
     " kernel each, which an estimate prices as fused kernels unless runtime.eager_elementwise is set; that flag"
     " prices IBM fms's eager code, which moves more than TorchTitan's (PyTorch's RMSNorm is fused), so the measured"
-    " step lies between the two estimates."
+    " step is expected between the two estimates."
 )
 _SINGLE_STAGE = {"1F1B", "GPipe"}
 """Schedules with one stage per rank (torchtitan/distributed/pipeline_parallel.py: PipelineScheduleSingle)."""
